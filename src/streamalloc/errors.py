@@ -1,0 +1,63 @@
+"""One exception hierarchy for streamalloc, each class with a stable CLI exit code.
+
+The codes are the contract of formats.md section 5: 3 bad input, 4 infeasible or over a
+limit, 5 a plan failed verification, 1 an internal error (a bug), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+
+class StreamallocError(Exception):
+    """Base of every error the tool raises on purpose; `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(StreamallocError):
+    """The command line itself is wrong (unknown option value, missing argument)."""
+
+    exit_code = 2
+
+
+class InputError(StreamallocError):
+    """Bad input: a graph, rule or option file. The message names the file, place and expectation."""
+
+    exit_code = 3
+
+
+class GraphLoadError(InputError):
+    """A graph file (YAML/JSON, ONNX, GE dump) could not be read or is structurally invalid."""
+
+
+class RuleSchemaError(InputError):
+    """A rule file does not follow the rule schema."""
+
+
+class OptionError(InputError):
+    """A graph option has a value GE does not accept."""
+
+
+class AllocationInfeasible(StreamallocError):
+    """No allocation satisfies the rules and options (e.g. a GE error case)."""
+
+    exit_code = 4
+
+
+class LimitExceeded(AllocationInfeasible):
+    """A device limit (streams, tasks, events, notifies, memory) is exceeded; the message gives numbers."""
+
+
+class SolverLimitReached(AllocationInfeasible):
+    """The solver stopped at its time or search limit without a usable answer."""
+
+
+class PlanVerifyError(StreamallocError):
+    """A plan failed verification; the message names the edge, stream or event."""
+
+    exit_code = 5
+
+
+class InternalError(StreamallocError):
+    """An internal invariant broke: a bug in streamalloc, not in the input."""
+
+    exit_code = 1

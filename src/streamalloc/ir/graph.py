@@ -1,0 +1,162 @@
+"""Immutable graph types: Node, ComputeGraph (one graph's node list) and Graph (a whole model).
+
+Only `streamalloc.ir.builder.GraphBuilder` makes these; it verifies the structure and fixes the
+G-order. Nothing downstream mutates them: allocators return separate result objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from streamalloc.ir.attrs import AttrValue
+from streamalloc.ir.engines import EngineTable
+from streamalloc.ir.tensor import TensorDesc
+
+GRAPH_FORMAT = "streamalloc.graph/v1"
+
+# Op types whose data output feeds a loop back edge; such edges do not order nodes (GE's sort).
+LOOP_BACK_TYPES = frozenset({"NextIteration", "RefNextIteration"})
+
+
+@dataclass(frozen=True, slots=True)
+class DataInput:
+    """One connected data input: output `port` of node `src`."""
+
+    src: str
+    port: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.src}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """An operator. `inputs` is indexed by input slot; None marks an unconnected slot."""
+
+    name: str
+    type: str
+    engine: str
+    graph: str
+    inputs: tuple[DataInput | None, ...] = ()
+    control_inputs: tuple[str, ...] = ()
+    attrs: Mapping[str, AttrValue] = field(default_factory=lambda: MappingProxyType({}))
+    outputs: tuple[TensorDesc, ...] = ()
+    input_descs: tuple[TensorDesc, ...] = ()
+    subgraphs: tuple[tuple[str, str], ...] = ()
+    stream_id: int | None = None
+    task_count: int | None = None
+    cost_us: float | None = None
+
+    def attr(self, key: str, default: object = None) -> object:
+        """The bare value of attribute `key`, or `default` when absent."""
+        value = self.attrs.get(key)
+        return default if value is None else value.value
+
+    def has_attr(self, key: str) -> bool:
+        """GE's "present" test: the key exists, whatever its value."""
+        return key in self.attrs
+
+    def data_sources(self) -> Iterator[DataInput]:
+        """Connected data inputs in slot order."""
+        return (i for i in self.inputs if i is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    """One data edge seen from its producer: `node` reads output `port` on input `slot`."""
+
+    port: int
+    node: str
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeGraph:
+    """One graph: nodes in G-order, parent node (None for the root), adjacency, graph attrs.
+
+    Graph attributes matter for the root only (`ge.autoMultistreamParallelMode`).
+    """
+
+    name: str
+    nodes: tuple[Node, ...]
+    parent: str | None
+    index: Mapping[str, int]
+    consumers: Mapping[str, tuple[Consumer, ...]]
+    control_successors: Mapping[str, tuple[str, ...]]
+    attrs: Mapping[str, AttrValue] = field(default_factory=lambda: MappingProxyType({}))
+
+    def node(self, name: str) -> Node:
+        """The node called `name` in this graph (KeyError if absent)."""
+        return self.nodes[self.index[name]]
+
+    def successors(self, name: str) -> tuple[str, ...]:
+        """GE's release order: data consumers by output port then link order, then control."""
+        data = tuple(c.node for c in self.consumers.get(name, ()))
+        return data + self.control_successors.get(name, ())
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionEntry:
+    """One engine subgraph given explicitly in the graph file (formats.md section 1)."""
+
+    id: str
+    engine: str
+    stream_label: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A model: the root graph, its subgraphs (file order), options, engine table, partition."""
+
+    name: str
+    root: ComputeGraph
+    subgraphs: Mapping[str, ComputeGraph]
+    options: Mapping[str, str]
+    engines: EngineTable
+    dynamic_shape: bool = False
+    partition: tuple[PartitionEntry, ...] | None = None
+    source: str = field(default="", compare=False)
+
+    def graphs(self) -> Iterator[ComputeGraph]:
+        """The root, then every subgraph in file order."""
+        yield self.root
+        yield from self.subgraphs.values()
+
+    def graph(self, name: str) -> ComputeGraph:
+        """The graph called `name` (root or subgraph)."""
+        return self.root if name == self.root.name else self.subgraphs[name]
+
+    def node(self, name: str) -> Node:
+        """Any node of the model by its (model-unique) name."""
+        for graph in self.graphs():
+            if name in graph.index:
+                return graph.node(name)
+        raise KeyError(name)
+
+    def all_nodes(self) -> Iterator[Node]:
+        """Every node in T-order: root nodes in G-order, each node's subgraphs right after it."""
+        yield from self._t_order(self.root)
+
+    def _t_order(self, graph: ComputeGraph) -> Iterator[Node]:
+        for node in graph.nodes:
+            yield node
+            for _, sub in node.subgraphs:
+                yield from self._t_order(self.subgraphs[sub])
+
+    def r_order(self) -> list[str]:
+        """GE's root subgraph registry: subgraphs met in T-order, each node's in reverse order."""
+        order: list[str] = []
+        for node in self.all_nodes():
+            order.extend(sub for _, sub in reversed(node.subgraphs))
+        return order
+
+    def option(self, key: str, default: str = "") -> str:
+        """A graph option as GE reads it: a string, `default` when unset."""
+        return self.options.get(key, default)
+
+    def node_count(self) -> int:
+        """Nodes in the root and all subgraphs."""
+        return sum(len(g.nodes) for g in self.graphs())

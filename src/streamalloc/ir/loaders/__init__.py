@@ -1,0 +1,35 @@
+"""Graph loaders. `load_graph(path)` picks the loader from the suffix and, for GE dumps, the content.
+
+| suffix | loader |
+|---|---|
+| `.yaml`, `.yml`, `.json` | our graph format (`yaml_json`) |
+| `.onnx` | ONNX model (`onnx_model`) |
+| anything else | GE dump (`ge_dump`): protobuf text (`ge_proto_*.txt`) or binary ModelDef/GraphDef |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamalloc.errors import GraphLoadError
+from streamalloc.ir.graph import Graph
+
+GRAPH_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_graph(path: str | Path) -> Graph:
+    """Load any supported graph file into the IR (raises GraphLoadError on bad input)."""
+    path = Path(path)
+    if not path.exists():
+        raise GraphLoadError(f"{path}: no such file")
+    if path.is_dir():
+        raise GraphLoadError(f"{path}: is a directory, expected a graph file")
+    suffix = path.suffix.lower()
+    if suffix in GRAPH_SUFFIXES:
+        from streamalloc.ir.loaders.yaml_json import load_yaml_json
+        return load_yaml_json(path)
+    if suffix == ".onnx":
+        from streamalloc.ir.loaders.onnx_model import load_onnx
+        return load_onnx(path)
+    from streamalloc.ir.loaders.ge_dump import load_ge_dump
+    return load_ge_dump(path)

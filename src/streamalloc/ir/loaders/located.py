@@ -1,0 +1,84 @@
+"""Parse YAML (and JSON) into plain dicts and lists that remember their source lines.
+
+Errors found after parsing (schema, dangling input, ...) can then name `file:line`. PyYAML's C
+parser is used when available; the constructors stay in Python so line marks are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class LocatedDict(dict):  # type: ignore[type-arg]
+    """A mapping with `line` (its own) and `key_lines` (line of each key), 1-based."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+
+class LocatedList(list):  # type: ignore[type-arg]
+    """A sequence with `line` (its own) and `item_lines`, 1-based."""
+
+    line: int = 0
+    item_lines: list[int]
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping repeats a key; YAML would silently keep the last one."""
+
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        super().__init__(f"line {line}: key {key!r} repeats the key of line {first}")
+        self.line = line
+
+
+class _LocatedLoader(_Base):  # type: ignore[misc, valid-type]
+    pass
+
+
+def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> LocatedDict:
+    loader.flatten_mapping(node)
+    result = LocatedDict()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in result.key_lines:
+            raise DuplicateKeyError(key, line, result.key_lines[key])
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = line
+    return result
+
+
+def _sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> LocatedList:
+    result = LocatedList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    result.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
+_LocatedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+_LocatedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
+
+
+def load_located(text: str) -> Any:
+    """Parse YAML text into LocatedDict/LocatedList (raises yaml.YAMLError)."""
+    return yaml.load(text, Loader=_LocatedLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def line_of(document: Any, path: Sequence[Any]) -> int:
+    """The line of the deepest element of `path` that carries a line (0 if none)."""
+    line, node = getattr(document, "line", 0), document
+    for step in path:
+        if isinstance(node, LocatedDict) and step in node:
+            line, node = node.key_lines.get(step, line), node[step]
+        elif isinstance(node, LocatedList) and isinstance(step, int) and step < len(node):
+            line, node = node.item_lines[step], node[step]
+        else:
+            break
+    return line

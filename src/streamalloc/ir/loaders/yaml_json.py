@@ -1,0 +1,173 @@
+"""Our YAML/JSON graph format (formats.md section 1) -> Graph.
+
+Every error names the file, the line (YAML; JSON files are re-read as YAML to find it), the node
+and field, what was expected and, for keys and enums, the valid choices.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from streamalloc.errors import GraphLoadError
+from streamalloc.ir.attrs import attr_from_plain, desc_from_plain
+from streamalloc.ir.builder import GraphBuilder, parse_ref
+from streamalloc.ir.engines import default_engine_table, engine_from_plain
+from streamalloc.ir.graph import Graph, PartitionEntry
+from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
+from streamalloc.ir.loaders.located import line_of, load_located
+
+_VALIDATOR = jsonschema.Draft202012Validator(GRAPH_SCHEMA)
+Locate = Callable[[Sequence[Any]], str]
+
+
+def load_yaml_json(path: str | Path, text: str | None = None) -> Graph:
+    """Load a `.yaml`/`.yml`/`.json` graph file."""
+    path = Path(path)
+    text = read_text(path) if text is None else text
+    document = _parse(path, text)
+
+    def locate(where: Sequence[Any]) -> str:
+        located = document if path.suffix != ".json" else _try_located(text)
+        line = line_of(located, where) if located is not None else 0
+        return f"{path}:{line}" if line else str(path)
+
+    _validate(document, locate)
+    return graph_from_document(document, str(path), locate, default_name=path.stem)
+
+
+def read_text(path: Path) -> str:
+    """File text, with missing or unreadable files reported as input errors."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GraphLoadError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GraphLoadError(f"{path}: cannot read the file: {exc}") from None
+
+
+def _parse(path: Path, text: str) -> Any:
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GraphLoadError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}"
+                                 ) from None
+    try:
+        return load_located(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise GraphLoadError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise GraphLoadError(f"{path}: malformed YAML: {exc}") from None
+
+
+def _try_located(text: str) -> Any:
+    try:
+        return load_located(text)
+    except yaml.YAMLError:
+        return None
+
+
+def _field_name(path: Sequence[Any], document: Any) -> str:
+    if len(path) >= 2 and path[0] in ("nodes",) and isinstance(path[1], int):
+        node = document["nodes"][path[1]]
+        rest = ".".join(str(p) for p in path[2:])
+        name = node.get("name") if isinstance(node, Mapping) else None
+        return f"node {name!r}" + (f" field {rest!r}" if rest else "")
+    if len(path) >= 4 and path[0] == "subgraphs" and path[2] == "nodes":
+        return _field_name(list(path[2:]), document["subgraphs"][path[1]])
+    return f"field {'.'.join(str(p) for p in path)!r}" if path else "the document"
+
+
+def _validate(document: Any, locate: Locate) -> None:
+    if not isinstance(document, Mapping):
+        raise GraphLoadError(f"{locate([])}: expected a mapping with 'format' and 'nodes', found "
+                             f"{type(document).__name__}")
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(document))
+    if error is None:
+        return
+    path = list(error.absolute_path)
+    raise GraphLoadError(f"{locate(path)}: {_field_name(path, document)}: {_explain(error)}")
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if error.validator == "additionalProperties":
+        known = sorted(schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        return f"unknown key {', '.join(map(repr, extra))}; valid keys: {', '.join(known)}"
+    if error.validator == "const":
+        return f"expected {error.validator_value!r}, found {error.instance!r}"
+    if error.validator == "enum":
+        return f"found {error.instance!r}; valid: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "type":
+        return f"expected {error.validator_value}, found {json.dumps(error.instance)[:60]}"
+    return error.message
+
+
+def graph_from_document(document: Mapping[str, Any], source: str, locate: Locate,
+                        default_name: str = "graph") -> Graph:
+    """Build a Graph from a schema-valid document."""
+    table = default_engine_table()
+    if "engines" in document or "op_engines" in document:
+        table = table.extended((engine_from_plain(e) for e in document.get("engines", ())),
+                               document.get("op_engines"))
+    options = {str(k): _option_text(v) for k, v in (document.get("options") or {}).items()}
+    name = document.get("name") or default_name
+    builder = GraphBuilder(name, source=source, options=options, engines=table,
+                           dynamic_shape=bool(document.get("dynamic_shape", False)))
+    subgraphs = document.get("subgraphs") or {}
+    builder.set_graph_attrs(_attrs(document, [], locate, f"graph {name!r}"))
+    for sub, body in subgraphs.items():
+        builder.add_subgraph(sub, origin=locate(["subgraphs", sub]),
+                             attrs=_attrs(body, ["subgraphs", sub], locate, f"graph {sub!r}"))
+    _add_nodes(builder, document["nodes"], name, ["nodes"], locate)
+    for sub, body in subgraphs.items():
+        _add_nodes(builder, body["nodes"], sub, ["subgraphs", sub, "nodes"], locate)
+    if "partition" in document:
+        builder.set_partition(
+            (PartitionEntry(e["id"], e["engine"], e.get("stream_label", ""), tuple(e["nodes"])),
+             locate(["partition", i])) for i, e in enumerate(document["partition"]))
+    return builder.build(order="given")
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _add_nodes(builder: GraphBuilder, nodes: Sequence[Mapping[str, Any]], graph: str,
+               path: list[Any], locate: Locate) -> None:
+    for index, node in enumerate(nodes):
+        here = [*path, index]
+        builder.add_node(
+            node["name"], node["type"], graph=graph, engine=node.get("engine"),
+            inputs=[None if ref == "" else parse_ref(ref) for ref in node.get("inputs", ())],
+            control_inputs=node.get("control_inputs", ()),
+            attrs=_attrs(node, here, locate, f"node {node['name']!r}"),
+            outputs=[desc_from_plain(d) for d in node.get("outputs", ())],
+            input_descs=[desc_from_plain(d) for d in node.get("input_descs", ())],
+            subgraphs=tuple((node.get("subgraphs") or {}).items()),
+            stream_id=node.get("stream_id"), task_count=node.get("task_count"),
+            cost_us=None if node.get("cost_us") is None else float(node["cost_us"]),
+            origin=locate(here))
+
+
+def _attrs(owner: Mapping[str, Any], here: list[Any], locate: Locate, what: str
+           ) -> dict[str, Any]:
+    out = {}
+    for key, plain in (owner.get("attrs") or {}).items():
+        try:
+            out[str(key)] = attr_from_plain(plain)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise GraphLoadError(f"{locate([*here, 'attrs', key])}: {what} attribute {key!r}: "
+                                 f"{exc}") from None
+    return out

@@ -1,0 +1,142 @@
+"""Engine-subgraph partitioning, exactly as GE's second partitioning (ge-logical-streams.md 1.6).
+
+Per graph (root, then subgraphs in R-order): seed one cluster per node, greedily merge each node
+with its parents (or, with `ge.topoSortingMode` "3", consecutive clusters) when engine and labels
+agree and no other path would make a cycle, drop data-like source clusters, and list the rest in
+L-order with their predecessor/successor subgraphs. A graph file may instead give the partition
+explicitly (formats.md 1); then only the pred/succ relation is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from streamalloc.errors import InputError, OptionError
+from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, ClusterSet, seed_clusters
+from streamalloc.ir.engines import Engine
+from streamalloc.ir.graph import ComputeGraph, Graph
+from streamalloc.ir.labels import NodeLabels, stream_labels
+
+FORCE_ATTACH = "_force_attach_stream"
+NO_NEED_PARTITION = "_no_need_partition"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSubgraph:
+    """One partition subgraph: a group of same-engine, same-label nodes of one graph."""
+
+    index: int
+    id: str
+    graph: str
+    engine: Engine
+    stream_label: str
+    user_stream_label: str
+    nodes: tuple[str, ...]
+    preds: tuple[int, ...]
+    succs: tuple[int, ...]
+    max_parallel_num: int
+    force_attach: bool
+
+    @property
+    def engine_name(self) -> str:
+        """The cluster engine's name."""
+        return self.engine.name
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPartition:
+    """The L-ordered subgraph list of one graph and the nodes left outside every subgraph."""
+
+    graph: str
+    subgraphs: tuple[EngineSubgraph, ...]
+    outside: tuple[str, ...]
+    subgraph_of: Mapping[str, int]
+
+
+def parse_max_parallel(text: str, source: str = "") -> dict[str, int]:
+    """`ge.streamMaxParallelNum` ("engine:num,engine:num") as a map; engines not listed use 1."""
+    result: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        engine, sep, num = item.rpartition(":")
+        if not sep or not engine or not num.isdigit() or int(num) < 1:
+            raise OptionError(f"{source}: option ge.streamMaxParallelNum item {item!r}: expected "
+                              "ENGINE:N with N a positive integer, e.g. 'AIcoreEngine:4'")
+        result[engine] = int(num)
+    return result
+
+
+def auto_multistream_mode(graph: Graph) -> str:
+    """`ge.autoMultistreamParallelMode`: the root graph attribute wins over the option."""
+    attr = graph.root.attrs.get("ge.autoMultistreamParallelMode")
+    if attr is not None:
+        return str(attr.value)
+    return graph.option("ge.autoMultistreamParallelMode")
+
+
+def partition_model(graph: Graph) -> dict[str, GraphPartition]:
+    """Partitions of the root and every subgraph (R-order), keyed by graph name."""
+    labels = stream_labels(graph)
+    max_parallel = parse_max_parallel(graph.option("ge.streamMaxParallelNum"), graph.source)
+    consecutive = graph.option("ge.topoSortingMode") == "3"
+    cv_mode = auto_multistream_mode(graph) == "cv"
+    result: dict[str, GraphPartition] = {}
+    for compute in [graph.root, *(graph.subgraphs[s] for s in graph.r_order())]:
+        if NO_NEED_PARTITION in compute.attrs:
+            continue
+        if graph.partition is not None:
+            groups = _explicit_groups(graph, compute, labels)
+        else:
+            clusters = seed_clusters(compute, labels, cv_mode)
+            clusters.merge_all(consecutive)
+            groups = clusters.groups()
+        result[compute.name] = _listed(graph, compute, groups, max_parallel)
+    return result
+
+
+def _explicit_groups(graph: Graph, compute: ComputeGraph,
+                     labels: Mapping[str, NodeLabels]) -> list[Cluster]:
+    groups = []
+    for entry in graph.partition or ():
+        nodes = sorted(compute.index[n] for n in entry.nodes if n in compute.index)
+        if nodes:
+            user = labels[compute.nodes[nodes[0]].name].user_stream_label
+            groups.append(Cluster(nodes, entry.engine, entry.stream_label, user, entry.id))
+    return groups
+
+
+def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
+            max_parallel: Mapping[str, int]) -> GraphPartition:
+    kept = sorted((g for g in groups if g.engine != ENGINE_DEFAULT_DATA), key=lambda g: g.nodes[0])
+    owner = {compute.nodes[i].name: k for k, g in enumerate(kept) for i in g.nodes}
+    preds: list[set[int]] = [set() for _ in kept]
+    for k, group in enumerate(kept):
+        for i in group.nodes:
+            node = compute.nodes[i]
+            for src in [*(r.src for r in node.data_sources()), *node.control_inputs]:
+                if src in owner and owner[src] != k:
+                    preds[k].add(owner[src])
+    succs: list[set[int]] = [set() for _ in kept]
+    for k, ps in enumerate(preds):
+        for p in ps:
+            succs[p].add(k)
+    subgraphs = tuple(_subgraph(graph, compute, k, g, preds[k], succs[k], max_parallel)
+                      for k, g in enumerate(kept))
+    outside = tuple(n.name for n in compute.nodes if n.name not in owner)
+    return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
+
+
+def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster, preds: set[int],
+              succs: set[int], max_parallel: Mapping[str, int]) -> EngineSubgraph:
+    engine = graph.engines.get(group.engine)
+    if engine is None:
+        raise InputError(f"{graph.source}: engine subgraph {k} of graph {compute.name!r} uses "
+                         f"engine {group.engine!r}, which is not in the engine table")
+    names = tuple(compute.nodes[i].name for i in group.nodes)
+    return EngineSubgraph(
+        index=k, id=group.id or f"{compute.name}/sg{k}", graph=compute.name, engine=engine,
+        stream_label=group.label, user_stream_label=group.user_label, nodes=names,
+        preds=tuple(sorted(preds)), succs=tuple(sorted(succs)),
+        max_parallel_num=max_parallel.get(group.engine, 1),
+        force_attach=any(FORCE_ATTACH in compute.nodes[i].attrs for i in group.nodes))

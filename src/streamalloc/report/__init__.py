@@ -1,0 +1,1 @@
+"""Human-readable tables and machine-readable JSON for command output."""
