@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 import yaml
 
@@ -22,6 +23,8 @@ from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.loaders.located import line_of, load_located
 
+# fastjsonschema checks valid files ~10x faster; jsonschema explains the first error of bad ones.
+_FAST_CHECK = fastjsonschema.compile(GRAPH_SCHEMA)
 _VALIDATOR = jsonschema.Draft202012Validator(GRAPH_SCHEMA)
 Locate = Callable[[Sequence[Any]], str]
 
@@ -90,6 +93,11 @@ def _validate(document: Any, locate: Locate) -> None:
     if not isinstance(document, Mapping):
         raise GraphLoadError(f"{locate([])}: expected a mapping with 'format' and 'nodes', found "
                              f"{type(document).__name__}")
+    try:
+        _FAST_CHECK(document)
+        return
+    except fastjsonschema.JsonSchemaException:
+        pass
     error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(document))
     if error is None:
         return
