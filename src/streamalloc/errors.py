@@ -20,7 +20,7 @@ class UsageError(StreamallocError):
 
 
 class InputError(StreamallocError):
-    """Bad input: a graph, rule or option file. The message names the file, place and expectation."""
+    """Bad input: a graph, rule or option file; the message names the file, place, expectation."""
 
     exit_code = 3
 
@@ -44,7 +44,7 @@ class AllocationInfeasible(StreamallocError):
 
 
 class LimitExceeded(AllocationInfeasible):
-    """A device limit (streams, tasks, events, notifies, memory) is exceeded; the message gives numbers."""
+    """A device limit (streams, tasks, events, notifies, memory) is exceeded; says by how much."""
 
 
 class SolverLimitReached(AllocationInfeasible):

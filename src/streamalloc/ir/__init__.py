@@ -3,8 +3,7 @@
 from streamalloc.ir.attrs import AttrValue, NamedAttrs, TensorValue
 from streamalloc.ir.builder import GraphBuilder, parse_ref
 from streamalloc.ir.engines import Engine, EngineTable, default_engine_table
-from streamalloc.ir.graph import (ComputeGraph, Consumer, DataInput, Graph, Node,
-                                  PartitionEntry)
+from streamalloc.ir.graph import ComputeGraph, Consumer, DataInput, Graph, Node, PartitionEntry
 from streamalloc.ir.tensor import TensorDesc
 
 __all__ = [

@@ -13,7 +13,7 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from streamalloc.ir.tensor import TensorDesc
 
@@ -128,28 +128,28 @@ def attr_to_plain(attr: AttrValue) -> Any:
     return {"type": attr.kind, "value": plain}
 
 
+def _named_plain(value: NamedAttrs) -> dict[str, Any]:
+    return {"name": value.name, "attrs": attrs_to_plain(value.attrs)}
+
+
+def _tensor_plain(value: TensorValue) -> dict[str, Any]:
+    return {"desc": desc_to_plain(value.desc), "data": _b64(value.data)}
+
+
+# Plain form of one element, for kinds (and list kinds) that are not plain already.
+_TO_PLAIN: dict[str, Any] = {
+    "bytes": _b64, "graph": _b64, "named_attrs": _named_plain, "tensor_desc": desc_to_plain,
+    "tensor": _tensor_plain, "list_int": list, "list_float": list,
+}
+
+
 def _plain_value(attr: AttrValue) -> Any:
     kind, value = attr.kind, attr.value
-    if kind in ("bytes", "graph"):
-        return _b64(value)
-    if kind in ("list_bytes", "list_graph"):
-        return [_b64(v) for v in value]
-    if kind == "named_attrs":
-        return {"name": value.name, "attrs": attrs_to_plain(value.attrs)}
-    if kind == "list_named_attrs":
-        return [{"name": v.name, "attrs": attrs_to_plain(v.attrs)} for v in value]
-    if kind == "tensor_desc":
-        return desc_to_plain(value)
-    if kind == "list_tensor_desc":
-        return [desc_to_plain(v) for v in value]
-    if kind == "tensor":
-        return {"desc": desc_to_plain(value.desc), "data": _b64(value.data)}
-    if kind == "list_tensor":
-        return [{"desc": desc_to_plain(v.desc), "data": _b64(v.data)} for v in value]
-    if kind in ("list_list_int", "list_list_float"):
-        return [list(v) for v in value]
+    if kind in _TO_PLAIN:
+        return _TO_PLAIN[kind](value)
     if kind.startswith("list_"):
-        return list(value)
+        convert = _TO_PLAIN.get(kind[len("list_"):])
+        return [convert(v) for v in value] if convert else list(value)
     return value
 
 
@@ -201,7 +201,7 @@ def _check(kind: str, value: Any) -> Any:
     expected = _SCALAR_TYPES[kind]
     if not isinstance(value, expected) or (kind != "bool" and isinstance(value, bool)):
         raise ValueError(f"attribute of type {kind} needs a {kind} value, found {value!r}")
-    return float(value) if kind == "float" else value
+    return float(cast(float, value)) if kind == "float" else value  # YAML ints are valid floats
 
 
 def _seq(value: Any, kind: str) -> list[Any]:

@@ -21,8 +21,15 @@ from streamalloc.errors import GraphLoadError, OptionError
 from streamalloc.ir import topo
 from streamalloc.ir.attrs import AttrValue, freeze_attrs
 from streamalloc.ir.engines import EngineTable, default_engine_table
-from streamalloc.ir.graph import (LOOP_BACK_TYPES, ComputeGraph, Consumer, DataInput, Graph, Node,
-                                  PartitionEntry)
+from streamalloc.ir.graph import (
+    LOOP_BACK_TYPES,
+    ComputeGraph,
+    Consumer,
+    DataInput,
+    Graph,
+    Node,
+    PartitionEntry,
+)
 from streamalloc.ir.tensor import TensorDesc
 
 _SORT_MODES = {"": "dfs", "0": "bfs", "1": "dfs", "2": "given", "3": "given"}
@@ -167,7 +174,7 @@ class GraphBuilder:
                 graph = self._where[parents[graph]][0]
                 if graph in seen:
                     raise GraphLoadError(f"{self.source}: subgraphs own each other in a loop: "
-                                         + " -> ".join(seen + [graph]))
+                                         + " -> ".join([*seen, graph]))
                 seen.append(graph)
 
     def _finish(self, draft: _GraphDraft, parent: str | None, mode: str) -> ComputeGraph:
@@ -193,9 +200,9 @@ class GraphBuilder:
     def _check_node(self, pending: _Pending, nodes: Mapping[str, _Pending], graph: str) -> None:
         node, origin = pending.node, pending.origin
         if self.engines.get(node.engine) is None:
+            known = ", ".join(sorted(self.engines.engines))
             raise GraphLoadError(f"{origin}: node {node.name!r} field 'engine': unknown engine "
-                                 f"{node.engine!r}; known: {', '.join(sorted(self.engines.engines))}"
-                                 " (add it under 'engines')")
+                                 f"{node.engine!r}; known: {known} (add it under 'engines')")
         for slot, ref in enumerate(node.inputs):
             if ref is not None:
                 self._check_ref(pending, f"input {slot} ({ref})", ref.src, nodes, graph)
@@ -251,12 +258,14 @@ class GraphBuilder:
     def _check_partition_entry(self, entry: PartitionEntry, origin: str,
                                seen: dict[str, str]) -> None:
         if self.engines.get(entry.engine) is None:
-            raise GraphLoadError(f"{origin}: partition {entry.id!r} field 'engine': unknown engine "
-                                 f"{entry.engine!r}; known: {', '.join(sorted(self.engines.engines))}")
+            known = ", ".join(sorted(self.engines.engines))
+            raise GraphLoadError(f"{origin}: partition {entry.id!r} field 'engine': unknown "
+                                 f"engine {entry.engine!r}; known: {known}")
         graphs = set()
         for name in entry.nodes:
             if name not in self._where:
-                raise GraphLoadError(f"{origin}: partition {entry.id!r} lists unknown node {name!r}")
+                raise GraphLoadError(f"{origin}: partition {entry.id!r} lists unknown node "
+                                     f"{name!r}")
             if name in seen:
                 raise GraphLoadError(f"{origin}: node {name!r} is in partitions {seen[name]!r} "
                                      f"and {entry.id!r}")

@@ -61,7 +61,7 @@ class EngineTable:
         return replace(self, engines=MappingProxyType(rows), op_engines=MappingProxyType(mapping))
 
     def changes_from(self, base: EngineTable) -> tuple[list[Engine], dict[str, str]]:
-        """The engine rows and op mappings that differ from `base` (what a graph file must carry)."""
+        """Engine rows and op mappings that differ from `base` (what a graph file must carry)."""
         rows = [e for n, e in self.engines.items() if base.engines.get(n) != e]
         mapping = {t: e for t, e in self.op_engines.items() if base.op_engines.get(t) != e}
         return rows, mapping

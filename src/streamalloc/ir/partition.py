@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from streamalloc.errors import InputError, OptionError
-from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, ClusterSet, seed_clusters
+from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, seed_clusters
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.labels import NodeLabels, stream_labels
@@ -121,14 +121,16 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     for k, ps in enumerate(preds):
         for p in ps:
             succs[p].add(k)
-    subgraphs = tuple(_subgraph(graph, compute, k, g, preds[k], succs[k], max_parallel)
-                      for k, g in enumerate(kept))
+    subgraphs = tuple(
+        _subgraph(graph, compute, k, g, (preds[k], succs[k], max_parallel.get(g.engine, 1)))
+        for k, g in enumerate(kept))
     outside = tuple(n.name for n in compute.nodes if n.name not in owner)
     return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
 
 
-def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster, preds: set[int],
-              succs: set[int], max_parallel: Mapping[str, int]) -> EngineSubgraph:
+def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,
+              links: tuple[set[int], set[int], int]) -> EngineSubgraph:
+    preds, succs, max_parallel_num = links
     engine = graph.engines.get(group.engine)
     if engine is None:
         raise InputError(f"{graph.source}: engine subgraph {k} of graph {compute.name!r} uses "
@@ -138,5 +140,5 @@ def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster, preds
         index=k, id=group.id or f"{compute.name}/sg{k}", graph=compute.name, engine=engine,
         stream_label=group.label, user_stream_label=group.user_label, nodes=names,
         preds=tuple(sorted(preds)), succs=tuple(sorted(succs)),
-        max_parallel_num=max_parallel.get(group.engine, 1),
+        max_parallel_num=max_parallel_num,
         force_attach=any(FORCE_ATTACH in compute.nodes[i].attrs for i in group.nodes))

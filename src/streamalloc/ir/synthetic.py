@@ -28,7 +28,7 @@ def layered_graph(nodes: int, *, branches: int = 3, seed: int = 0, hccl_every: i
     builder.add_node("input", "Data")
     last, count, block = "input", 1, 0
     while count < nodes:
-        last, added = _block(builder, rng, last, block, branches,
+        last, added = _block(builder, rng, (last, block, branches),
                              (hccl_every, aicpu_every, label_every))
         count += added
         block += 1
@@ -36,8 +36,9 @@ def layered_graph(nodes: int, *, branches: int = 3, seed: int = 0, hccl_every: i
     return builder.build()
 
 
-def _block(builder: GraphBuilder, rng: np.random.Generator, source: str, block: int,
-           branches: int, every: tuple[int, int, int]) -> tuple[str, int]:
+def _block(builder: GraphBuilder, rng: np.random.Generator, where: tuple[str, int, int],
+           every: tuple[int, int, int]) -> tuple[str, int]:
+    source, block, branches = where
     hccl_every, aicpu_every, label_every = every
     ends, added = [], 0
     for b in range(branches):

@@ -1,10 +1,10 @@
-"""Graph loaders. `load_graph(path)` picks the loader from the suffix and, for GE dumps, the content.
+"""Graph loaders. `load_graph(path)` picks the loader by suffix and, for GE dumps, by content.
 
 | suffix | loader |
 |---|---|
 | `.yaml`, `.yml`, `.json` | our graph format (`yaml_json`) |
 | `.onnx` | ONNX model (`onnx_model`) |
-| anything else | GE dump (`ge_dump`): protobuf text (`ge_proto_*.txt`) or binary ModelDef/GraphDef |
+| anything else | GE dump (`ge_dump`): protobuf text or binary, ModelDef or GraphDef |
 """
 
 from __future__ import annotations

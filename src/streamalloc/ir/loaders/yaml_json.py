@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import fastjsonschema
 import jsonschema
@@ -107,14 +107,15 @@ def _validate(document: Any, locate: Locate) -> None:
 
 def _explain(error: jsonschema.ValidationError) -> str:
     schema = error.schema if isinstance(error.schema, Mapping) else {}
+    expected: Any = error.validator_value
     if error.validator == "additionalProperties":
         known = sorted(schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(known))
+        extra = sorted(set(cast(Mapping[str, Any], error.instance)) - set(known))
         return f"unknown key {', '.join(map(repr, extra))}; valid keys: {', '.join(known)}"
     if error.validator == "const":
-        return f"expected {error.validator_value!r}, found {error.instance!r}"
+        return f"expected {expected!r}, found {error.instance!r}"
     if error.validator == "enum":
-        return f"found {error.instance!r}; valid: {', '.join(map(str, error.validator_value))}"
+        return f"found {error.instance!r}; valid: {', '.join(map(str, expected))}"
     if error.validator == "type":
         return f"expected {error.validator_value}, found {json.dumps(error.instance)[:60]}"
     return error.message
