@@ -21,14 +21,14 @@ from streamalloc.ir.serialize import dump_json, dump_yaml
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.report.table import format_table
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 
 
 def real_models() -> list[Path]:
     """The 17 real models: ONNX light models, transformer ONNX graphs, GE dumps."""
     light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-    return (sorted(light.glob("*.onnx")) + sorted((SHARED / "onnx").glob("*.onnx"))
-            + sorted((SHARED / "ge_dumps").glob("*.txt")))
+    return (sorted(light.glob("*.onnx")) + sorted((DATA / "onnx").glob("*.onnx"))
+            + sorted((DATA / "ge_dumps").glob("*.txt")))
 
 
 def best_of(repeat: int, work: Callable[[], object]) -> tuple[float, object]:

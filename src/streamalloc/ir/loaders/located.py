@@ -68,7 +68,7 @@ _LocatedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, 
 
 def load_located(text: str) -> Any:
     """Parse YAML text into LocatedDict/LocatedList (raises yaml.YAMLError)."""
-    return yaml.load(text, Loader=_LocatedLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_LocatedLoader)
 
 
 def line_of(document: Any, path: Sequence[Any]) -> int:
