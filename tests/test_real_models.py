@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from real_models import GOLDEN_DIR, real_models
+
 from streamalloc.cli import main
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph

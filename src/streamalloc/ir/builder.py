@@ -120,6 +120,8 @@ class GraphBuilder:
 
     def build(self, order: str = "given") -> Graph:
         """Verify everything and return the Graph (raises GraphLoadError on bad structure)."""
+        if order not in ("given", "ge"):
+            raise ValueError(f"order must be 'given' or 'ge', not {order!r}")
         if not self._graphs[self.name].nodes:
             raise GraphLoadError(f"{self.source or self.name}: graph {self.name!r} has no nodes")
         parents = self._check_ownership()
@@ -130,7 +132,7 @@ class GraphBuilder:
         return Graph(name=self.name, root=root, subgraphs=MappingProxyType(graphs),
                      options=MappingProxyType(dict(self.options)), engines=self.engines,
                      dynamic_shape=self.dynamic_shape, partition=self._checked_partition(),
-                     source=self.source)
+                     node_order=order, source=self.source)
 
     def _sort_mode(self, order: str) -> str:
         value = self.options.get("ge.topoSortingMode", "")
@@ -166,6 +168,10 @@ class GraphBuilder:
         if sub in parents:
             raise GraphLoadError(f"{pending.origin}: subgraph {sub!r} is owned by both "
                                  f"{parents[sub]!r} and {node.name!r}")
+        roles = [r for r, _ in node.subgraphs]
+        if roles.count(role) > 1:
+            raise GraphLoadError(f"{pending.origin}: node {node.name!r} names subgraph role "
+                                 f"{role!r} twice; roles must be unique per node")
 
     def _check_nesting(self, parents: dict[str, str]) -> None:
         for sub in parents:
@@ -195,6 +201,7 @@ class GraphBuilder:
                             index=MappingProxyType({n.name: i for i, n in enumerate(ordered)}),
                             consumers=MappingProxyType(frozen_consumers),
                             control_successors=MappingProxyType(frozen_controls),
+                            list_order=tuple(p.node.name for p in draft.nodes),
                             attrs=freeze_attrs(draft.attrs))
 
     def _check_node(self, pending: _Pending, nodes: Mapping[str, _Pending], graph: str) -> None:

@@ -76,6 +76,8 @@ class Consumer:
 class ComputeGraph:
     """One graph: nodes in G-order, parent node (None for the root), adjacency, graph attrs.
 
+    `list_order` is the node list as it was given (GE's node list); it fixes the link order of
+    edges (`consumers`, `control_successors`), which GE's sort and event insertion follow.
     Graph attributes matter for the root only (`ge.autoMultistreamParallelMode`).
     """
 
@@ -85,6 +87,7 @@ class ComputeGraph:
     index: Mapping[str, int]
     consumers: Mapping[str, tuple[Consumer, ...]]
     control_successors: Mapping[str, tuple[str, ...]]
+    list_order: tuple[str, ...]
     attrs: Mapping[str, AttrValue] = field(default_factory=lambda: MappingProxyType({}))
 
     def node(self, name: str) -> Node:
@@ -109,7 +112,11 @@ class PartitionEntry:
 
 @dataclass(frozen=True, slots=True)
 class Graph:
-    """A model: the root graph, its subgraphs (file order), options, engine table, partition."""
+    """A model: the root graph, its subgraphs (file order), options, engine table, partition.
+
+    `node_order` says how G-order follows from the node lists: "given" (the list when it is
+    topological) or "ge" (GE's sort always), as `GraphBuilder.build` documents.
+    """
 
     name: str
     root: ComputeGraph
@@ -118,6 +125,7 @@ class Graph:
     engines: EngineTable
     dynamic_shape: bool = False
     partition: tuple[PartitionEntry, ...] | None = None
+    node_order: str = "given"
     source: str = field(default="", compare=False)
 
     def graphs(self) -> Iterator[ComputeGraph]:

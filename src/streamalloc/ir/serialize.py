@@ -1,8 +1,9 @@
 """Graph -> our graph file (formats.md section 1): the document and its YAML/JSON text.
 
-Nodes are written in G-order, so loading the file back gives the same graph. Only what differs
-from the defaults is written: engines only when not the op type's default, engine table rows and
-op mappings only when they differ from the shipped table.
+Nodes are written in their node-list order, which fixes the link order of edges, and
+`node_order: ge` is written when G-order comes from GE's sort; so loading the file back gives
+the same graph. Only what differs from the defaults is written: engines only when not the op
+type's default, engine table rows and op mappings only when they differ from the shipped table.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def graph_to_document(graph: Graph) -> dict[str, Any]:
     doc: dict[str, Any] = {"format": GRAPH_FORMAT, "name": graph.name}
     if graph.dynamic_shape:
         doc["dynamic_shape"] = True
+    if graph.node_order != "given":
+        doc["node_order"] = graph.node_order
     if graph.root.attrs:
         doc["attrs"] = attrs_to_plain(graph.root.attrs)
     if graph.options:
@@ -50,7 +53,7 @@ def _subgraph(graph: Graph, sub: ComputeGraph) -> dict[str, Any]:
 
 
 def _nodes(graph: Graph, compute: ComputeGraph) -> list[dict[str, Any]]:
-    return [_node(graph, node) for node in compute.nodes]
+    return [_node(graph, compute.node(name)) for name in compute.list_order]
 
 
 def _node(graph: Graph, node: Node) -> dict[str, Any]:

@@ -81,6 +81,9 @@ GRAPH_SCHEMA: dict[str, Any] = {
         "format": {"const": GRAPH_FORMAT},
         "name": {"type": "string"},
         "dynamic_shape": {"type": "boolean"},
+        "node_order": {"enum": ["given", "ge"],
+                       "description": "given: the node list is the G-order when topological; "
+                                      "ge: G-order is always GE's sort of the node list"},
         "attrs": {"$ref": "#/$defs/attrs", "description": "root graph attributes"},
         "options": {"type": "object",
                     "additionalProperties": {"type": ["string", "integer", "number", "boolean"]}},

@@ -144,7 +144,7 @@ def graph_from_document(document: Mapping[str, Any], source: str, locate: Locate
         builder.set_partition(
             (PartitionEntry(e["id"], e["engine"], e.get("stream_label", ""), tuple(e["nodes"])),
              locate(["partition", i])) for i, e in enumerate(document["partition"]))
-    return builder.build(order="given")
+    return builder.build(order=document.get("node_order", "given"))
 
 
 def _option_text(value: Any) -> str:
