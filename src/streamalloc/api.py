@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from streamalloc.errors import UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import GraphPartition, partition_model
@@ -28,5 +29,9 @@ def partitions(graph: Graph) -> dict[str, GraphPartition]:
 def write_atomic(path: Path, text: str) -> None:
     """Write the file completely or not at all (a failed command leaves no output file)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None

@@ -241,13 +241,13 @@ class GraphBuilder:
                 [c.node for c in consumers.get(name, ())]
             return data + list(controls.get(name, ()))
 
+        types = {n: nodes[n].node.type for n in names}
         try:
             if mode == "given" and topo.is_topological(names, successors):
                 ordered = names
             elif mode == "bfs":
-                ordered = topo.bfs_order(names, successors)
+                ordered = topo.bfs_order(names, successors, types)
             else:
-                types = {n: nodes[n].node.type for n in names}
                 ordered = topo.dfs_order(names, successors, types)
         except topo.CycleError as exc:
             raise GraphLoadError(f"{draft.origin or self.source}: graph {draft.name!r} has a "

@@ -45,10 +45,7 @@ def dfs_order(names: Sequence[str], successors: Successors, types: Mapping[str, 
     ['d', 'b', 'a']
     """
     counts = _in_counts(names, successors)
-    sources = [n for n in names if counts[n] == 0]
-    first = [n for n in sources if types[n] in FIRST_SOURCE_TYPES]
-    rest = [n for n in sources if types[n] not in FIRST_SOURCE_TYPES]
-    stack = (first + rest)[::-1]
+    stack = _sources(names, counts, types)[::-1]
     order: list[str] = []
     while stack:
         name = stack.pop()
@@ -61,14 +58,23 @@ def dfs_order(names: Sequence[str], successors: Successors, types: Mapping[str, 
     return order
 
 
-def bfs_order(names: Sequence[str], successors: Successors) -> list[str]:
+def _sources(names: Sequence[str], counts: Mapping[str, int],
+             types: Mapping[str, str]) -> list[str]:
+    """Nodes without inputs in taking order: data-like sources first, each group in list order."""
+    sources = [n for n in names if counts[n] == 0]
+    return ([n for n in sources if types[n] in FIRST_SOURCE_TYPES]
+            + [n for n in sources if types[n] not in FIRST_SOURCE_TYPES])
+
+
+def bfs_order(names: Sequence[str], successors: Successors, types: Mapping[str, str]
+              ) -> list[str]:
     """GE's breadth-first sort (training graphs, `ge.topoSortingMode` 0).
 
-    Nodes released by one taken node are queued in byte-wise name order; the next source is
-    taken only when the queue is empty.
+    Sources are taken as in `dfs_order`; nodes released by one taken node are queued in
+    byte-wise name order; the next source is taken only when the queue is empty.
     """
     counts = _in_counts(names, successors)
-    sources = deque(n for n in names if counts[n] == 0)
+    sources = deque(_sources(names, counts, types))
     queue: deque[str] = deque()
     order: list[str] = []
     while queue or sources:

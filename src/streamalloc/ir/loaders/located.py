@@ -32,7 +32,8 @@ class DuplicateKeyError(yaml.YAMLError):
     """A mapping repeats a key; YAML would silently keep the last one."""
 
     def __init__(self, key: Any, line: int, first: int) -> None:
-        super().__init__(f"line {line}: key {key!r} repeats the key of line {first}")
+        self.what = f"key {key!r} repeats the key of line {first}"
+        super().__init__(f"line {line}: {self.what}")
         self.line = line
 
 

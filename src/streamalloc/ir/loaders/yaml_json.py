@@ -21,7 +21,7 @@ from streamalloc.ir.builder import GraphBuilder, parse_ref
 from streamalloc.ir.engines import default_engine_table, engine_from_plain
 from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
-from streamalloc.ir.loaders.located import line_of, load_located
+from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
 
 # fastjsonschema checks valid files ~10x faster; jsonschema explains the first error of bad ones.
 _FAST_CHECK = fastjsonschema.compile(GRAPH_SCHEMA)
@@ -63,6 +63,8 @@ def _parse(path: Path, text: str) -> Any:
                                  ) from None
     try:
         return load_located(text)
+    except DuplicateKeyError as exc:
+        raise GraphLoadError(f"{path}:{exc.line}: malformed YAML: {exc.what}") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -83,7 +85,8 @@ def _field_name(path: Sequence[Any], document: Any) -> str:
         node = document["nodes"][path[1]]
         rest = ".".join(str(p) for p in path[2:])
         name = node.get("name") if isinstance(node, Mapping) else None
-        return f"node {name!r}" + (f" field {rest!r}" if rest else "")
+        who = f"node {name!r}" if isinstance(name, str) else f"node #{path[1] + 1}"
+        return who + (f" field {rest!r}" if rest else "")
     if len(path) >= 4 and path[0] == "subgraphs" and path[2] == "nodes":
         return _field_name(list(path[2:]), document["subgraphs"][path[1]])
     return f"field {'.'.join(str(p) for p in path)!r}" if path else "the document"
@@ -91,8 +94,9 @@ def _field_name(path: Sequence[Any], document: Any) -> str:
 
 def _validate(document: Any, locate: Locate) -> None:
     if not isinstance(document, Mapping):
+        found = "a list" if isinstance(document, list) else type(document).__name__
         raise GraphLoadError(f"{locate([])}: expected a mapping with 'format' and 'nodes', found "
-                             f"{type(document).__name__}")
+                             f"{found}")
     try:
         _FAST_CHECK(document)
         return
