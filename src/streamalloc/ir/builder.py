@@ -32,6 +32,10 @@ from streamalloc.ir.graph import (
 )
 from streamalloc.ir.tensor import TensorDesc
 
+# Where a node or graph came from, for messages: a "file:line" string or any object whose str()
+# gives one (loaders pass lazy locators so that valid files never pay for line lookups).
+Origin = object
+
 _SORT_MODES = {"": "dfs", "0": "bfs", "1": "dfs", "2": "given", "3": "given"}
 
 
@@ -46,14 +50,14 @@ def parse_ref(text: str) -> DataInput:
 @dataclass
 class _Pending:
     node: Node
-    origin: str
+    origin: Origin
 
 
 @dataclass
 class _GraphDraft:
     name: str
     nodes: list[_Pending] = field(default_factory=list)
-    origin: str = ""
+    origin: Origin = ""
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
 
 
@@ -75,10 +79,10 @@ class GraphBuilder:
         self.engines = engines or default_engine_table()
         self.dynamic_shape = dynamic_shape
         self._graphs: dict[str, _GraphDraft] = {name: _GraphDraft(name, origin=source)}
-        self._where: dict[str, tuple[str, str]] = {}  # node -> (graph, origin)
-        self._partition: list[tuple[PartitionEntry, str]] | None = None
+        self._where: dict[str, tuple[str, Origin]] = {}  # node -> (graph, origin)
+        self._partition: list[tuple[PartitionEntry, Origin]] | None = None
 
-    def add_subgraph(self, name: str, origin: str = "",
+    def add_subgraph(self, name: str, origin: Origin = "",
                      attrs: Mapping[str, AttrValue] | None = None) -> None:
         """Declare a subgraph; a node owning it lists it in `subgraphs`."""
         if name in self._graphs:
@@ -96,7 +100,7 @@ class GraphBuilder:
                  outputs: Sequence[TensorDesc] = (), input_descs: Sequence[TensorDesc] = (),
                  subgraphs: Iterable[tuple[str, str]] = (), stream_id: int | None = None,
                  task_count: int | None = None, cost_us: float | None = None,
-                 origin: str = "") -> None:
+                 origin: Origin = "") -> None:
         """Add a node to `graph` (default: the root). Only names are checked here."""
         graph = graph or self.name
         origin = origin or self.source
@@ -114,7 +118,7 @@ class GraphBuilder:
         self._where[name] = (graph, origin)
         self._graphs[graph].nodes.append(_Pending(node, origin))
 
-    def set_partition(self, entries: Iterable[tuple[PartitionEntry, str]]) -> None:
+    def set_partition(self, entries: Iterable[tuple[PartitionEntry, Origin]]) -> None:
         """Give the engine partition explicitly: (entry, origin) pairs in L-order."""
         self._partition = list(entries)
 
@@ -262,7 +266,7 @@ class GraphBuilder:
             self._check_partition_entry(entry, origin, seen)
         return tuple(entry for entry, _ in self._partition)
 
-    def _check_partition_entry(self, entry: PartitionEntry, origin: str,
+    def _check_partition_entry(self, entry: PartitionEntry, origin: Origin,
                                seen: dict[str, str]) -> None:
         if self.engines.get(entry.engine) is None:
             known = ", ".join(sorted(self.engines.engines))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,7 +27,19 @@ from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_loca
 # fastjsonschema checks valid files ~10x faster; jsonschema explains the first error of bad ones.
 _FAST_CHECK = fastjsonschema.compile(GRAPH_SCHEMA)
 _VALIDATOR = jsonschema.Draft202012Validator(GRAPH_SCHEMA)
-Locate = Callable[[Sequence[Any]], str]
+class _Where:
+    """A lazy `file:line`: the line is looked up only when a message prints it."""
+
+    def __init__(self, path: str, where: tuple[Any, ...], located: Callable[[], Any]) -> None:
+        self.path, self.where, self.located = path, where, located
+
+    def __str__(self) -> str:
+        document = self.located()
+        line = line_of(document, self.where) if document is not None else 0
+        return f"{self.path}:{line}" if line else self.path
+
+
+Locate = Callable[[Sequence[Any]], object]
 
 
 def load_yaml_json(path: str | Path, text: str | None = None) -> Graph:
@@ -35,10 +48,13 @@ def load_yaml_json(path: str | Path, text: str | None = None) -> Graph:
     text = read_text(path) if text is None else text
     document = _parse(path, text)
 
-    def locate(where: Sequence[Any]) -> str:
-        located = document if path.suffix != ".json" else _try_located(text)
-        line = line_of(located, where) if located is not None else 0
-        return f"{path}:{line}" if line else str(path)
+    @cache
+    def located() -> Any:
+        # JSON has no line marks; re-read it as YAML (once, on the first message) to find lines.
+        return document if path.suffix != ".json" else _try_located(text)
+
+    def locate(where: Sequence[Any]) -> _Where:
+        return _Where(str(path), tuple(where), located)
 
     _validate(document, locate)
     return graph_from_document(document, str(path), locate, default_name=path.stem)
