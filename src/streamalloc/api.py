@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
+from streamalloc.allocation import Allocation
 from streamalloc.errors import UsageError
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
+from streamalloc.rules import RuleSet, builtin_names, builtin_rules, load_rules
 
-__all__ = ["convert_graph", "load_graph", "partition_model"]
+__all__ = ["Allocation", "Graph", "allocate", "convert_graph", "load_graph", "load_rule_set",
+           "partition_model", "with_options"]
 
 
 def convert_graph(model: str | Path, output: str | Path) -> Graph:
@@ -19,6 +26,29 @@ def convert_graph(model: str | Path, output: str | Path) -> Graph:
     text = dump_json(graph) if Path(output).suffix == ".json" else dump_yaml(graph)
     write_atomic(Path(output), text)
     return graph
+
+
+def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:
+    """The graph with `--set KEY=VALUE` options applied (they win over the file)."""
+    if not settings:
+        return graph
+    return replace(graph, options=MappingProxyType({**graph.options, **settings}))
+
+
+def load_rule_set(path: str | Path | None) -> RuleSet | None:
+    """A rule file given with --rules (None: the shipped GE rules for the graph)."""
+    if path is None:
+        return None
+    if str(path) in builtin_names():
+        return builtin_rules(str(path))
+    return load_rules(path)
+
+
+def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge") -> Allocation:
+    """Logical stream allocation of `graph` in the given mode."""
+    if mode != "ge":
+        raise UsageError(f"mode {mode!r} is not available yet; available: ge")
+    return allocate_ge(graph, rules)
 
 
 def partitions(graph: Graph) -> dict[str, GraphPartition]:

@@ -7,14 +7,65 @@ import json
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from streamalloc import __version__, api
-from streamalloc.errors import StreamallocError
+from streamalloc.errors import StreamallocError, UsageError
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
+from streamalloc.report.allocation_report import explain_node, node_entries, stream_table
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
+from streamalloc.rules.schema import RULES_SCHEMA
 
-SCHEMAS = {"graph": GRAPH_SCHEMA}
+SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
+PLAN_FORMAT = "streamalloc.plan/v1"
+
+
+def _settings(items: list[str]) -> dict[str, str]:
+    result = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. ge.hcomParallel=1")
+        result[key] = value
+    return result
+
+
+def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
+    graph = api.with_options(api.load_graph(args.graph), _settings(args.set))
+    return graph, api.allocate(graph, api.load_rule_set(args.rules), args.mode)
+
+
+def _allocate(args: argparse.Namespace) -> int:
+    graph, allocation = _allocated(args)
+    if args.output:
+        plan = {"format": PLAN_FORMAT, "graph": graph.name, "mode": allocation.mode,
+                "rules": allocation.rules, "nodes": node_entries(allocation),
+                "logical_stream_count": allocation.main_stream_num,
+                "attached_stream_count": len(allocation.attached_stream_ids),
+                "summary": allocation.summary()}
+        api.write_atomic(Path(args.output), json.dumps(plan, indent=1) + "\n")
+    sys.stdout.write(stream_table(graph, allocation))
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    graph, allocation = _allocated(args)
+    if args.node not in allocation.nodes:
+        raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
+    sys.stdout.write(explain_node(graph, allocation, args.node))
+    return 0
+
+
+def _rules_check(args: argparse.Namespace) -> int:
+    rules = api.load_rule_set(args.file)
+    assert rules is not None
+    print(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), {len(rules.rules)} "
+          "rules in order:")
+    for rule in rules.rules:
+        gate = " (gated)" if rule.when_block else ""
+        print(f"  {rule.priority:>6}  {rule.name}  [{rule.kind}]{gate}")
+    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -42,6 +93,15 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _allocation_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
+    parser.add_argument("--mode", default="ge", choices=["ge"], help="allocator (default ge)")
+    parser.add_argument("--rules", help="rule file replacing or extending (extends:) the "
+                                        "shipped GE rules, or a shipped rule set name")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a graph option (wins over the file); repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="streamalloc", description=__doc__)
@@ -60,6 +120,22 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("model", help="an .onnx model or a GE dump (protobuf text or binary)")
     imp.add_argument("-o", "--output", required=True, help="graph file to write (.yaml or .json)")
     imp.set_defaults(run=_import)
+
+    alloc = sub.add_parser("allocate", help="logical stream allocation; per-stream table")
+    _allocation_args(alloc)
+    alloc.add_argument("-o", "--output", help="plan file to write (JSON)")
+    alloc.set_defaults(run=_allocate)
+
+    explain = sub.add_parser("explain", help="which rules placed a node where it is, and why")
+    _allocation_args(explain)
+    explain.add_argument("node", help="node name")
+    explain.set_defaults(run=_explain)
+
+    rules = sub.add_parser("rules", help="rule files")
+    rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    check = rules_sub.add_parser("check", help="validate a rule file and print its rule order")
+    check.add_argument("file", help="rule file (YAML) or a shipped rule set name")
+    check.set_defaults(run=_rules_check)
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a file format")
     schema.add_argument("kind", choices=sorted(SCHEMAS))

@@ -2,15 +2,18 @@
 
 Two GE steps run before the stream partition and rewrite node attributes; we compute their
 result as a separate map instead of mutating nodes:
-1. every `Cmo` node gets the stream label `<owning graph>_Cmo`, replacing its own;
+1. every `Cmo` node gets the stream label `<owning graph>_Cmo`, replacing its own (`cmo_label`);
 2. a node with `_user_stream_label` U (with `_enable_inner_parallel` true and a stream label S,
-   U becomes `U_S`) gets stream label U. A user label always becomes the stream label.
+   U becomes `U_S`) gets stream label U (`transfer_user_label`). A user label always becomes the
+   stream label.
+The rule kinds `cmo-label` and `user-stream-label` apply these steps; `stream_labels` applies
+both to every node, which is what GE does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from streamalloc.ir.graph import Graph, Node
@@ -22,10 +25,11 @@ ENABLE_INNER_PARALLEL = "_enable_inner_parallel"
 
 @dataclass(frozen=True, slots=True)
 class NodeLabels:
-    """The stream label and user stream label a node carries into stream assignment."""
+    """A node's stream label and user stream label; `present`: GE's attribute-presence test."""
 
     stream_label: str = ""
     user_stream_label: str = ""
+    present: bool = False
 
 
 NO_LABELS = NodeLabels()
@@ -36,17 +40,35 @@ def _text(node: Node, key: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def node_labels(node: Node) -> NodeLabels:
-    """One node's labels after GE's Cmo labelling and user-label transfer."""
-    label = f"{node.graph}_Cmo" if node.type == "Cmo" else _text(node, STREAM_LABEL)
-    user = _text(node, USER_STREAM_LABEL)
+def raw_labels(node: Node) -> NodeLabels:
+    """The labels a node's own attributes give it."""
+    present = node.has_attr(STREAM_LABEL) or node.has_attr(USER_STREAM_LABEL)
+    if not present:
+        return NO_LABELS
+    return NodeLabels(_text(node, STREAM_LABEL), _text(node, USER_STREAM_LABEL), True)
+
+
+def cmo_label(node: Node, labels: NodeLabels) -> NodeLabels:
+    """GE's stream-label attach pass on a Cmo node: label `<graph>_Cmo`."""
+    return replace(labels, stream_label=f"{node.graph}_Cmo", present=True)
+
+
+def transfer_user_label(node: Node, labels: NodeLabels) -> NodeLabels:
+    """GE's TransUserStreamLabel: the user label (extended by inner parallel) is the label."""
+    user = labels.user_stream_label
     if not user:
-        return NodeLabels(label, "") if label else NO_LABELS
-    if label and node.attr(ENABLE_INNER_PARALLEL, False) is True:
-        user = f"{user}_{label}"
-    return NodeLabels(user, user)
+        return labels
+    if labels.stream_label and node.attr(ENABLE_INNER_PARALLEL, False) is True:
+        user = f"{user}_{labels.stream_label}"
+    return NodeLabels(user, user, True)
 
 
 def stream_labels(graph: Graph) -> Mapping[str, NodeLabels]:
-    """Labels of every node of the model (nodes without any label map to NO_LABELS)."""
-    return MappingProxyType({n.name: node_labels(n) for n in graph.all_nodes()})
+    """GE's labels of every node of the model (both pre-processing steps applied)."""
+    result = {}
+    for node in graph.all_nodes():
+        labels = raw_labels(node)
+        if node.type == "Cmo":
+            labels = cmo_label(node, labels)
+        result[node.name] = transfer_user_label(node, labels)
+    return MappingProxyType(result)

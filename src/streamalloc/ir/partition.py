@@ -75,9 +75,13 @@ def auto_multistream_mode(graph: Graph) -> str:
     return graph.option("ge.autoMultistreamParallelMode")
 
 
-def partition_model(graph: Graph) -> dict[str, GraphPartition]:
-    """Partitions of the root and every subgraph (R-order), keyed by graph name."""
-    labels = stream_labels(graph)
+def partition_model(graph: Graph, labels: Mapping[str, NodeLabels] | None = None
+                    ) -> dict[str, GraphPartition]:
+    """Partitions of the root and every subgraph (R-order), keyed by graph name.
+
+    `labels` are the stream labels after the label rules; by default GE's (`stream_labels`).
+    """
+    labels = stream_labels(graph) if labels is None else labels
     max_parallel = parse_max_parallel(graph.option("ge.streamMaxParallelNum"), graph.source)
     consecutive = graph.option("ge.topoSortingMode") == "3"
     cv_mode = auto_multistream_mode(graph) == "cv"

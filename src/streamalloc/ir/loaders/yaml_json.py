@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import fastjsonschema
 import jsonschema
@@ -23,6 +23,7 @@ from streamalloc.ir.engines import default_engine_table, engine_from_plain
 from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
+from streamalloc.validation import explain, first_error
 
 # fastjsonschema checks valid files ~10x faster; jsonschema explains the first error of bad ones.
 _FAST_CHECK = fastjsonschema.compile(GRAPH_SCHEMA)
@@ -118,27 +119,11 @@ def _validate(document: Any, locate: Locate) -> None:
         return
     except fastjsonschema.JsonSchemaException:
         pass
-    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(document))
+    error = first_error(_VALIDATOR, document)
     if error is None:
         return
     path = list(error.absolute_path)
-    raise GraphLoadError(f"{locate(path)}: {_field_name(path, document)}: {_explain(error)}")
-
-
-def _explain(error: jsonschema.ValidationError) -> str:
-    schema = error.schema if isinstance(error.schema, Mapping) else {}
-    expected: Any = error.validator_value
-    if error.validator == "additionalProperties":
-        known = sorted(schema.get("properties", {}))
-        extra = sorted(set(cast(Mapping[str, Any], error.instance)) - set(known))
-        return f"unknown key {', '.join(map(repr, extra))}; valid keys: {', '.join(known)}"
-    if error.validator == "const":
-        return f"expected {expected!r}, found {error.instance!r}"
-    if error.validator == "enum":
-        return f"found {error.instance!r}; valid: {', '.join(map(str, expected))}"
-    if error.validator == "type":
-        return f"expected {error.validator_value}, found {json.dumps(error.instance)[:60]}"
-    return error.message
+    raise GraphLoadError(f"{locate(path)}: {_field_name(path, document)}: {explain(error)}")
 
 
 def graph_from_document(document: Mapping[str, Any], source: str, locate: Locate,

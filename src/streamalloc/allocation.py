@@ -1,0 +1,96 @@
+"""The result of logical stream allocation, shared by every allocator: immutable, per node.
+
+Per node: its logical stream (-1 where GE leaves none), the rule that decided it, its attached
+streams; the summary GE exposes (logical stream infos, user labels, attached stream ids,
+HCCL-followed stream count, whether a custom stream pass assigned it); provenance notes for
+`streamalloc explain`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streamalloc.heuristic.plan import INVALID, Note
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStream:
+    """Where one node runs."""
+
+    stream: int
+    rule: str
+    attached: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """One note in context: which rule, on what (the node, its subgraph or its labels)."""
+
+    scope: str
+    note: Note
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalStreamInfo:
+    """GE's LogicalStreamAllocationInfo: one logical stream, its nodes and labels."""
+
+    stream: int
+    nodes: tuple[str, ...]
+    user_stream_labels: tuple[str, ...]
+    attached_stream_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Logical streams of every node of a model (root and subgraphs), in T-order."""
+
+    graph: str
+    mode: str
+    rules: str
+    nodes: Mapping[str, NodeStream]
+    main_stream_num: int
+    total_stream_num: int
+    user_labels: Mapping[str, str]
+    provenance: Mapping[str, tuple[Touch, ...]]
+    custom_stream_ids: tuple[int, ...] = ()
+
+    @property
+    def attached_stream_ids(self) -> tuple[int, ...]:
+        """All attached stream ids, ascending."""
+        return tuple(sorted({s for n in self.nodes.values() for s in n.attached}))
+
+    @property
+    def assigned_by_stream_pass(self) -> bool:
+        """GE's IsAssignedByStreamPass: a custom stream pass allocated ids."""
+        return bool(self.custom_stream_ids)
+
+    def stream(self, node: str) -> int:
+        """The logical stream of `node`."""
+        return self.nodes[node].stream
+
+    def logical_streams(self) -> tuple[LogicalStreamInfo, ...]:
+        """Per main stream id (ascending): its nodes, user labels and attached streams."""
+        members: dict[int, list[str]] = {}
+        for name, node in self.nodes.items():
+            if node.stream != INVALID:
+                members.setdefault(node.stream, []).append(name)
+        return tuple(LogicalStreamInfo(
+            stream=s, nodes=tuple(names),
+            user_stream_labels=tuple(sorted({self.user_labels[n] for n in names
+                                             if self.user_labels.get(n)})),
+            attached_stream_ids=tuple(sorted({a for n in names for a in self.nodes[n].attached})))
+            for s, names in sorted(members.items()))
+
+    def summary(self) -> dict[str, Any]:
+        """GE's stream allocation summary (formats.md section 3 `summary`)."""
+        return {
+            "user_stream_labels": sorted({u for u in self.user_labels.values() if u}),
+            # GE reports HCCL-followed streams from the HCCL kernel's task info, which no graph
+            # dump or model file carries; without it the count is 0.
+            "hccl_followed_stream_count": 0,
+            "logical_stream_count": self.main_stream_num,
+            "attached_stream_ids": list(self.attached_stream_ids),
+            "assigned_by_stream_pass": self.assigned_by_stream_pass,
+        }

@@ -1,0 +1,40 @@
+"""Final compaction, GE's "refresh continuous streams" (spec 3.3): used ids become 0..k-1.
+
+Only ids below the counter are considered (so quirk Q1's collision survives, example 7.4b); for
+an unknown-shape root only its direct nodes count. The result is `main_stream_num`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+from streamalloc.heuristic.plan import GraphPlan, ModelPlan, Note
+from streamalloc.ir.graph import Graph
+from streamalloc.rules.model import Rule
+
+
+def counted_graphs(graph: Graph, plan: ModelPlan) -> list[str]:
+    """The graphs whose nodes compaction looks at."""
+    if graph.dynamic_shape:
+        return [graph.root.name]
+    return list(plan.graphs)
+
+
+def apply(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
+    """Rank the used ids; nodes keep their relative allocation order."""
+    limit = plan.next_stream
+    names = counted_graphs(graph, plan)
+    used = sorted({s for g in names for s in plan.graphs[g].streams.values() if 0 <= s < limit})
+    remap = {old: new for new, old in enumerate(used)}
+    graphs = dict(plan.graphs)
+    for g in names:
+        graphs[g] = _renamed(rule, graphs[g], remap, limit)
+    return replace(plan, graphs=MappingProxyType(graphs), next_stream=len(used),
+                   main_stream_num=len(used))
+
+
+def _renamed(rule: Rule, plan: GraphPlan, remap: dict[int, int], limit: int) -> GraphPlan:
+    changes = {n: (remap[s], Note(rule.name, remap[s], f"stream {s} renumbered", decides=False))
+               for n, s in plan.streams.items() if 0 <= s < limit and remap[s] != s}
+    return plan.set_nodes(changes)

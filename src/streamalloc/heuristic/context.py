@@ -1,0 +1,78 @@
+"""What a pass may read: the graph, its partition, labels, options and neighbour helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from streamalloc.ir.graph import ComputeGraph, Graph, Node
+from streamalloc.ir.labels import NO_LABELS, NodeLabels
+from streamalloc.ir.partition import EngineSubgraph, GraphPartition
+from streamalloc.rules.model import Rule
+
+UNKNOWN_SHAPE_ATTR = "unknown_shape"
+
+
+def is_unknown_shape(graph: Graph, compute: ComputeGraph) -> bool:
+    """GE's "graph unknown flag": the root's is the model's dynamic_shape; a subgraph says so
+    with the bool graph attribute `unknown_shape`, else it inherits its parent's graph's flag."""
+    if compute.parent is None:
+        return graph.dynamic_shape
+    flag = compute.attrs.get(UNKNOWN_SHAPE_ATTR)
+    if flag is not None:
+        return bool(flag.value)
+    return is_unknown_shape(graph, graph.graph(graph.node(compute.parent).graph))
+
+
+@dataclass(frozen=True)
+class GraphContext:
+    """One graph of the model as the passes see it (read-only)."""
+
+    graph: Graph
+    compute: ComputeGraph
+    partition: GraphPartition
+    labels: Mapping[str, NodeLabels]
+
+    @property
+    def subgraphs(self) -> tuple[EngineSubgraph, ...]:
+        """The partition subgraphs in L-order."""
+        return self.partition.subgraphs
+
+    @property
+    def nodes(self) -> tuple[Node, ...]:
+        """Direct nodes in G-order."""
+        return self.compute.nodes
+
+    def option(self, key: str, default: str = "") -> str:
+        """A graph option (GE string)."""
+        return self.graph.option(key, default)
+
+    def label(self, name: str) -> NodeLabels:
+        """A node's labels after the label rules."""
+        return self.labels.get(name, NO_LABELS)
+
+    def position(self, name: str) -> int:
+        """The node's id within this graph (G-order index; GE compares topological ids)."""
+        return self.compute.index[name]
+
+    def in_neighbours(self, node: Node) -> list[str]:
+        """Connected data producers (slot order), then control predecessors."""
+        return [r.src for r in node.data_sources()] + list(node.control_inputs)
+
+    def out_neighbours(self, node: Node) -> tuple[str, ...]:
+        """Data consumers (by output port, link order), then control successors."""
+        return self.compute.successors(node.name)
+
+    def data_consumers(self, name: str) -> list[str]:
+        """Data consumers of a node, by output port then link order."""
+        return [c.node for c in self.compute.consumers.get(name, ())]
+
+    @cached_property
+    def unknown_shape(self) -> bool:
+        """Is this graph unknown-shape?"""
+        return is_unknown_shape(self.graph, self.compute)
+
+    def subgraph_matches(self, rule: Rule, sg: EngineSubgraph) -> bool:
+        """A subgraph-level rule applies to a subgraph when it matches every node of it."""
+        return all(rule.matches(self.compute.node(n)) for n in sg.nodes)

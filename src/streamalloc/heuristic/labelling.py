@@ -1,0 +1,39 @@
+"""Label-scope rules: stream labels as they stand before GE's engine partitioning.
+
+GE's own steps (`cmo-label`, `user-stream-label`, spec 1.5) and the user policy `stream-label`
+(matched nodes get a label, so the partition and AssignByLabel put them on one stream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+
+from streamalloc.ir.graph import Graph
+from streamalloc.ir.labels import NodeLabels, cmo_label, raw_labels, transfer_user_label
+from streamalloc.rules.model import Rule
+
+
+def initial_labels(graph: Graph) -> dict[str, NodeLabels]:
+    """Every node's labels from its own attributes."""
+    return {n.name: raw_labels(n) for n in graph.all_nodes()}
+
+
+def apply(rule: Rule, graph: Graph, labels: Mapping[str, NodeLabels]) -> Mapping[str, NodeLabels]:
+    """New labels after one label rule."""
+    result = dict(labels)
+    for node in graph.all_nodes():
+        if not rule.matches(node):
+            continue
+        current = result[node.name]
+        if rule.kind == "cmo-label":
+            result[node.name] = cmo_label(node, current)
+        elif rule.kind == "user-stream-label":
+            result[node.name] = transfer_user_label(node, current)
+        else:
+            label = str(rule.options["label"])
+            user = label if rule.options.get("user") else current.user_stream_label
+            result[node.name] = replace(current, stream_label=label, user_stream_label=user,
+                                        present=True)
+    return MappingProxyType(result)

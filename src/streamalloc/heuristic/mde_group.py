@@ -1,0 +1,45 @@
+"""UpdateForMdeGroupPass (spec 2.1): `NewStreamId` groups reserve fresh stream ids.
+
+GE quirk kept: NodeStreamUpdatePass overwrites these ids later, so the only lasting effect is
+the advanced stream counter (the ids vanish at compaction).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from streamalloc.errors import InputError
+from streamalloc.heuristic.context import GraphContext
+from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.rules.model import Rule
+
+NEW_STREAM_ID = "NewStreamId"
+
+
+def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
+    """Bucket matched nodes by their current stream; one new id per (stream, group)."""
+    buckets: dict[int, list[str]] = defaultdict(list)
+    for sg in ctx.subgraphs:
+        for name in sg.nodes:
+            if rule.matches(ctx.compute.node(name)):
+                buckets[plan.streams[name]].append(name)
+    changes: dict[str, tuple[int, Note]] = {}
+    for stream in sorted(buckets):
+        if stream == INVALID:
+            continue
+        group_to_new: dict[int, int] = {}
+        for name in buckets[stream]:
+            group = _group(ctx, name)
+            if group not in group_to_new:
+                plan, (group_to_new[group],) = plan.take_streams()
+            new = group_to_new[group]
+            changes[name] = (new, Note(rule.name, new, f"NewStreamId {group} on stream {stream}"))
+    return plan.set_nodes(changes)
+
+
+def _group(ctx: GraphContext, name: str) -> int:
+    value = ctx.compute.node(name).attr(NEW_STREAM_ID)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{ctx.graph.source}: node {name!r} attribute NewStreamId is {value!r}; "
+                         "GE needs an integer")
+    return value

@@ -1,0 +1,51 @@
+"""NodeStreamUpdatePass (spec 2.6): nodes take their subgraph's stream.
+
+Every direct node is reset to INVALID first (data-like nodes outside all subgraphs stay there).
+Quirks kept: a node with `_rts_label_node` (presence) gets the default stream, which is INVALID
+in the root graph; the NetOutput of a While body in an unknown-shape graph gets stream 0.
+"""
+
+from __future__ import annotations
+
+from streamalloc.errors import InternalError
+from streamalloc.heuristic.context import GraphContext, is_unknown_shape
+from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.ir.graph import Node
+from streamalloc.rules.model import Rule
+
+RTS_LABEL_NODE = "_rts_label_node"
+
+
+def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
+    """Reset every direct node, then copy subgraph streams to their nodes."""
+    changes = {n.name: (INVALID, Note(rule.name, INVALID, "reset before copying subgraph "
+                                      "streams", decides=False)) for n in ctx.nodes}
+    while_body_output = _in_unknown_while_body(ctx)
+    for sg in ctx.subgraphs:
+        stream = plan.sg_streams[sg.index]
+        if stream == INVALID and not sg.engine.skip_assign_stream:
+            raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
+        for name in sg.nodes:
+            node = ctx.compute.node(name)
+            if node.has_attr(RTS_LABEL_NODE):
+                note = Note(rule.name, plan.default_stream, "RTS label node: default stream")
+                changes[name] = (plan.default_stream, note)
+            elif node.type == "NetOutput" and while_body_output:
+                changes[name] = (0, Note(rule.name, 0, "NetOutput of a While body in an "
+                                                       "unknown-shape graph"))
+            else:
+                changes[name] = (stream, Note(rule.name, stream, f"stream of {sg.id}",
+                                              decides=False))
+    return plan.set_nodes(changes)
+
+
+def _in_unknown_while_body(ctx: GraphContext) -> bool:
+    """Is this graph instance 1 (the body) of a While that lives in an unknown-shape graph?"""
+    parent_name = ctx.compute.parent
+    if parent_name is None:
+        return False
+    parent: Node = ctx.graph.node(parent_name)
+    if parent.type != "While" or len(parent.subgraphs) < 2 or \
+            parent.subgraphs[1][1] != ctx.compute.name:
+        return False
+    return is_unknown_shape(ctx.graph, ctx.graph.graph(parent.graph))

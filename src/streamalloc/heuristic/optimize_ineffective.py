@@ -1,0 +1,75 @@
+"""OptimizeIneffectiveMultiStreamPass (spec 2.10): move an isolated node onto a neighbouring
+stream when no node of that stream lies between its closest input and output there.
+
+Kept as GE does: the loop over candidate streams does not stop at a move (the node ends on the
+largest qualifying stream id); updates are progressive; HCCL nodes are not protected.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+from collections import defaultdict
+
+from streamalloc.heuristic.context import GraphContext
+from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.ir.graph import Node
+from streamalloc.rules.model import Rule
+
+_PINNED_ATTRS = ("NewStreamId", "_parallel_group")
+
+
+def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
+    """Visit nodes in G-order and move those that qualify."""
+    streams = dict(plan.streams)
+    by_stream: dict[int, list[int]] = defaultdict(list)
+    for node in ctx.nodes:
+        if streams[node.name] != INVALID:
+            by_stream[streams[node.name]].append(ctx.position(node.name))
+    label_streams = {streams[n.name] for n in ctx.nodes
+                     if ctx.label(n.name).present and streams[n.name] != INVALID}
+    changes: dict[str, tuple[int, Note]] = {}
+    for node in ctx.nodes:
+        if not rule.matches(node) or _pinned(ctx, node, streams[node.name]):
+            continue
+        for stream in _targets(ctx, node, streams, by_stream, label_streams):
+            me = ctx.position(node.name)
+            by_stream[streams[node.name]].remove(me)
+            insort(by_stream[stream], me)
+            streams[node.name] = stream
+            changes[node.name] = (stream, Note(rule.name, stream, "isolated between two "
+                                               f"consecutive nodes of stream {stream}"))
+    return plan.set_nodes(changes)
+
+
+def _pinned(ctx: GraphContext, node: Node, stream: int) -> bool:
+    return stream == INVALID or ctx.label(node.name).present or \
+        any(node.has_attr(a) for a in _PINNED_ATTRS)
+
+
+def _targets(ctx: GraphContext, node: Node, streams: dict[str, int],
+             by_stream: dict[int, list[int]], label_streams: set[int]) -> list[int]:
+    """Streams (ascending) the node qualifies for; none if a neighbour shares its stream."""
+    own = streams[node.name]
+    closest_in: dict[int, int] = {}
+    closest_out: dict[int, int] = {}
+    for name in ctx.in_neighbours(node):
+        s, pos = streams[name], ctx.position(name)
+        if s == own:
+            return []
+        if s != INVALID:
+            closest_in[s] = max(closest_in.get(s, pos), pos)
+    for name in ctx.out_neighbours(node):
+        s, pos = streams[name], ctx.position(name)
+        if s == own:
+            return []
+        if s != INVALID:
+            closest_out[s] = min(closest_out.get(s, pos), pos)
+    targets = []
+    for s in sorted(set(closest_in) & set(closest_out)):
+        if s in label_streams:
+            continue
+        ids = by_stream[s]
+        after = bisect_right(ids, closest_in[s])
+        if after < len(ids) and ids[after] == closest_out[s]:
+            targets.append(s)
+    return targets

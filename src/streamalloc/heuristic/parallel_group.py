@@ -1,0 +1,56 @@
+"""UpdateForParallelGroupPass (spec 2.7): one new stream per (old stream, group name).
+
+Group "-1" (HCOM "follow the producer") inherits its single data producer's stream when it has
+one; otherwise it falls back to a group stream.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from streamalloc.errors import InputError
+from streamalloc.heuristic.context import GraphContext
+from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.rules.model import Rule
+
+PARALLEL_GROUP = "_parallel_group"
+
+
+def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
+    """Bucket matched nodes by stream (ascending), then by group name within a bucket."""
+    buckets: dict[int, list[str]] = defaultdict(list)
+    for sg in ctx.subgraphs:
+        for name in sg.nodes:
+            if rule.matches(ctx.compute.node(name)):
+                buckets[plan.streams[name]].append(name)
+    streams = dict(plan.streams)
+    changes: dict[str, tuple[int, Note]] = {}
+    for stream in sorted(buckets):
+        if stream == INVALID:
+            continue
+        group_to_new: dict[str, int] = {}
+        for name in buckets[stream]:
+            group = _group(ctx, name)
+            producer = _single_producer(ctx, name) if group == "-1" else None
+            if producer is not None and streams[producer] != INVALID:
+                new, why = streams[producer], f"group -1 follows producer {producer!r}"
+            else:
+                if group not in group_to_new:
+                    plan, (group_to_new[group],) = plan.take_streams()
+                new, why = group_to_new[group], f"parallel group {group!r} from stream {stream}"
+            streams[name] = new
+            changes[name] = (new, Note(rule.name, new, why))
+    return plan.set_nodes(changes)
+
+
+def _group(ctx: GraphContext, name: str) -> str:
+    value = ctx.compute.node(name).attr(PARALLEL_GROUP)
+    if not isinstance(value, str):
+        raise InputError(f"{ctx.graph.source}: node {name!r} attribute _parallel_group is "
+                         f"{value!r}; GE needs a string")
+    return value
+
+
+def _single_producer(ctx: GraphContext, name: str) -> str | None:
+    sources = list(ctx.compute.node(name).data_sources())
+    return sources[0].src if len(sources) == 1 else None

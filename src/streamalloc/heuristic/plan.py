@@ -1,0 +1,110 @@
+"""Immutable plans that the heuristic folds rules over.
+
+`GraphPlan` is one graph's state during its pass chain: stream ids of its partition subgraphs
+and of its direct nodes, the reuse roots of AssignByDependency, the stream counter and the
+default stream. `ModelPlan` is the whole model after the per-graph stage. Passes return new
+plans (`dataclasses.replace`); every stream they set is recorded as a `Note`, which
+`streamalloc explain` shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+INVALID = -1  # GE's kInvalidStream: the node has no stream
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One decision: `rule` put the node (or its subgraph) on `stream` because of `reason`.
+
+    `decides` is False for bookkeeping that does not choose a stream: a node taking its
+    subgraph's stream, or compaction renaming an id.
+    """
+
+    rule: str
+    stream: int
+    reason: str
+    decides: bool = True
+
+
+def _frozen(mapping: Mapping[str, int]) -> Mapping[str, int]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPlan:
+    """One graph's streams while its pass chain runs."""
+
+    graph: str
+    default_stream: int
+    next_stream: int
+    sg_streams: tuple[int, ...]
+    sg_reused: tuple[int | None, ...]
+    streams: Mapping[str, int]
+    notes: Mapping[str, tuple[Note, ...]]
+    sg_notes: tuple[tuple[Note, ...], ...]
+
+    def set_subgraphs(self, changes: Mapping[int, tuple[int, Note]],
+                      reused: Mapping[int, int | None] | None = None) -> GraphPlan:
+        """Give subgraphs new stream ids (and reuse roots), noting why."""
+        streams, notes = list(self.sg_streams), list(self.sg_notes)
+        for index, (stream, note) in changes.items():
+            streams[index] = stream
+            notes[index] = (*notes[index], note)
+        roots = list(self.sg_reused)
+        for index, root in (reused or {}).items():
+            roots[index] = root
+        return replace(self, sg_streams=tuple(streams), sg_notes=tuple(notes),
+                       sg_reused=tuple(roots))
+
+    def set_nodes(self, changes: Mapping[str, tuple[int, Note]]) -> GraphPlan:
+        """Give nodes new stream ids, noting why."""
+        if not changes:
+            return self
+        streams, notes = dict(self.streams), dict(self.notes)
+        for name, (stream, note) in changes.items():
+            streams[name] = stream
+            notes[name] = (*notes.get(name, ()), note)
+        return replace(self, streams=_frozen(streams), notes=MappingProxyType(notes))
+
+    def take_streams(self, count: int = 1) -> tuple[GraphPlan, list[int]]:
+        """Allocate `count` fresh ids from the counter."""
+        ids = list(range(self.next_stream, self.next_stream + count))
+        return replace(self, next_stream=self.next_stream + count), ids
+
+
+def initial_graph_plan(graph: str, nodes: Iterable[tuple[str, int]], subgraphs: int,
+                       default_stream: int, next_stream: int) -> GraphPlan:
+    """The state before a graph's first pass: subgraphs without stream, nodes as given."""
+    return GraphPlan(graph=graph, default_stream=default_stream, next_stream=next_stream,
+                     sg_streams=(INVALID,) * subgraphs, sg_reused=(None,) * subgraphs,
+                     streams=_frozen(dict(nodes)), notes=MappingProxyType({}),
+                     sg_notes=((),) * subgraphs)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPlan:
+    """All graphs' plans, the stream counter, and the model-wide results."""
+
+    graphs: Mapping[str, GraphPlan]
+    next_stream: int
+    main_stream_num: int | None = None
+    attached: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    custom_stream_ids: tuple[int, ...] = ()
+    # dynamic flow: the model-wide streams of engines and labels, as (kind, key, stream)
+    owners: tuple[tuple[str, str, int], ...] = ()
+
+    def stream_of(self, node: str, graph: str) -> int:
+        """A node's current logical stream."""
+        return self.graphs[graph].streams[node]
+
+    def set_nodes(self, graph: str, changes: Mapping[str, tuple[int, Note]]) -> ModelPlan:
+        """New stream ids for nodes of one graph."""
+        if not changes:
+            return self
+        graphs = dict(self.graphs)
+        graphs[graph] = graphs[graph].set_nodes(changes)
+        return replace(self, graphs=MappingProxyType(graphs))

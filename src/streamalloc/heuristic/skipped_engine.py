@@ -1,0 +1,36 @@
+"""UpdateForSkippedEnginePass (spec 2.9): skip-engine nodes (GE local, host CPU) fold away.
+
+A candidate (in an unlabelled skip-engine subgraph, with a stream) whose inputs all have no
+stream loses its stream; one with outputs whose neighbours all sit on a single stream joins it.
+Decisions see earlier updates (G-order, progressive).
+"""
+
+from __future__ import annotations
+
+from streamalloc.heuristic.context import GraphContext
+from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.rules.model import Rule
+
+
+def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
+    """Fold candidates in G-order."""
+    candidates = {n for sg in ctx.subgraphs if sg.engine.skip_assign_stream and not sg.stream_label
+                  for n in sg.nodes if plan.streams[n] != INVALID}
+    streams = dict(plan.streams)
+    changes: dict[str, tuple[int, Note]] = {}
+    for node in ctx.nodes:
+        if node.name not in candidates or not rule.matches(node):
+            continue
+        preds = ctx.in_neighbours(node)
+        succs = ctx.out_neighbours(node)
+        if not node.subgraphs and all(streams[p] == INVALID for p in preds):
+            streams[node.name] = INVALID
+            changes[node.name] = (INVALID, Note(rule.name, INVALID, "every input has no stream"))
+        elif succs:
+            around = {streams[n] for n in (*preds, *succs)} - {INVALID}
+            if len(around) == 1:
+                (stream,) = around
+                streams[node.name] = stream
+                changes[node.name] = (stream, Note(rule.name, stream,
+                                                   "all neighbours are on this stream"))
+    return plan.set_nodes(changes)

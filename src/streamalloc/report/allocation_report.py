@@ -1,0 +1,56 @@
+"""What `streamalloc allocate` and `explain` print, and the plan's `nodes` entries."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from streamalloc.allocation import Allocation
+from streamalloc.ir.graph import Graph
+from streamalloc.report.table import format_table
+
+_SHOWN = 4  # nodes listed per stream in the table
+
+
+def stream_table(graph: Graph, allocation: Allocation) -> str:
+    """One row per logical stream: node count, engines, labels, attached, first nodes."""
+    rows = []
+    for info in allocation.logical_streams():
+        engines = Counter(graph.node(n).engine for n in info.nodes)
+        shown = ", ".join(info.nodes[:_SHOWN]) + (" ..." if len(info.nodes) > _SHOWN else "")
+        rows.append([info.stream, len(info.nodes),
+                     ", ".join(f"{e}:{c}" for e, c in sorted(engines.items())),
+                     ",".join(info.user_stream_labels) or "-",
+                     ",".join(map(str, info.attached_stream_ids)) or "-", shown])
+    unassigned = sum(1 for n in allocation.nodes.values() if n.stream < 0)
+    head = (f"graph {allocation.graph}: {allocation.main_stream_num} logical stream(s), "
+            f"{len(allocation.attached_stream_ids)} attached, {unassigned} node(s) without a "
+            f"stream; rules {allocation.rules}")
+    table = format_table(["stream", "nodes", "engines", "user_labels", "attached", "first nodes"],
+                         rows)
+    return f"{head}\n\n{table}\n"
+
+
+def node_entries(allocation: Allocation) -> dict[str, dict[str, Any]]:
+    """formats.md section 3 `nodes` (physical_stream equals stream until splitting)."""
+    return {name: {"stream": n.stream, "physical_stream": n.stream,
+                   "attached_streams": list(n.attached), "rule": n.rule}
+            for name, n in allocation.nodes.items()}
+
+
+def explain_node(graph: Graph, allocation: Allocation, name: str) -> str:
+    """Every rule that touched the node, in rule order, and where it ended."""
+    node = graph.node(name)
+    result = allocation.nodes[name]
+    lines = [f"node {name} ({node.type}, engine {node.engine}, graph {node.graph}): "
+             f"stream {result.stream}, decided by {result.rule}"]
+    if result.attached:
+        lines.append(f"attached streams: {', '.join(map(str, result.attached))}")
+    rows = [[t.note.rule, t.scope, t.note.stream if t.scope != "labels" else "-",
+             t.note.reason, "yes" if t.note.decides else "no"]
+            for t in allocation.provenance[name]]
+    if not rows:
+        lines.append("no rule touched it: it keeps its initial stream")
+        return "\n".join(lines) + "\n"
+    lines += ["", format_table(["rule", "on", "stream", "why", "decides"], rows)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,198 @@
+"""Load, validate, merge and order rule files.
+
+Errors name the file and line, the rule and key, and the valid choices (exit 3). Shipped rule
+sets live in `rules/builtin/*.yaml` and are named by their stem (e.g. `ge-static-multi-stream`).
+A file with `extends: BASE` adds to BASE (a rule with an inherited name replaces it; `disable:
+true` removes it); a file without `extends` stands alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import jsonschema
+import networkx as nx
+import yaml
+
+from streamalloc.errors import RuleSchemaError
+from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
+from streamalloc.rules.kinds import KINDS
+from streamalloc.rules.model import Rule, RuleSet
+from streamalloc.rules.predicates import compile_match, compile_when
+from streamalloc.rules.schema import RULES_SCHEMA
+from streamalloc.validation import explain, first_error
+
+_VALIDATOR = jsonschema.Draft202012Validator(RULES_SCHEMA)
+_MAX_EXTENDS = 8
+
+
+def builtin_names() -> list[str]:
+    """Names of the shipped rule sets."""
+    folder = resources.files("streamalloc.rules").joinpath("builtin")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _builtin_text(name: str) -> str:
+    folder = resources.files("streamalloc.rules").joinpath("builtin")
+    return folder.joinpath(f"{name}.yaml").read_text("utf-8")
+
+
+@cache
+def builtin_rules(name: str) -> RuleSet:
+    """A shipped rule set by name."""
+    if name not in builtin_names():
+        raise RuleSchemaError(f"unknown rule set {name!r}; shipped: {', '.join(builtin_names())}")
+    return _load_text(_builtin_text(name), f"<builtin {name}>", 0)
+
+
+def load_rules(path: str | Path) -> RuleSet:
+    """Load a rule file (merging what it extends)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RuleSchemaError(f"{path}: no such rule file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleSchemaError(f"{path}: cannot read the rule file: {exc}") from None
+    return _load_text(text, str(path), 0)
+
+
+def _load_text(text: str, source: str, depth: int) -> RuleSet:
+    document = _parse(text, source)
+    error = first_error(_VALIDATOR, document)
+    if error is not None:
+        where = list(error.absolute_path)
+        raise RuleSchemaError(f"{_at(source, document, where)}: {_what(document, where)}: "
+                              f"{explain(error)}")
+    base = _base(document, source, depth)
+    own = [_rule(document, i, source) for i in range(len(document["rules"]))]
+    rules = _merge(base.rules if base else (), own, document, source)
+    flow = document.get("flow") or (base.flow if base else "static")
+    name = document.get("name") or (base.name if base else Path(source).stem)
+    return RuleSet(name, flow, _ordered(rules, source), source)
+
+
+def _parse(text: str, source: str) -> Any:
+    try:
+        document = load_located(text)
+    except DuplicateKeyError as exc:
+        raise RuleSchemaError(f"{source}:{exc.line}: malformed YAML: {exc.what}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise RuleSchemaError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise RuleSchemaError(f"{source}: malformed YAML: {exc}") from None
+    if not isinstance(document, Mapping):
+        raise RuleSchemaError(f"{source}: expected a mapping with 'format' and 'rules'")
+    return document
+
+
+def _at(source: str, document: Any, where: list[Any]) -> str:
+    line = line_of(document, where)
+    return f"{source}:{line}" if line else source
+
+
+def _what(document: Any, where: list[Any]) -> str:
+    if len(where) >= 2 and where[0] == "rules" and isinstance(where[1], int):
+        rule = document["rules"][where[1]]
+        name = rule.get("name") if isinstance(rule, Mapping) else None
+        rest = ".".join(str(p) for p in where[2:])
+        who = f"rule {name!r}" if isinstance(name, str) else f"rule #{where[1] + 1}"
+        return who + (f" field {rest!r}" if rest else "")
+    return f"field {'.'.join(map(str, where))!r}" if where else "the document"
+
+
+def _base(document: Mapping[str, Any], source: str, depth: int) -> RuleSet | None:
+    parent = document.get("extends")
+    if not parent:
+        return None
+    if depth >= _MAX_EXTENDS:
+        raise RuleSchemaError(f"{source}: 'extends' chain deeper than {_MAX_EXTENDS} files "
+                              "(does it extend itself?)")
+    if parent in builtin_names():
+        return _load_text(_builtin_text(parent), f"<builtin {parent}>", depth + 1)
+    path = Path(source).parent / parent
+    if not path.exists():
+        raise RuleSchemaError(f"{_at(source, document, ['extends'])}: extends {parent!r}: neither "
+                              f"a shipped rule set ({', '.join(builtin_names())}) nor a file")
+    return _load_text(path.read_text(encoding="utf-8"), str(path), depth + 1)
+
+
+def _rule(document: Mapping[str, Any], index: int, source: str) -> tuple[Rule | None, str, str]:
+    """(rule or None when disabled, name, origin)."""
+    raw = document["rules"][index]
+    origin = _at(source, document, ["rules", index])
+    if raw.get("disable"):
+        return None, raw["name"], origin
+    if "kind" not in raw:
+        raise RuleSchemaError(f"{origin}: rule {raw['name']!r}: missing 'kind'; valid kinds: "
+                              f"{', '.join(sorted(KINDS))}")
+    options = dict(raw.get("options") or {})
+    _check_options(raw["name"], raw["kind"], options, origin)
+    rule = Rule(
+        name=raw["name"], kind=raw["kind"], priority=int(raw.get("priority", 0)),
+        match=compile_match(raw.get("match")), when=compile_when(raw.get("when")),
+        options=MappingProxyType(options), match_block=MappingProxyType(raw.get("match") or {}),
+        when_block=MappingProxyType(raw.get("when") or {}), after=tuple(raw.get("after", ())),
+        before=tuple(raw.get("before", ())), description=raw.get("description", ""),
+        origin=origin)
+    return rule, raw["name"], origin
+
+
+def _check_options(name: str, kind: str, options: Mapping[str, Any], origin: str) -> None:
+    spec = KINDS[kind]
+    schema = {"type": "object", "additionalProperties": False, "properties": spec.options,
+              "required": list(spec.required), "$defs": RULES_SCHEMA["$defs"]}
+    error = first_error(jsonschema.Draft202012Validator(schema), options)
+    if error is not None:
+        path = ".".join(map(str, error.absolute_path))
+        field = f"options.{path}" if path else "options"
+        raise RuleSchemaError(f"{origin}: rule {name!r} ({kind}) field {field!r}: "
+                              f"{explain(error)}")
+
+
+def _merge(base: tuple[Rule, ...], own: list[tuple[Rule | None, str, str]],
+           document: Mapping[str, Any], source: str) -> list[Rule]:
+    rules = {r.name: r for r in base}
+    seen: dict[str, str] = {}
+    for rule, name, origin in own:
+        if name in seen:
+            raise RuleSchemaError(f"{origin}: rule name {name!r} is used twice (first at "
+                                  f"{seen[name]})")
+        seen[name] = origin
+        if rule is None:
+            if name not in rules:
+                raise RuleSchemaError(f"{origin}: rule {name!r} is disabled but no inherited rule "
+                                      f"has that name; inherited: {', '.join(rules) or 'none'}")
+            del rules[name]
+        else:
+            rules[name] = rule
+    return list(rules.values())
+
+
+def _ordered(rules: list[Rule], source: str) -> tuple[Rule, ...]:
+    """Topological order of after/before, ties broken by (priority, name)."""
+    by_name = {r.name: r for r in rules}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(by_name)
+    for rule in rules:
+        for other in (*rule.after, *rule.before):
+            if other not in by_name:
+                known = ", ".join(sorted(by_name))
+                raise RuleSchemaError(f"{rule.origin}: rule {rule.name!r} orders itself against "
+                                      f"unknown rule {other!r}; known: {known}")
+        graph.add_edges_from((a, rule.name) for a in rule.after)
+        graph.add_edges_from((rule.name, b) for b in rule.before)
+    if not nx.is_directed_acyclic_graph(graph):
+        cycle = [u for u, _ in nx.find_cycle(graph)]
+        raise RuleSchemaError(f"{source}: rules are ordered in a cycle: "
+                              + " -> ".join([*cycle, cycle[0]]))
+    return tuple(by_name[n] for n in nx.lexicographical_topological_sort(
+        graph, key=lambda n: (by_name[n].priority, n)))
+
