@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from real_models import GOLDEN_DIR, real_models
 
+from streamalloc.api import with_options
 from streamalloc.cli import main
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import partition_model
@@ -53,3 +55,29 @@ def test_import_round_trip(model: Path, tmp_path: Path) -> None:
     out = tmp_path / "graph.yaml"
     assert main(["import", str(model), "-o", str(out)]) == 0
     assert load_graph(out) == load_graph(model)
+
+
+PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+            "ge.hcomParallel": "1"}
+
+
+def allocation_summary(graph: Graph) -> str:
+    """Streams and nodes per stream in ge mode, with default options and with parallel ones."""
+    lines = []
+    for label, options in (("default", {}), ("parallel", PARALLEL)):
+        allocation = allocate_ge(with_options(graph, options))
+        sizes = Counter(n.stream for n in allocation.nodes.values())
+        lines.append(f"{label}: {allocation.main_stream_num} logical streams, "
+                     f"{allocation.total_stream_num} in total")
+        lines += [f"  stream {s}: {sizes[s]} nodes" for s in sorted(sizes)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_model_allocates_in_ge_mode(model: Path, golden: Callable[[Path, str], None]) -> None:
+    graph = load_graph(model)
+    allocation = allocate_ge(graph)
+    assert list(allocation.nodes) == [n.name for n in graph.all_nodes()]
+    used = {n.stream for n in allocation.nodes.values() if n.stream >= 0}
+    assert used == set(range(allocation.main_stream_num))
+    golden(GOLDEN_DIR / f"{model.stem}.ge.expected", allocation_summary(graph))

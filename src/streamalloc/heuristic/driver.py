@@ -13,13 +13,13 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Allocation, NodeStream, Touch
 from streamalloc.errors import InputError
-from streamalloc.heuristic import labelling
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
 from streamalloc.heuristic.registry import GRAPH_STEPS, LABEL_KINDS, MODEL_STEPS
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import GraphPartition, partition_model
+from streamalloc.rules import labelling
 from streamalloc.rules.loader import builtin_rules
 from streamalloc.rules.model import Rule, RuleSet
 

@@ -55,7 +55,8 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
           "SingleStreamPass"),
     _kind("node-stream-update", "graph", "nodes take their subgraph's stream; RTS label nodes "
           "the default stream", "NodeStreamUpdatePass"),
-    _kind("parallel-group", "graph", "nodes of one _parallel_group share a new stream",
+    _kind("parallel-group", "graph", "nodes of one _parallel_group (per old stream) move to a "
+          "new stream",
           "UpdateForParallelGroupPass"),
     _kind("allreduce-parallel", "graph", "successors of fused AllReduce nodes move to new "
           "streams", "AllReduceParallelPass"),

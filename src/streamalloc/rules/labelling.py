@@ -1,4 +1,5 @@
-"""Label-scope rules: stream labels as they stand before GE's engine partitioning.
+"""Label-scope rules: stream labels as they stand before GE's engine partitioning (used by both
+allocators).
 
 GE's own steps (`cmo-label`, `user-stream-label`, spec 1.5) and the user policy `stream-label`
 (matched nodes get a label, so the partition and AssignByLabel put them on one stream).
