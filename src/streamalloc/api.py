@@ -14,10 +14,13 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
+from streamalloc.preset import preset_allocation
 from streamalloc.rules import RuleSet, builtin_names, builtin_rules, load_rules
+from streamalloc.sync.driver import synchronize
+from streamalloc.sync.result import SyncPlan
 
 __all__ = ["Allocation", "Graph", "allocate", "convert_graph", "load_graph", "load_rule_set",
-           "partition_model", "with_options"]
+           "partition_model", "plan", "synchronize", "with_options"]
 
 
 def convert_graph(model: str | Path, output: str | Path) -> Graph:
@@ -44,11 +47,21 @@ def load_rule_set(path: str | Path | None) -> RuleSet | None:
     return load_rules(path)
 
 
+MODES = ("ge", "preset")
+
+
 def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge") -> Allocation:
     """Logical stream allocation of `graph` in the given mode."""
+    if mode == "preset":
+        return preset_allocation(graph)
     if mode != "ge":
-        raise UsageError(f"mode {mode!r} is not available yet; available: ge")
+        raise UsageError(f"mode {mode!r} is not available yet; available: {', '.join(MODES)}")
     return allocate_ge(graph, rules)
+
+
+def plan(graph: Graph, rules: RuleSet | None = None, mode: str = "ge") -> SyncPlan:
+    """Allocate, synchronize and split: the full plan (formats.md section 3)."""
+    return synchronize(graph, allocate(graph, rules, mode))
 
 
 def partitions(graph: Graph) -> dict[str, GraphPartition]:

@@ -13,12 +13,11 @@ from streamalloc import __version__, api
 from streamalloc.errors import StreamallocError, UsageError
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
-from streamalloc.report.allocation_report import explain_node, node_entries, stream_table
+from streamalloc.report.allocation_report import explain_node, stream_table, sync_summary
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
 from streamalloc.rules.schema import RULES_SCHEMA
 
 SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
-PLAN_FORMAT = "streamalloc.plan/v1"
 
 
 def _settings(items: list[str]) -> dict[str, str]:
@@ -38,14 +37,11 @@ def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
 
 def _allocate(args: argparse.Namespace) -> int:
     graph, allocation = _allocated(args)
+    plan = api.synchronize(graph, allocation)
     if args.output:
-        plan = {"format": PLAN_FORMAT, "graph": graph.name, "mode": allocation.mode,
-                "rules": allocation.rules, "nodes": node_entries(allocation),
-                "logical_stream_count": allocation.main_stream_num,
-                "attached_stream_count": len(allocation.attached_stream_ids),
-                "summary": allocation.summary()}
-        api.write_atomic(Path(args.output), json.dumps(plan, indent=1) + "\n")
+        api.write_atomic(Path(args.output), json.dumps(plan.to_json(), indent=1) + "\n")
     sys.stdout.write(stream_table(graph, allocation))
+    sys.stdout.write(sync_summary(plan))
     return 0
 
 
@@ -95,7 +91,8 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _allocation_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
-    parser.add_argument("--mode", default="ge", choices=["ge"], help="allocator (default ge)")
+    parser.add_argument("--mode", default="ge", choices=list(api.MODES),
+                        help="ge: GE's pass chain; preset: the graph's own stream_id values")
     parser.add_argument("--rules", help="rule file replacing or extending (extends:) the "
                                         "shipped GE rules, or a shipped rule set name")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -47,9 +47,14 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
         plan = _static_graphs(graph, partitions, labels, graph_rules, observer)
     else:
         plan = _initial_model(graph)
+    main_rule = next((r for r in enabled if r.kind == "dynamic-renumber"), None)
     for rule in (r for r in enabled if r.kind in MODEL_STEPS):
-        plan = MODEL_STEPS[rule.kind](rule, graph, plan) if rule.kind != "dynamic-engine-streams" \
-            else MODEL_STEPS[rule.kind](rule, graph, plan, partitions, labels)
+        if rule.kind == "dynamic-engine-streams":
+            plan = MODEL_STEPS[rule.kind](rule, graph, plan, partitions, labels)
+        elif rule.kind == "mini-dag":
+            plan = MODEL_STEPS[rule.kind](rule, graph, plan, labels, main_rule=main_rule)
+        else:
+            plan = MODEL_STEPS[rule.kind](rule, graph, plan)
         if observer:
             observer(rule, graph.name, plan)
     return _allocation(graph, rules, plan, partitions, (labels, label_notes))

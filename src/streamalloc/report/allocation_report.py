@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph
 from streamalloc.report.table import format_table
+from streamalloc.sync.result import SyncPlan
 
 _SHOWN = 4  # nodes listed per stream in the table
 
@@ -31,11 +31,15 @@ def stream_table(graph: Graph, allocation: Allocation) -> str:
     return f"{head}\n\n{table}\n"
 
 
-def node_entries(allocation: Allocation) -> dict[str, dict[str, Any]]:
-    """formats.md section 3 `nodes` (physical_stream equals stream until splitting)."""
-    return {name: {"stream": n.stream, "physical_stream": n.stream,
-                   "attached_streams": list(n.attached), "rule": n.rule}
-            for name, n in allocation.nodes.items()}
+def sync_summary(plan: SyncPlan) -> str:
+    """Events, notifies and physical streams after synchronization and splitting."""
+    rows = [[s, plan.allocation_stream(s), len(tasks), plan.units.get(s, 0)]
+            for s, tasks in sorted(plan.streams.items())]
+    head = (f"\n{plan.physical_stream_count} physical stream(s), {plan.event_count} event(s), "
+            f"{plan.notify_count} notify(s)" + (f", huge streams {list(plan.huge_streams)}"
+                                                 if plan.huge_streams else ""))
+    table = format_table(["physical", "logical", "tasks", "units"], rows)
+    return f"{head}\n\n{table}\n"
 
 
 def explain_node(graph: Graph, allocation: Allocation, name: str) -> str:

@@ -1,0 +1,43 @@
+"""`--mode preset`: take each node's `stream_id` from the input as the logical allocation.
+
+A node without `stream_id` is on stream 0 (GE's op descriptors default to 0, and a dump omits a
+stream id of 0), except data-like sources (Data, Const, Variable, ... without inputs), which GE
+leaves without a stream (-1).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from streamalloc.allocation import Allocation, NodeStream
+from streamalloc.errors import InputError
+from streamalloc.ir.clusters import DATA_LIKE_TYPES
+from streamalloc.ir.graph import Graph, Node
+
+INVALID = -1
+
+
+def _preset_stream(node: Node) -> int:
+    if node.stream_id is not None:
+        return node.stream_id
+    data_like = node.type in DATA_LIKE_TYPES and not any(node.data_sources()) \
+        and not node.control_inputs
+    return INVALID if data_like else 0
+
+
+def preset_allocation(graph: Graph) -> Allocation:
+    """The allocation the input already carries."""
+    streams = {n.name: _preset_stream(n) for n in graph.all_nodes()}
+    bad = [(n, s) for n, s in streams.items() if s < INVALID]
+    if bad:
+        raise InputError(f"{graph.source}: node {bad[0][0]!r} field 'stream_id' is {bad[0][1]}; "
+                         "expected -1 (no stream) or a stream id >= 0")
+    used = sorted({s for s in streams.values() if s >= 0})
+    if used and used != list(range(len(used))):
+        raise InputError(f"{graph.source}: preset stream ids {used} are not contiguous from 0; "
+                         "GE's logical stream ids always are")
+    nodes = {n: NodeStream(s, "preset") for n, s in streams.items()}
+    return Allocation(graph=graph.name, mode="preset", rules="preset",
+                      nodes=MappingProxyType(nodes), main_stream_num=max(len(used), 1),
+                      total_stream_num=max(len(used), 1), user_labels=MappingProxyType({}),
+                      provenance=MappingProxyType({n: () for n in nodes}))

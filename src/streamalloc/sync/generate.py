@@ -1,0 +1,58 @@
+"""Send/Recv generation (spec 7): tasks for every sync id, and the per-stream task order.
+
+Phase A: a node is followed by its Sends in creation order and preceded by its Recvs in creation
+order. Phase B (split events): the Sends already after a node end up reversed and followed by the
+new ones (GE's order-only quirk); the new Recvs go before their node. Names are
+`<root>_Send_<id>`, `<root>_Recv_<id>`, `<root>_Send_Notify_<id>`, `<root>_Recv_Notify_<id>`,
+with `_Reuse_<k>` appended to a repeated name (after multi-dims reuse).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from streamalloc.errors import InternalError
+from streamalloc.sync.model import Task
+
+Around = dict[str, tuple[list[Task], list[Task]]]  # node -> (recvs before, sends after)
+
+
+class Namer:
+    """GE's sync node names with the `_Reuse_<k>` suffix for repeats."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.count: dict[str, int] = defaultdict(int)
+
+    def name(self, kind: str, x: int) -> str:
+        base = f"{self.root}_{kind}_{x}"
+        self.count[base] += 1
+        k = self.count[base] - 1
+        return base if k == 0 else f"{base}_Reuse_{k}"
+
+
+def sync_task(namer: Namer, kind: str, x: int, stream: int, peer: Task) -> Task:
+    """A Send/Recv (or notify) task on `stream` next to `peer`."""
+    types = {"Send": "Send", "Recv": "Recv", "Send_Notify": "SendNotify",
+             "Recv_Notify": "RecvNotify"}
+    return Task(name=namer.name(kind, x), type=types[kind], graph=peer.graph, stream=stream,
+                units=0, sync_id=x, sync_kind="notify" if "Notify" in kind else "event",
+                peer=peer.name, is_sync=True)
+
+
+def arrange(tasks: Iterable[Task], around: Around) -> list[Task]:
+    """The task order with each node's Recvs before it and Sends after it."""
+    ordered: list[Task] = []
+    for task in tasks:
+        before, after = around.get(task.name, ([], []))
+        ordered += [*before, task, *after]
+    return ordered
+
+
+def check_pairs(tasks: Iterable[Task]) -> None:
+    """GE: the number of Send tasks equals the number of Recv tasks."""
+    sends = sum(1 for t in tasks if t.type in ("Send", "SendNotify"))
+    recvs = sum(1 for t in tasks if t.type in ("Recv", "RecvNotify"))
+    if sends != recvs:
+        raise InternalError(f"{sends} Send but {recvs} Recv tasks generated")

@@ -1,0 +1,39 @@
+"""Device limits (graph options `streamalloc.*`, defaults GE's / the runtime's values)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamalloc.errors import OptionError
+from streamalloc.ir.graph import Graph
+
+DEFAULTS = {
+    "streamalloc.max_streams": 2024,          # V2 runtime stream pool slots (ge-sync 9.1)
+    "streamalloc.max_events": 65535,
+    "streamalloc.max_notifies": 1024,         # kMaxNotifyNum, checked at the end of Phase B
+    "streamalloc.max_task_per_stream": 1024,  # runtime stub normal stream depth (ge-sync 5.3)
+    "streamalloc.max_task_per_huge_stream": 8192,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The limits a plan must respect."""
+
+    max_streams: int
+    max_events: int
+    max_notifies: int
+    max_task_per_stream: int
+    max_task_per_huge_stream: int
+
+
+def limits_of(graph: Graph) -> Limits:
+    """Limits from the graph's options; a value that is not a positive integer is exit 3."""
+    values = {}
+    for key, default in DEFAULTS.items():
+        text = graph.option(key, str(default))
+        if not text.isdigit() or int(text) < 1:
+            raise OptionError(f"{graph.source}: option {key} is {text!r}; expected a positive "
+                              f"integer (default {default})")
+        values[key.removeprefix("streamalloc.")] = int(text)
+    return Limits(**values)

@@ -1,0 +1,104 @@
+"""Redundant-sync removal (Phase A step A7, spec 3): by send, by receive, by activation, then
+the purge of StreamSwitch sends. Only the cross-stream pairs of insertion are optimised."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from streamalloc.sync.context import SyncContext
+from streamalloc.sync.model import SyncMaps, in_n_order
+
+NEXT_ITERATION = frozenset({"NextIteration", "RefNextIteration"})
+
+
+def optimize(ctx: SyncContext, maps: SyncMaps) -> None:
+    """Run the four optimisations in GE's order."""
+    by_stream: dict[int, list[str]] = defaultdict(list)
+    for name in ctx.order:
+        by_stream[ctx.stream[name]].append(name)
+    _by_send(maps, by_stream)
+    _by_recv(maps, by_stream)
+    _by_activation(ctx, maps)
+    _purge_switch_sends(ctx, maps)
+
+
+def _by_send(maps: SyncMaps, by_stream: dict[int, list[str]]) -> None:
+    """Per receiving stream, only the first receive from a given sender survives (3.1)."""
+    senders = maps.senders()
+    for stream in sorted(by_stream):
+        seen: set[str] = set()
+        for receiver in by_stream[stream]:
+            for x in list(maps.recv.get(receiver, ())):
+                sender = senders[x]
+                if sender in seen:
+                    maps.remove(x, sender, receiver)
+                else:
+                    seen.add(sender)
+
+
+def _by_recv(maps: SyncMaps, by_stream: dict[int, list[str]]) -> None:
+    """Per sending stream, only the last send to a given receiver survives (3.2)."""
+    receivers = maps.receivers()
+    for stream in sorted(by_stream):
+        last: dict[str, tuple[int, str]] = {}
+        for sender in by_stream[stream]:
+            for x in list(maps.send.get(sender, ())):
+                receiver = receivers[x]
+                if receiver in last:
+                    old, old_sender = last[receiver]
+                    maps.remove(old, old_sender, receiver)
+                last[receiver] = (x, sender)
+
+
+def _by_activation(ctx: SyncContext, maps: SyncMaps) -> None:
+    """Drop a pair when the receiver's stream is started by an activator running after u (3.3)."""
+    receivers = maps.receivers()
+    for sender in in_n_order(maps.send):
+        for x in list(maps.send[sender]):
+            receiver = receivers[x]
+            if _activated_before(ctx, sender, receiver):
+                maps.remove(x, sender, receiver)
+
+
+def _activated_before(ctx: SyncContext, u: str, r: str) -> bool:
+    if not ctx.node(r).has_attr("_stream_label"):
+        return False
+    su, graph = ctx.stream[u], ctx.node(u).graph
+    # [P-order] GE walks the activator sets in pointer order; we walk them by node id.
+    frontier = sorted(ctx.stream_activators.get(ctx.stream[r], ()), key=ctx.ids.__getitem__)
+    visited = {r}
+    while frontier:
+        nxt: set[str] = set()
+        for a in frontier:
+            node = ctx.node(a)
+            if node.graph != graph:
+                continue
+            if a in visited or node.attr("is_loop_active") is True:
+                return False
+            controls = node.control_inputs
+            if controls and all(ctx.node(c).type in NEXT_ITERATION for c in controls):
+                continue
+            visited.add(a)
+            for p in [*(s.src for s in node.data_sources()), *controls]:
+                if ctx.stream[p] == su and ctx.ids[p] >= ctx.ids[u]:
+                    return True
+                if u in _predecessors(ctx, p):
+                    return True
+            nxt |= set(ctx.stream_activators.get(ctx.stream[a], ()))
+        frontier = sorted(nxt, key=ctx.ids.__getitem__)
+    return False
+
+
+def _predecessors(ctx: SyncContext, name: str) -> list[str]:
+    node = ctx.node(name)
+    return [*(s.src for s in node.data_sources()), *node.control_inputs]
+
+
+def _purge_switch_sends(ctx: SyncContext, maps: SyncMaps) -> None:
+    """A StreamSwitch never sends: its activation orders the branches (3.4)."""
+    receivers = maps.receivers()
+    for sender in in_n_order(maps.send):
+        if ctx.node(sender).type == "StreamSwitch":
+            for x in list(maps.send[sender]):
+                maps.remove(x, sender, receivers[x])
+

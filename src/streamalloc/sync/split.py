@@ -1,0 +1,161 @@
+"""The physical stream split (Phase B step B4, spec 5.5-5.8).
+
+Walk the tasks in T-order; per logical stream count units; when the running count plus 27
+reserved units exceeds the capacity, open a new physical stream (ids continue globally) with one
+event from the task counted before the split point to the first task of the new stream.
+Continuous stream labels move together, with GE's double count kept (5.8).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from streamalloc.errors import InternalError
+from streamalloc.ir.graph import Graph
+from streamalloc.sync.model import INVALID, Task
+from streamalloc.sync.tasks import assigned
+
+RESERVED_UNITS = 27  # 7 profiling trace points + 20 spare (kReservedTaskNum)
+NO_SPLIT_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex"})
+CONTINUOUS_LABEL = "_continuous_stream_label"
+
+
+@dataclass
+class SplitEvent:
+    """One split event: from `pre` (on stream `old`) to `recv` (first task on `new`)."""
+
+    id: int
+    pre: Task
+    recv: Task
+    old: int
+    new: int
+    attached: bool
+
+
+@dataclass
+class SplitResult:
+    """What the split produced."""
+
+    stream_num: int
+    split_streams: list[set[int]]
+    split_to_logic: dict[int, int]
+    opened_by: dict[int, str] = field(default_factory=dict)
+    events: list[SplitEvent] = field(default_factory=list)
+    event_num: int = 0
+
+
+@dataclass
+class _Walk:
+    graph: Graph
+    max_task: int
+    stream_num: int
+    event_num: int
+    count: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    latest: dict[int, int] = field(default_factory=dict)
+    added: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    prev: dict[int, Task] = field(default_factory=dict)
+    members: dict[int, list[Task]] = field(default_factory=lambda: defaultdict(list))
+    label_nodes: dict[str, list[Task]] = field(default_factory=lambda: defaultdict(list))
+
+
+def split_streams(graph: Graph, tasks: list[Task], units_of: dict[int, dict[int, int]],
+                  limits: tuple[int, int, int]) -> SplitResult:
+    """Split every logical stream by `max_task` units (limits: stream_num, max_task, event_num)."""
+    stream_num, max_task, event_num = limits
+    walk = _Walk(graph, max_task, stream_num, event_num)
+    result = SplitResult(stream_num, [set() for _ in range(stream_num)],
+                         {s: s for s in range(stream_num)})
+    for i, task in enumerate(tasks):
+        for s, u in sorted(units_of.get(i, {}).items()):
+            if s != INVALID:
+                _visit(walk, result, task, s, u)
+    result.stream_num = walk.stream_num
+    result.event_num = walk.event_num
+    return result
+
+
+def _units(walk: _Walk, task: Task, attached: bool, u: int) -> int:
+    explicit = assigned(walk.graph, task, attached)
+    return explicit if explicit > 0 else u
+
+
+def _label(walk: _Walk, task: Task) -> str | None:
+    if task.is_sync:
+        return None
+    node = walk.graph.node(task.name)
+    return str(node.attr(CONTINUOUS_LABEL)) if node.has_attr(CONTINUOUS_LABEL) else None
+
+
+def _visit(walk: _Walk, result: SplitResult, task: Task, s: int, u: int) -> None:
+    attached = task.stream != s  # evaluated now: an earlier visit may have moved the task
+    if s >= walk.stream_num:
+        raise InternalError(f"task {task.name!r} is on stream {s} beyond the last id")
+    first = walk.count[s] == 0
+    walk.count[s] += _units(walk, task, attached, u)
+    walk.members[s].append(task)
+    label = _label(walk, task)
+    if label is not None:
+        walk.label_nodes[label].append(task)
+    if _need_split(walk, task, s, first):
+        _open(walk, result, task, (s, u, attached))
+    if walk.added[s] >= 1:
+        _move(task, s, walk.latest[s])
+    walk.prev[s] = task
+
+
+def _need_split(walk: _Walk, task: Task, s: int, first: bool) -> bool:
+    if first or walk.count[s] + RESERVED_UNITS <= walk.max_task:
+        return False
+    if task.is_sync:
+        return True
+    node = walk.graph.node(task.name)
+    return not node.subgraphs and node.attr("subgraph_first_active") is not True \
+        and node.type not in NO_SPLIT_TYPES
+
+
+def _move(task: Task, old: int, new: int) -> None:
+    if task.stream == old:
+        task.stream = new
+    else:
+        task.attached = [new if a == old else a for a in task.attached]
+
+
+def _move_label_member(task: Task, s: int, new: int, attached: bool,
+                       split_to_logic: dict[int, int]) -> None:
+    """Put a continuous-label member's use of logical stream s on the new stream."""
+    if not attached:
+        task.stream = new
+    else:
+        task.attached = [new if split_to_logic.get(a, a) == s else a for a in task.attached]
+
+
+def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, bool]) -> None:
+    s, u, attached = where
+    new = walk.stream_num
+    walk.stream_num += 1
+    pre = walk.prev.get(s)
+    walk.count[s] = _units(walk, task, attached, u)
+    recv = task
+    label = _label(walk, task)
+    if label is not None:
+        group = walk.label_nodes[label]
+        for member in group:
+            _move_label_member(member, s, new, attached, result.split_to_logic)
+            walk.count[s] += _units(walk, member, attached, u)  # GE approximates by n's units
+        recv = group[0]
+        members = walk.members[s]
+        index = next((i for i, m in enumerate(members) if m is recv), -1)
+        if index <= 0:
+            raise InternalError(f"continuous label {label!r}: first member {recv.name!r} is not "
+                                "after another task of its stream")
+        pre = members[index - 1]
+    walk.added[s] += 1
+    old = walk.latest.get(s, s)
+    walk.latest[s] = new
+    result.split_streams[s].add(new)
+    result.split_to_logic[new] = s
+    result.opened_by[new] = task.name
+    if pre is not None:
+        result.events.append(SplitEvent(walk.event_num, pre, recv, old, new, attached))
+        walk.event_num += 1
