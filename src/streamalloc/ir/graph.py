@@ -54,6 +54,11 @@ class Node:
         value = self.attrs.get(key)
         return default if value is None else value.value
 
+    def int_attr(self, key: str, default: int = 0) -> int:
+        """An integer attribute's value; `default` when absent or not an integer."""
+        value = self.attr(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
     def has_attr(self, key: str) -> bool:
         """GE's "present" test: the key exists, whatever its value."""
         return key in self.attrs

@@ -34,10 +34,10 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
     node = graph.node(task.name)
     value = 0
     if node.has_attr("_node_sqe_num"):
-        value = int(node.attr("_node_sqe_num"))  # type: ignore[arg-type]
+        value = node.int_attr("_node_sqe_num")
     elif node.type in HCCL_TYPES or node.engine == "DNN_HCCL":
         key = "_hccl_attached_task_num" if attached else "_hccl_task_num"
-        value = int(node.attr(key, 0))  # type: ignore[arg-type]
+        value = node.int_attr(key)
     if value > 0 and node.type in ("Recv", "RecvMem"):
         value += 1
     return value
