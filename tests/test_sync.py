@@ -1,0 +1,181 @@
+"""Synchronization and physical split: the examples and test anchors of ge-sync-and-split.md.
+
+Graphs carry their logical streams as `stream_id` and run in preset mode, so each case pins the
+sync layer alone. Expected values are typed in from the spec.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from streamalloc.api import plan, with_options
+from streamalloc.errors import LimitExceeded
+from streamalloc.ir import AttrValue, DataInput, GraphBuilder
+from streamalloc.ir.graph import Graph
+from streamalloc.ir.loaders import load_graph
+from streamalloc.sync.result import SyncPlan
+
+
+def graph_of(tmp_path: Path, nodes: list[dict[str, Any]], **extra: Any) -> Graph:
+    path = tmp_path / "g.yaml"
+    doc = {"format": "streamalloc.graph/v1", "name": "g", "nodes": nodes, **extra}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return load_graph(path)
+
+
+def preset(graph: Graph, **options: str) -> SyncPlan:
+    return plan(with_options(graph, options), mode="preset")
+
+
+def pairs(result: SyncPlan) -> list[tuple[int, str, str]]:
+    return [(e.id, e.send, e.recv) for e in result.events]
+
+
+def test_by_send_keeps_the_first_receive_per_stream(tmp_path: Path) -> None:
+    """3.1: A on s0; C then D on s1; A->C and A->D: one event remains (A->C)."""
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "C", "type": "Relu", "inputs": ["A"], "stream_id": 1},
+        {"name": "D", "type": "Relu", "inputs": ["A", "C"], "stream_id": 1}])
+    assert pairs(preset(g)) == [(0, "A", "C")]
+
+
+def test_by_recv_keeps_the_last_send_per_stream(tmp_path: Path) -> None:
+    """3.2: A then B on s0, E on s1; A->E, B->E: only B->E remains."""
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 0},
+        {"name": "E", "type": "Add", "inputs": ["A", "B"], "stream_id": 1}])
+    assert pairs(preset(g)) == [(0, "B", "E")]
+
+
+def test_transitive_redundancy_is_kept(tmp_path: Path) -> None:
+    """3.2: A->D and B->C with A before B on s0 and C before D on s1: GE keeps both."""
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 0},
+        {"name": "C", "type": "Relu", "inputs": ["B"], "stream_id": 1},
+        {"name": "D", "type": "Add", "inputs": ["C", "A"], "stream_id": 1}])
+    assert len(preset(g).events) == 2
+
+
+def test_by_activation_removes_an_event_the_activation_implies(tmp_path: Path) -> None:
+    """3.3: X, Y on s0; ACT on s2 (activates label L, input from Y); R on s3 (label L);
+    X->R is implied by Y->ACT->activation of s3, so it is removed."""
+    g = graph_of(tmp_path, [
+        {"name": "X", "type": "Relu", "stream_id": 0},
+        {"name": "Y", "type": "Relu", "inputs": ["X"], "stream_id": 0},
+        {"name": "ACT", "type": "StreamActive", "inputs": ["Y"], "stream_id": 2,
+         "attrs": {"_active_label_list": ["L"]}},
+        {"name": "R", "type": "Relu", "inputs": ["X"], "stream_id": 3,
+         "attrs": {"_stream_label": "L"}},
+        {"name": "S1", "type": "Relu", "stream_id": 1}])
+    result = preset(g)
+    assert ("X", "R") not in [(e.send, e.recv) for e in result.events]
+    assert result.activations["ACT"] == (3,)
+
+
+def test_final_ids_follow_sender_name_order(tmp_path: Path) -> None:
+    """4.1: senders zeta (inserted first) and alpha: alpha's event becomes 0, zeta's 1."""
+    g = graph_of(tmp_path, [
+        {"name": "zeta", "type": "Relu", "stream_id": 0},
+        {"name": "m", "type": "Relu", "inputs": ["zeta"], "stream_id": 1},
+        {"name": "alpha", "type": "Relu", "inputs": ["m"], "stream_id": 1},
+        {"name": "z2", "type": "Relu", "inputs": ["alpha"], "stream_id": 0}])
+    assert pairs(preset(g)) == [(0, "alpha", "z2"), (1, "zeta", "m")]
+
+
+def test_notify_mode_uses_notifies_for_cross_stream_sync(tmp_path: Path) -> None:
+    """4.4: ge.event notify: Phase A's pairs become notifies (SendNotify/RecvNotify)."""
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 1}],
+        options={"ge.event": "notify"})
+    result = preset(g)
+    assert (result.event_count, result.notify_count) == (0, 1)
+    assert [n.type for n in result.sync_nodes] == ["SendNotify", "RecvNotify"]
+    assert [n.name for n in result.sync_nodes] == ["g_Send_Notify_0", "g_Recv_Notify_0"]
+
+
+def test_send_after_sender_and_recv_before_receiver(tmp_path: Path) -> None:
+    """7: names <root>_Send_<id> / <root>_Recv_<id>; placement in the stream order."""
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 1},
+        {"name": "C", "type": "Relu", "inputs": ["A"], "stream_id": 0}])
+    result = preset(g).to_json()
+    assert result["streams"] == {"0": ["A", "g_Send_0", "C"], "1": ["g_Recv_0", "B"]}
+    assert result["sync_nodes"][0] == {"name": "g_Send_0", "type": "Send", "stream": 0,
+                                       "event": 0, "peer": "A"}
+
+
+def chain(units: list[int], **options: str) -> Graph:
+    builder = GraphBuilder("c", options=options)
+    previous = None
+    for i, u in enumerate(units):
+        builder.add_node(f"n{i}", "Relu", inputs=[DataInput(previous)] if previous else [],
+                         task_count=u, stream_id=0)
+        previous = f"n{i}"
+    return builder.build()
+
+
+def test_split_example_1() -> None:
+    """5.9 example 1: capacity 100, five 30-unit nodes: {A, B}, {C, D}, {E}; 2 events."""
+    result = preset(chain([30] * 5), **{"streamalloc.max_task_per_stream": "100"})
+    assert {s: [t for t in tasks if not t.startswith("c_")]
+            for s, tasks in result.streams.items()} == {0: ["n0", "n1"], 1: ["n2", "n3"],
+                                                        2: ["n4"]}
+    assert result.event_count == 2
+    assert dict(result.split_to_logic) == {0: 0, 1: 0, 2: 0}
+    assert pairs(result) == [(0, "n1", "n2"), (1, "n3", "n4")]
+
+
+def test_split_example_2_continuous_label_double_count() -> None:
+    """5.9 example 2: A(30) L1(20, X) L2(30, X) B(10): {A}, {L1, L2}, {B} (GE's double count)."""
+    builder = GraphBuilder("c", options={"streamalloc.max_task_per_stream": "100"})
+    spec = [("A", 30, None), ("L1", 20, "X"), ("L2", 30, "X"), ("B", 10, None)]
+    previous = None
+    for name, units, label in spec:
+        attrs = {"_continuous_stream_label": AttrValue("string", label)} if label else {}
+        builder.add_node(name, "Relu", inputs=[DataInput(previous)] if previous else [],
+                         task_count=units, stream_id=0, attrs=attrs)
+        previous = name
+    result = preset(builder.build())
+    assert {s: [t for t in tasks if not t.startswith("c_")]
+            for s, tasks in result.streams.items()} == {0: ["A"], 1: ["L1", "L2"], 2: ["B"]}
+    assert pairs(result) == [(0, "A", "L1"), (1, "L2", "B")]
+
+
+def test_anchor_345_nodes_split_at_the_333rd() -> None:
+    """5.9 anchor: 345 nodes x 3 units, stub limit 1024: split at the 333rd node, 1 event."""
+    result = preset(chain([3] * 345))
+    assert result.physical_stream_count == 2 and result.event_count == 1
+    assert result.streams[1][1] == "n332"
+
+
+def test_anchor_oversized_node_splits_twice() -> None:
+    """5.6: a node over capacity opens a stream, and the next node opens another; exit 4."""
+    with pytest.raises(LimitExceeded, match="over the capacity of 100"):
+        preset(chain([10, 90, 10], **{"streamalloc.max_task_per_stream": "100"}))
+
+
+def test_limits_are_exit_4_with_the_numbers(tmp_path: Path) -> None:
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 1},
+        {"name": "C", "type": "Relu", "inputs": ["B"], "stream_id": 2}],
+        options={"streamalloc.max_streams": "2", "streamalloc.max_events": "1"})
+    with pytest.raises(LimitExceeded) as raised:
+        preset(g)
+    assert raised.value.exit_code == 4 and "3 streams, over the limit of 2" in str(raised.value)
+
+
+def test_plan_file_is_byte_identical_across_runs() -> None:
+    g = load_graph(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
+    assert json.dumps(plan(g).to_json()) == json.dumps(plan(g).to_json())
+
