@@ -179,3 +179,20 @@ def test_plan_file_is_byte_identical_across_runs() -> None:
     g = load_graph(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
     assert json.dumps(plan(g).to_json()) == json.dumps(plan(g).to_json())
 
+
+
+def test_send_recv_nodes_come_out_as_a_new_graph(tmp_path: Path) -> None:
+    """Issue 4 item 4: every event becomes a Send after its sender and a Recv before its
+    receiver, in a new graph; the input graph is untouched."""
+    from streamalloc.api import synced_graph
+
+    g = graph_of(tmp_path, [
+        {"name": "A", "type": "Relu", "stream_id": 0},
+        {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 1}])
+    result = preset(g)
+    out = synced_graph(g, result)
+    assert [n.name for n in out.root.nodes] == ["A", "g_Send_0", "g_Recv_0", "B"]
+    assert out.node("g_Send_0").control_inputs == ("A",)
+    assert out.node("B").control_inputs == ("g_Recv_0",)
+    assert out.node("g_Recv_0").attr("event_id") == 0 and out.node("g_Recv_0").stream_id == 1
+    assert [n.name for n in g.root.nodes] == ["A", "B"] and g.node("B").control_inputs == ()

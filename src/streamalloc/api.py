@@ -17,18 +17,24 @@ from streamalloc.ir.serialize import dump_json, dump_yaml
 from streamalloc.preset import preset_allocation
 from streamalloc.rules import RuleSet, builtin_names, builtin_rules, load_rules
 from streamalloc.sync.driver import synchronize
+from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
 
 __all__ = ["Allocation", "Graph", "allocate", "convert_graph", "load_graph", "load_rule_set",
-           "partition_model", "plan", "synchronize", "with_options"]
+           "partition_model", "plan", "synced_graph", "synchronize", "with_options",
+           "write_graph"]
 
 
 def convert_graph(model: str | Path, output: str | Path) -> Graph:
     """Load any supported model and write it as our graph format (`.json` or YAML by suffix)."""
     graph = load_graph(model)
-    text = dump_json(graph) if Path(output).suffix == ".json" else dump_yaml(graph)
-    write_atomic(Path(output), text)
+    write_graph(graph, Path(output))
     return graph
+
+
+def write_graph(graph: Graph, output: Path) -> None:
+    """Write a graph file (`.json` or YAML by suffix), atomically."""
+    write_atomic(output, dump_json(graph) if output.suffix == ".json" else dump_yaml(graph))
 
 
 def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:

@@ -40,6 +40,8 @@ def _allocate(args: argparse.Namespace) -> int:
     plan = api.synchronize(graph, allocation)
     if args.output:
         api.write_atomic(Path(args.output), json.dumps(plan.to_json(), indent=1) + "\n")
+    if args.graph_out:
+        api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
     sys.stdout.write(stream_table(graph, allocation))
     sys.stdout.write(sync_summary(plan))
     return 0
@@ -121,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     alloc = sub.add_parser("allocate", help="logical stream allocation; per-stream table")
     _allocation_args(alloc)
     alloc.add_argument("-o", "--output", help="plan file to write (JSON)")
+    alloc.add_argument("--graph-out", metavar="FILE",
+                       help="write the graph with its Send/Recv nodes (.yaml or .json)")
     alloc.set_defaults(run=_allocate)
 
     explain = sub.add_parser("explain", help="which rules placed a node where it is, and why")
