@@ -12,6 +12,7 @@ from streamalloc.ir.partition import EngineSubgraph, GraphPartition
 from streamalloc.rules.model import Rule
 
 UNKNOWN_SHAPE_ATTR = "unknown_shape"
+INVALID = -1
 
 
 def is_unknown_shape(graph: Graph, compute: ComputeGraph) -> bool:
@@ -72,6 +73,16 @@ class GraphContext:
     def unknown_shape(self) -> bool:
         """Is this graph unknown-shape?"""
         return is_unknown_shape(self.graph, self.compute)
+
+    def buckets(self, rule: Rule, streams: Mapping[str, int]) -> list[tuple[int, list[str]]]:
+        """Matched subgraph nodes (L-order, then G-order) grouped by their current stream,
+        ascending, without the INVALID bucket (MDE and parallel-group passes)."""
+        found: dict[int, list[str]] = {}
+        for sg in self.subgraphs:
+            for name in sg.nodes:
+                if rule.matches(self.compute.node(name)):
+                    found.setdefault(streams[name], []).append(name)
+        return [(s, found[s]) for s in sorted(found) if s != INVALID]
 
     def subgraph_matches(self, rule: Rule, sg: EngineSubgraph) -> bool:
         """A subgraph-level rule applies to a subgraph when it matches every node of it."""

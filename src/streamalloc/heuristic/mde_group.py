@@ -6,11 +6,9 @@ the advanced stream counter (the ids vanish at compaction).
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
-from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.plan import GraphPlan, Note
 from streamalloc.rules.model import Rule
 
 NEW_STREAM_ID = "NewStreamId"
@@ -18,17 +16,10 @@ NEW_STREAM_ID = "NewStreamId"
 
 def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     """Bucket matched nodes by their current stream; one new id per (stream, group)."""
-    buckets: dict[int, list[str]] = defaultdict(list)
-    for sg in ctx.subgraphs:
-        for name in sg.nodes:
-            if rule.matches(ctx.compute.node(name)):
-                buckets[plan.streams[name]].append(name)
     changes: dict[str, tuple[int, Note]] = {}
-    for stream in sorted(buckets):
-        if stream == INVALID:
-            continue
+    for stream, names in ctx.buckets(rule, plan.streams):
         group_to_new: dict[int, int] = {}
-        for name in buckets[stream]:
+        for name in names:
             group = _group(ctx, name)
             if group not in group_to_new:
                 plan, (group_to_new[group],) = plan.take_streams()

@@ -6,11 +6,9 @@ one; otherwise it falls back to a group stream.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
-from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.plan import GraphPlan, Note
 from streamalloc.rules.model import Rule
 
 PARALLEL_GROUP = "_parallel_group"
@@ -18,18 +16,11 @@ PARALLEL_GROUP = "_parallel_group"
 
 def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     """Bucket matched nodes by stream (ascending), then by group name within a bucket."""
-    buckets: dict[int, list[str]] = defaultdict(list)
-    for sg in ctx.subgraphs:
-        for name in sg.nodes:
-            if rule.matches(ctx.compute.node(name)):
-                buckets[plan.streams[name]].append(name)
     streams = dict(plan.streams)
     changes: dict[str, tuple[int, Note]] = {}
-    for stream in sorted(buckets):
-        if stream == INVALID:
-            continue
+    for stream, names in ctx.buckets(rule, plan.streams):
         group_to_new: dict[str, int] = {}
-        for name in buckets[stream]:
+        for name in names:
             group = _group(ctx, name)
             producer = _single_producer(ctx, name) if group == "-1" else None
             if producer is not None and streams[producer] != INVALID:
