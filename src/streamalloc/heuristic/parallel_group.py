@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
-from streamalloc.heuristic.plan import GraphPlan, Note
+from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.rules.model import Rule
 
 PARALLEL_GROUP = "_parallel_group"
