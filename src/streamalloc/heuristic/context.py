@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from streamalloc.heuristic.plan import INVALID
 from streamalloc.ir.graph import ComputeGraph, Graph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
 from streamalloc.ir.partition import EngineSubgraph, GraphPartition
 from streamalloc.rules.model import Rule
 
 UNKNOWN_SHAPE_ATTR = "unknown_shape"
-INVALID = -1
 
 
 def is_unknown_shape(graph: Graph, compute: ComputeGraph) -> bool:
