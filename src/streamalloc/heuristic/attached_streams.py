@@ -13,6 +13,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from streamalloc.errors import InputError
+from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
 from streamalloc.heuristic.plan import ModelPlan
 from streamalloc.ir.attrs import NamedAttrs
 from streamalloc.ir.graph import Graph, Node
@@ -31,7 +32,10 @@ def apply(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     """Assign per graph in the order the per-graph stage ran (root, then R-order)."""
     attached = dict(plan.attached)
     next_stream = plan.next_stream
-    for graph_name, graph_plan in plan.graphs.items():
+    # dynamic flow: per root and unknown-shape subgraph; known-shape ones are built on their own
+    names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
+    for graph_name in names:
+        graph_plan = plan.graphs[graph_name]
         buckets: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(
             lambda: defaultdict(list))
         for node in graph.graph(graph_name).nodes:

@@ -114,9 +114,10 @@ def _initial(stream_id: int | None) -> int:
 
 def _initial_model(graph: Graph) -> ModelPlan:
     """Dynamic flow before any rule: every node on its initial stream (GE: single stream)."""
+    order = [graph.root, *(graph.subgraphs[s] for s in graph.r_order())]
     plans = {c.name: initial_graph_plan(c.name, ((n.name, _initial(n.stream_id))
                                                  for n in c.nodes), 0, INVALID, 1)
-             for c in graph.graphs()}
+             for c in order}
     return ModelPlan(MappingProxyType(plans), 1)
 
 
