@@ -13,6 +13,7 @@ from streamalloc import __version__, api
 from streamalloc.errors import StreamallocError, UsageError
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
+from streamalloc.memory import vars_command
 from streamalloc.report.allocation_report import explain_node, stream_table, sync_summary
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
 from streamalloc.rules.schema import RULES_SCHEMA
@@ -52,6 +53,11 @@ def _explain(args: argparse.Namespace) -> int:
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node))
+    return 0
+
+
+def _vars(args: argparse.Namespace) -> int:
+    sys.stdout.write(vars_command(args.graph, args.output))
     return 0
 
 
@@ -131,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     _allocation_args(explain)
     explain.add_argument("node", help="node name")
     explain.set_defaults(run=_explain)
+
+    var = sub.add_parser("vars", help="variable memory plan of a graph (formats.md section 6)")
+    var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
+    var.add_argument("-o", "--output", help="plan file to write (JSON, streamalloc.vars/v1)")
+    var.set_defaults(run=_vars)
 
     rules = sub.add_parser("rules", help="rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")

@@ -1,0 +1,32 @@
+"""`streamalloc vars GRAPH [-o vars.json]`: the variable plan of a graph, printed and written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamalloc.errors import UsageError
+from streamalloc.ir.loaders import load_graph
+from streamalloc.memory.plan import plan_json_text, plan_text, variable_plan
+
+
+def vars_command(graph_path: str, output: str | None = None) -> str:
+    """Plan the graph's variables; write the plan JSON atomically to `output` if given.
+
+    Returns the table text to print. Raises GraphLoadError / VarGraphError (exit 3) for bad
+    input, VarMemoryExhausted (exit 4) when the variables do not fit, UsageError (exit 2) when
+    the output cannot be written. Nothing is written when the command fails.
+    """
+    plan = variable_plan(load_graph(graph_path))
+    if output is not None:
+        _write_atomic(Path(output), plan_json_text(plan))
+    return plan_text(plan)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None
