@@ -17,6 +17,7 @@ from streamalloc.memory import vars_command
 from streamalloc.report.allocation_report import explain_node, stream_table, sync_summary
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
 from streamalloc.rules.schema import RULES_SCHEMA
+from streamalloc.verify import verify_command, verify_plan
 
 SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
 
@@ -39,8 +40,10 @@ def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
 def _allocate(args: argparse.Namespace) -> int:
     graph, allocation = _allocated(args)
     plan = api.synchronize(graph, allocation)
+    document = plan.to_json()
+    verify_plan(graph, document).raise_for_failure()  # nothing unverified leaves the tool
     if args.output:
-        api.write_atomic(Path(args.output), json.dumps(plan.to_json(), indent=1) + "\n")
+        api.write_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
     if args.graph_out:
         api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
     sys.stdout.write(stream_table(graph, allocation))
@@ -54,6 +57,12 @@ def _explain(args: argparse.Namespace) -> int:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node))
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    text, code = verify_command(args.graph, args.plan)
+    sys.stdout.write(text)
+    return code
 
 
 def _vars(args: argparse.Namespace) -> int:
@@ -137,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     _allocation_args(explain)
     explain.add_argument("node", help="node name")
     explain.set_defaults(run=_explain)
+
+    ver = sub.add_parser("verify", help="independent check of a plan file; exit 0 only if valid")
+    ver.add_argument("graph", help="the graph the plan was made for")
+    ver.add_argument("plan", help="plan file (formats.md section 3)")
+    ver.set_defaults(run=_verify)
 
     var = sub.add_parser("vars", help="variable memory plan of a graph (formats.md section 6)")
     var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")

@@ -1,0 +1,136 @@
+"""Device limits: streams, events, notifies, and task units per physical stream.
+
+Limits come from the graph options (formats.md section 1) with the defaults below. Task units
+per stream follow the sync spec's accounting (1.4, 5.4) as far as a plan can tell it:
+
+* if the plan has `tasks` (stream id -> units), that number is the stream's units;
+* otherwise the units of the listed tasks are summed: Send 1, Recv 2 (wait + reset),
+  SendNotify 1, RecvNotify 1, a generated StreamActive one per stream it activates; a graph
+  node: a StreamActive one per stream it activates when it is an activator, else
+  `_node_sqe_num` if set, else `_hccl_task_num` for HCCL nodes if set, else the node's
+  `task_count`, else its engine's `default_task_count`;
+* a stream is over the limit when its units + 7 profiling units exceed `max_task_per_stream`
+  (GE splits at counted units + 27 reserved = 7 profiling trace points + 20 spare; the spare
+  takes the split's own Send/Recv, which come after GE's count, sync spec 5.6 and 10), or
+  `max_task_per_huge_stream` for huge streams: those in the plan's `huge_streams`, or
+  stream 0 in single-stream mode (`ge.enableSingleStream` "true", where GE
+  makes stream 0 huge when it needs to, sync spec 5.2).
+
+Work a node issues on attached streams is not listed in the plan and is not counted.
+Streams counted against `max_streams`: physical_stream_count + attached_stream_count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamalloc.errors import InputError
+from streamalloc.ir.graph import Graph, Node
+from streamalloc.verify.context import Context
+
+PROFILING_UNITS = 7  # kDfxTaskNum: trace points the runtime adds to every stream
+DEFAULTS = {"streamalloc.max_streams": 2024, "streamalloc.max_events": 65535,
+            "streamalloc.max_notifies": 1024, "streamalloc.max_task_per_stream": 1024,
+            "streamalloc.max_task_per_huge_stream": 8192}
+SYNC_UNITS = {"Send": 1, "Recv": 2, "SendNotify": 1, "RecvNotify": 1}
+HCCL_TYPES = frozenset({"HcomBroadcast", "HcomAllGather", "HcomAllReduce", "HcomReduceScatter",
+                        "HcomReduce", "HcomAllToAllV", "HcomGatherAllToAllV", "HcomAllToAllVC",
+                        "HcomAllToAll"})
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The device limits a plan is checked against."""
+
+    streams: int
+    events: int
+    notifies: int
+    tasks: int
+    huge_tasks: int
+
+
+def read_limits(graph: Graph) -> Limits:
+    """Limits from the graph options; a non-integer value is an InputError (exit 3)."""
+    values = {key: _option_int(graph, key, default) for key, default in DEFAULTS.items()}
+    return Limits(*values.values())
+
+
+def _option_int(graph: Graph, key: str, default: int) -> int:
+    text = graph.option(key, "")
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{graph.source or graph.name}: option {key}: expected an integer, "
+                         f"found {text!r}") from None
+
+
+def check_limits(ctx: Context, limits: Limits) -> None:
+    """Report every limit the plan exceeds, with the numbers."""
+    plan = ctx.plan
+    streams = plan.physical_stream_count + plan.attached_stream_count
+    for what, count, limit, key in (
+            ("streams", streams, limits.streams, "max_streams"),
+            ("events", plan.event_count, limits.events, "max_events"),
+            ("notifies", plan.notify_count, limits.notifies, "max_notifies")):
+        if count > limit:
+            ctx.log.add(f"limit-{what}", f"the plan uses {count} {what}, the device allows "
+                        f"{limit} (graph option streamalloc.{key})")
+    huge, unit = _huge_streams(ctx), _Units(ctx)
+    for stream, names in plan.streams.items():
+        units = plan.tasks.get(stream) if plan.tasks is not None else None
+        if units is None:
+            units = sum(map(unit.of, names))
+        limit, key = (limits.huge_tasks, "max_task_per_huge_stream") if stream in huge else \
+            (limits.tasks, "max_task_per_stream")
+        if units + PROFILING_UNITS > limit:
+            ctx.log.add("limit-tasks", f"stream {stream} holds {units} task units, with the "
+                        f"{PROFILING_UNITS} profiling units {units + PROFILING_UNITS}, over the "
+                        f"limit of {limit} (graph option streamalloc.{key}); split the stream")
+
+
+def _huge_streams(ctx: Context) -> frozenset[int]:
+    if ctx.plan.huge_streams is not None:
+        return frozenset(ctx.plan.huge_streams)
+    single = ctx.graph.option("ge.enableSingleStream") == "true"
+    return frozenset({0}) if single else frozenset()
+
+
+class _Units:
+    """Task units of listed tasks (see the module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.activations = ctx.plan.activations
+        self.sync, self.nodes = ctx.sync, ctx.nodes
+
+    def of(self, name: str) -> int:
+        """Units one listed task issues on its stream."""
+        node = self.nodes.get(name)
+        if node is not None:
+            if node.type == "StreamActive" and name in self.activations:
+                return len(set(self.activations[name]))  # sync spec 5.4: one per stream
+            return node_units(self.ctx.graph, node)
+        sync = self.sync.get(name)
+        if sync is None:
+            return 0  # an unknown task, reported elsewhere
+        if sync.type == "StreamActive":
+            return len(set(self.activations.get(name, ())))
+        return SYNC_UNITS[sync.type]
+
+
+def node_units(graph: Graph, node: Node) -> int:
+    """Units of a graph node: `_node_sqe_num`, HCCL `_hccl_task_num`, task_count, engine."""
+    for key, applies in (("_node_sqe_num", True), ("_hccl_task_num", _is_hccl(node))):
+        value = node.attr(key)
+        if applies and isinstance(value, int) and not isinstance(value, bool):
+            return value
+    if node.task_count is not None:
+        return node.task_count
+    engine = graph.engines.get(node.engine)
+    return engine.default_task_count if engine is not None else 1
+
+
+def _is_hccl(node: Node) -> bool:
+    return node.type in HCCL_TYPES or node.engine == "DNN_HCCL"

@@ -1,0 +1,153 @@
+"""Structural checks: stream ids, task lists, node entries, generated-node declarations.
+
+Each check writes violations to the context's log and returns nothing; later checks do not
+depend on these passing (they look names up defensively).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from streamalloc.verify.context import Context
+
+
+def check_structure(ctx: Context) -> None:
+    """Run every structural check in a fixed order."""
+    if ctx.plan.graph != ctx.graph.name:
+        ctx.log.add("graph-mismatch", f"the plan is for graph {ctx.plan.graph!r}, the graph "
+                    f"file holds {ctx.graph.name!r}; verify a plan against its own graph")
+    check_stream_ids(ctx)
+    check_task_names(ctx)
+    check_node_entries(ctx)
+    check_sync_declarations(ctx)
+
+
+def stream_limit(ctx: Context) -> int:
+    """Stream ids are 0 .. physical_stream_count + attached_stream_count - 1."""
+    return ctx.plan.physical_stream_count + ctx.plan.attached_stream_count
+
+
+def check_stream_ids(ctx: Context) -> None:
+    """Stream lists only for existing ids; ids 0..physical_stream_count-1 all have a list."""
+    plan, top = ctx.plan, stream_limit(ctx)
+    for sid in plan.streams:
+        if sid >= top:
+            ctx.log.add("stream-id-range", f"stream {sid} has a task list, but ids run 0.."
+                        f"{top - 1} (physical_stream_count {plan.physical_stream_count}, "
+                        f"attached_stream_count {plan.attached_stream_count})")
+    missing = [s for s in range(plan.physical_stream_count) if s not in plan.streams]
+    if missing:
+        ctx.log.add("stream-gap", f"physical_stream_count is {plan.physical_stream_count} but "
+                    f"{ids_phrase('stream', missing, 'has', 'have')} no task list; stream ids "
+                    "must run from 0 without gaps")
+
+
+def check_task_names(ctx: Context) -> None:
+    """Every listed name is a graph node or a declared generated node, listed once."""
+    table = ctx.table
+    for name, gid in table.where.items():
+        if not ctx.is_task_name(name):
+            ctx.log.add("unknown-task", f"{table.describe(gid)} is neither a node of graph "
+                        f"{ctx.graph.name!r} nor a declared sync node (sync_nodes)")
+    for name, gids in table.repeats.items():
+        places = ", ".join(f"stream {s} position {p}" for s, p in map(table.place, gids))
+        ctx.log.add("duplicate-task", f"task {name} is listed {len(gids)} times ({places}); "
+                    "every task runs exactly once")
+
+
+def check_node_entries(ctx: Context) -> None:
+    """Every graph node has an entry; listed exactly where its entry says."""
+    entries = ctx.plan.nodes
+    for name in ctx.nodes:
+        if name not in entries:
+            ctx.log.add("missing-node-entry", f"graph node {name} has no entry in `nodes`; "
+                        "every node of the graph and its subgraphs needs one (use -1 for none)")
+        else:
+            _check_placement(ctx, name)
+    for name in entries:
+        if name not in ctx.nodes:
+            ctx.log.add("unknown-node-entry", f"`nodes` has an entry for {name}, which is not "
+                        f"a node of graph {ctx.graph.name!r}")
+    _check_one_logical_per_physical(ctx)
+
+
+def _check_placement(ctx: Context, name: str) -> None:
+    entry, gid, top = ctx.plan.nodes[name], ctx.gid(name), stream_limit(ctx)
+    logical = ctx.plan.logical_stream_count
+    if logical is not None and entry.stream >= logical:
+        ctx.log.add("stream-id-range", f"node {name} has logical stream {entry.stream}, but "
+                    f"logical_stream_count is {logical}")
+    if entry.physical_stream >= top:
+        ctx.log.add("stream-id-range", f"node {name} has physical stream "
+                    f"{entry.physical_stream}, but stream ids run 0..{top - 1}")
+    if entry.physical_stream < 0:
+        if gid is not None:
+            ctx.log.add("streamless-node-listed", f"node {name} has physical_stream -1 (no "
+                        f"task) but is listed as {ctx.table.describe(gid)}")
+    elif gid is None:
+        ctx.log.add("node-not-listed", f"node {name} has physical stream "
+                    f"{entry.physical_stream} but is in no stream list; list it on stream "
+                    f"{entry.physical_stream} or give it -1")
+    elif ctx.table.place(gid)[0] != entry.physical_stream:
+        ctx.log.add("node-on-wrong-stream", f"node {name} has physical stream "
+                    f"{entry.physical_stream} but is listed as {ctx.table.describe(gid)}")
+
+
+def _check_one_logical_per_physical(ctx: Context) -> None:
+    # A physical stream is one logical stream or a split piece of one (sync spec 5.7).
+    logical: dict[int, dict[int, str]] = defaultdict(dict)
+    for name, entry in ctx.plan.nodes.items():
+        if entry.physical_stream >= 0 and entry.stream >= 0 and name in ctx.nodes:
+            logical[entry.physical_stream].setdefault(entry.stream, name)
+    for physical, origins in sorted(logical.items()):
+        if len(origins) > 1:
+            shown = ", ".join(f"{n} (logical {s})" for s, n in sorted(origins.items()))
+            ctx.log.add("physical-mixes-logical", f"physical stream {physical} holds nodes of "
+                        f"{len(origins)} logical streams: {shown}; a physical stream is one "
+                        "logical stream or a split piece of one")
+
+
+def check_sync_declarations(ctx: Context) -> None:
+    """Generated nodes: unique names, no clash with graph nodes, listed on their stream."""
+    declared = Counter(entry.name for entry in ctx.plan.sync_nodes)
+    for name, n in declared.items():
+        if n > 1:
+            ctx.log.add("duplicate-sync-node", f"sync node {name} is declared {n} times in "
+                        "`sync_nodes`")
+    for name, entry in ctx.sync.items():
+        gid = ctx.gid(name)
+        if name in ctx.nodes:
+            ctx.log.add("sync-name-clash", f"sync node {name} has the name of a graph node")
+        elif gid is None:
+            ctx.log.add("sync-node-not-listed", f"sync node {name} ({entry.type}, stream "
+                        f"{entry.stream}) is in no stream list")
+        elif ctx.table.place(gid)[0] != entry.stream:
+            ctx.log.add("sync-node-wrong-stream", f"sync node {name} is declared on stream "
+                        f"{entry.stream} but listed as {ctx.table.describe(gid)}")
+
+
+def ids_phrase(noun: str, ids: list[int], one: str, many: str) -> str:
+    """`stream 2 has` / `streams 2-3 have`: noun, compact ids and verb agreeing in number.
+
+    >>> ids_phrase("event id", [4, 5], "is", "are")
+    'event ids 4-5 are'
+    """
+    if len(ids) == 1:
+        return f"{noun} {ids[0]} {one}"
+    return f"{noun}s {id_ranges(ids)} {many}"
+
+
+def id_ranges(ids: list[int], limit: int = 8) -> str:
+    """Compact id list: `2, 5-7, 9` (at most `limit` runs, then `...`).
+
+    >>> id_ranges([2, 5, 6, 7, 9])
+    '2, 5-7, 9'
+    """
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    text = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:limit]]
+    return ", ".join(text) + (", ..." if len(runs) > limit else "")
