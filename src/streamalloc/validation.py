@@ -27,6 +27,10 @@ def explain(error: jsonschema.ValidationError) -> str:
         return f"expected {expected!r}, found {error.instance!r}"
     if error.validator == "enum":
         return f"found {error.instance!r}; valid: {', '.join(map(str, expected))}"
+    if error.validator in ("required", "minProperties"):
+        known = ", ".join(sorted(schema.get("properties", {})))
+        what = error.message if error.validator == "required" else "an empty mapping"
+        return f"{what}; valid keys: {known}"
     if error.validator == "type":
         return f"expected {expected}, found {json.dumps(error.instance)[:60]}"
     return error.message

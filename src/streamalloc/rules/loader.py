@@ -8,6 +8,7 @@ true` removes it); a file without `extends` stands alone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -135,9 +136,15 @@ def _rule(document: Mapping[str, Any], index: int, source: str) -> tuple[Rule | 
                               f"{', '.join(sorted(KINDS))}")
     options = dict(raw.get("options") or {})
     _check_options(raw["name"], raw["kind"], options, origin)
+    try:
+        match = compile_match(raw.get("match"))
+    except re.error as exc:
+        where = _at(source, document, ["rules", index, "match"])
+        raise RuleSchemaError(f"{where}: rule {raw['name']!r} field 'match': invalid regular "
+                              f"expression: {exc}") from None
     rule = Rule(
         name=raw["name"], kind=raw["kind"], priority=int(raw.get("priority", 0)),
-        match=compile_match(raw.get("match")), when=compile_when(raw.get("when")),
+        match=match, when=compile_when(raw.get("when")),
         options=MappingProxyType(options), match_block=MappingProxyType(raw.get("match") or {}),
         when_block=MappingProxyType(raw.get("when") or {}), after=tuple(raw.get("after", ())),
         before=tuple(raw.get("before", ())), description=raw.get("description", ""),

@@ -32,6 +32,8 @@ _MATCH: dict[str, Any] = {
 }
 assert set(NODE_LEAVES) <= set(_MATCH["properties"])
 
+_COMPARISONS = ("equals", "not_equals", "in", "set")
+
 _WHEN: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -46,6 +48,10 @@ _WHEN: dict[str, Any] = {
         "in": {"type": "array", "items": {"type": "string"}},
         "set": {"type": "boolean"},
     },
+    # a comparison needs the option it compares, and one comparison per block
+    "dependentRequired": {k: ["option"] for k in _COMPARISONS},
+    "not": {"anyOf": [{"required": [a, b]} for i, a in enumerate(_COMPARISONS)
+                      for b in _COMPARISONS[i + 1:]]},
 }
 
 _RULE: dict[str, Any] = {
