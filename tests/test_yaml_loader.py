@@ -307,7 +307,8 @@ def test_mixed_type_list(tmp_path: Path, value: str) -> None:
 
 def test_typed_attribute_needs_type_and_value(tmp_path: Path) -> None:
     msg, path = attr_error(tmp_path, "{type: int}")
-    assert msg == f"{path}:7: node 'a' field 'attrs.x': 'value' is a required property"
+    assert msg == (f"{path}:7: node 'a' field 'attrs.x': 'value' is a required property; "
+                   "valid keys: type, value")
 
 
 def test_subgraph_node_attribute_error_names_line(tmp_path: Path) -> None:
@@ -380,7 +381,8 @@ def test_wrong_format_value(tmp_path: Path) -> None:
 
 def test_missing_format(tmp_path: Path) -> None:
     msg, path = load_error(tmp_path, "name: g\nnodes:\n  - {name: a, type: Data}\n")
-    assert msg == f"{path}:1: the document: 'format' is a required property"
+    assert msg.startswith(f"{path}:1: the document: 'format' is a required property; valid "
+                          "keys: attrs, dynamic_shape, engines, format, name,")
 
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
@@ -439,7 +441,7 @@ def test_missing_name(tmp_path: Path) -> None:
     msg, path = load_error(tmp_path, HEAD + "nodes:\n  - {name: a, type: Data}\n"
                                             "  - type: Relu\n    inputs: [a]\n")
     assert msg.startswith(f"{path}:5: ")
-    assert msg.endswith("'name' is a required property")
+    assert "'name' is a required property; valid keys: " in msg
 
 
 def test_missing_name_does_not_print_none(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from streamalloc.memory import vars_command
 from streamalloc.report.allocation_report import explain_node, stream_table, sync_summary
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
 from streamalloc.rules.schema import RULES_SCHEMA
+from streamalloc.runtime_emu import emulate_command
 from streamalloc.verify import verify_command, verify_plan
 
 SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
@@ -57,6 +58,13 @@ def _explain(args: argparse.Namespace) -> int:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node))
     return 0
+
+
+def _emulate(args: argparse.Namespace) -> int:
+    text, code = emulate_command(args.graph, args.plan, json_out=args.json, trace=args.trace,
+                                 gantt=args.gantt, cost=args.cost)
+    sys.stdout.write(text)
+    return code
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -146,6 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     _allocation_args(explain)
     explain.add_argument("node", help="node name")
     explain.set_defaults(run=_explain)
+
+    emu = sub.add_parser("emulate", help="run a plan on the emulated device: makespan, "
+                                         "deadlocks, traces")
+    emu.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
+    emu.add_argument("plan", nargs="?", help="plan file (formats.md section 3); default: "
+                                             "allocate in ge mode")
+    emu.add_argument("--json", action="store_true",
+                     help="print the report as JSON (streamalloc.emulation/v1)")
+    emu.add_argument("--trace", metavar="FILE",
+                     help="write a Chrome trace (Perfetto, chrome://tracing)")
+    emu.add_argument("--gantt", metavar="FILE", help="write a Gantt chart PNG (needs matplotlib)")
+    emu.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
+    emu.set_defaults(run=_emulate)
 
     ver = sub.add_parser("verify", help="independent check of a plan file; exit 0 only if valid")
     ver.add_argument("graph", help="the graph the plan was made for")

@@ -28,9 +28,9 @@ def explain(error: jsonschema.ValidationError) -> str:
     if error.validator == "enum":
         return f"found {error.instance!r}; valid: {', '.join(map(str, expected))}"
     if error.validator in ("required", "minProperties"):
-        known = ", ".join(sorted(schema.get("properties", {})))
+        keys = ", ".join(sorted(schema.get("properties", {})))
         what = error.message if error.validator == "required" else "an empty mapping"
-        return f"{what}; valid keys: {known}"
+        return f"{what}; valid keys: {keys}"
     if error.validator == "type":
         return f"expected {expected}, found {json.dumps(error.instance)[:60]}"
     return error.message

@@ -1,0 +1,39 @@
+"""The emulated device: run a plan on a discrete-event model of an Ascend-like runtime.
+
+>>> from streamalloc.ir import GraphBuilder, DataInput
+>>> b = GraphBuilder("tiny")
+>>> b.add_node("x", "Data")
+>>> b.add_node("a", "Relu", inputs=[DataInput("x")], cost_us=10)
+>>> b.add_node("b", "Relu", inputs=[DataInput("a")], cost_us=5)
+>>> plan = {"format": "streamalloc.plan/v1", "graph": "tiny", "streams": {"0": ["a", "b"]}}
+>>> result = emulate(b.build(), plan)
+>>> result.status, result.makespan_us   # 2 x (2 us launch) + 10 + 5
+('ok', 19.0)
+
+Modules: `kernel` (the discrete-event core), `plan` (plan files), `cost_table` / `cost_model`
+(the YAML cost table and op formulas), `program` (graph + plan -> task lists), `emulator`
+(the device and its stream processes), `streams` (V2 pool, V1 registry), `memory` (variables
+hook), `bounds`, `results`, `report`, `trace`, `gantt`, `command` (the CLI function).
+"""
+
+from streamalloc.runtime_emu.command import emulate_command
+from streamalloc.runtime_emu.cost_table import (
+    CostTable,
+    default_cost_table,
+    load_cost_table,
+    parse_cost_table,
+)
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.memory import DeviceMemory, VariableLoader
+from streamalloc.runtime_emu.plan import Plan, load_plan, plan_from_dict
+from streamalloc.runtime_emu.report import report_dict, report_json, report_text
+from streamalloc.runtime_emu.results import EmulationResult
+from streamalloc.runtime_emu.streams import DeviceStreams, StreamPool, StreamRegistry
+from streamalloc.runtime_emu.trace import trace_dict, trace_json
+
+__all__ = [
+    "CostTable", "DeviceMemory", "DeviceStreams", "EmulationResult", "Plan", "StreamPool",
+    "StreamRegistry", "VariableLoader", "default_cost_table", "emulate", "emulate_command",
+    "load_cost_table", "load_plan", "parse_cost_table", "plan_from_dict", "report_dict",
+    "report_json", "report_text", "trace_dict", "trace_json",
+]

@@ -1,0 +1,91 @@
+"""`streamalloc emulate GRAPH [PLAN] [--json] [--trace F] [--gantt F] [--cost F]`, CLI-free.
+
+`emulate_command` returns the text to print and the exit code: 0 when the run is ok, 5 for a
+deadlock or a violation (formats.md section 5). Bad input raises InputError (3), a plan over a
+device limit LimitExceeded (4). Output files are written only when the command succeeds
+("nothing is written to an output file when the command fails"), each completely or not at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from streamalloc.errors import PlanVerifyError, UsageError
+from streamalloc.ir.graph import Graph
+from streamalloc.ir.loaders import load_graph
+from streamalloc.memory import PlanLoader, variable_plan
+from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.plan import load_plan
+from streamalloc.runtime_emu.report import report_json, report_text
+from streamalloc.runtime_emu.results import EmulationResult
+from streamalloc.runtime_emu.trace import trace_json
+
+
+def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, json_out: bool,
+                    trace: str | None, gantt: str | None, cost: str | None) -> tuple[str, int]:
+    """Run one plan of one graph on the emulated device: (text to print, exit code)."""
+    table = load_cost_table(cost) if cost else default_cost_table()
+    graph = load_graph(graph_path)
+    # without a plan file: allocate in ge mode (and verify) first, as `allocate` would
+    plan = load_plan(plan_path) if plan_path is not None else ge_plan(graph)
+    # the variable memory plan is loaded into emulated device memory before the first task
+    variables = PlanLoader(variable_plan(graph), device_id=0)
+    result = emulate(graph, plan, costs=table, variables=variables)
+    text = report_json(result) if json_out else report_text(result)
+    if result.status != "ok":
+        if trace or gantt:
+            note = "not written (the plan failed; formats.md section 5)"
+            text += "" if json_out else f"trace/gantt {note}\n"
+        return text, PlanVerifyError.exit_code
+    outputs = _render(result, trace, gantt)
+    _write_all(outputs)
+    if not json_out:
+        text += "".join(f"wrote {path}\n" for path, _ in outputs)
+    return text, 0
+
+
+def ge_plan(graph: Graph) -> dict[str, Any]:
+    """The verified ge-mode plan of a graph (formats.md section 3)."""
+    from streamalloc.api import plan
+    from streamalloc.verify import verify_plan
+
+    document = plan(graph).to_json()
+    verify_plan(graph, document).raise_for_failure()
+    return document
+
+
+def _render(result: EmulationResult, trace: str | None, gantt: str | None
+            ) -> list[tuple[str, bytes]]:
+    # Render everything before writing anything: a failing gantt leaves no trace file behind.
+    outputs = []
+    if gantt:
+        from streamalloc.runtime_emu.gantt import gantt_png
+        outputs.append((gantt, gantt_png(result)))
+    if trace:
+        outputs.insert(0, (trace, trace_json(result).encode("utf-8")))
+    return outputs
+
+
+def _write_all(outputs: list[tuple[str, bytes]]) -> None:
+    written: list[Path] = []
+    try:
+        for name, data in outputs:
+            write_bytes_atomic(Path(name), data)
+            written.append(Path(name))
+    except UsageError:
+        for path in written:  # all outputs or none
+            path.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write the file completely or not at all (UsageError when it cannot be written)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None

@@ -1,0 +1,144 @@
+"""Execution time of a node: its `cost_us`, else its op formula on the cost table, else fallback.
+
+Time is a roofline: `max(FLOPs / flops_per_s, bytes / bytes_per_s)` with the per-unit numbers
+of the node's engine. FLOPs come from the op formula and the tensor descriptions (a node's
+`input_descs` when the loader kept them, as GE dumps do, else the producer's output
+descriptions, as for ONNX models); bytes are the input plus output bytes. When a formula needs
+a shape that is unknown, the engine's `fallback_us` is used.
+
+>>> from streamalloc.ir import GraphBuilder, DataInput, TensorDesc
+>>> b = GraphBuilder("g")
+>>> b.add_node("x", "Data", outputs=[TensorDesc((1, 1024), "float16")])
+>>> b.add_node("w", "Const", outputs=[TensorDesc((1024, 1024), "float16")])
+>>> b.add_node("mm", "MatMul", inputs=[DataInput("x"), DataInput("w")],
+...            outputs=[TensorDesc((1, 1024), "float16")])
+>>> from streamalloc.runtime_emu.cost_table import default_cost_table
+>>> model = CostModel(b.build(), default_cost_table())
+>>> round(model.exec_us(model.node("mm")), 2)   # 2 MiB of weights at 37.5 GB/s per core
+56.03
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.tensor import TensorDesc
+from streamalloc.runtime_emu.cost_table import CostTable, OpFormula
+
+# Attributes that transpose the first MatMul operand (ONNX Gemm, GE MatMul, GE BatchMatMul).
+_TRANSPOSE_A = ("transA", "transpose_x1", "adj_x1")
+_CHANNEL_LAST = ("NHWC", "NDHWC")
+_UNKNOWN = TensorDesc()
+
+
+def channels(desc: TensorDesc) -> int | None:
+    """Channel count of an activation: C1*C0 for 5-D NC1HWC0, last dim for NHWC, else dim 1."""
+    shape = desc.shape
+    if shape is None or len(shape) < 2 or any(d < 0 for d in shape):
+        return None
+    if len(shape) == 5 and desc.format not in _CHANNEL_LAST:
+        return shape[1] * shape[4]
+    if desc.format in _CHANNEL_LAST:
+        return shape[-1]
+    return shape[1]
+
+
+class CostModel:
+    """Execution times of the nodes of one graph on one cost table."""
+
+    def __init__(self, graph: Graph, table: CostTable) -> None:
+        self.table = table
+        self._nodes = {n.name: n for n in graph.all_nodes()}
+
+    def node(self, name: str) -> Node:
+        """The graph node called `name`."""
+        return self._nodes[name]
+
+    def exec_us(self, node: Node) -> float:
+        """Execution time of one task of `node` in microseconds (launch overhead not included)."""
+        if node.cost_us is not None:
+            return float(node.cost_us)
+        formula = self.table.formula(node.type)
+        if formula.formula == "fixed":
+            return formula.us
+        if formula.formula == "collective":
+            return self._collective(node, formula)
+        return self._roofline(node, formula)
+
+    def _roofline(self, node: Node, formula: OpFormula) -> float:
+        engine = self.table.engine(node.engine)
+        moved = self.bytes_moved(node)
+        flops: float | None = 0.0
+        if formula.formula == "conv":
+            flops = self.conv_flops(node)
+        elif formula.formula == "matmul":
+            flops = self.matmul_flops(node)
+        if flops is None or moved is None:
+            return engine.fallback_us
+        compute = flops / engine.flops_per_s if engine.flops_per_s else 0.0
+        return max(compute, moved / engine.bytes_per_s) * 1e6
+
+    def _collective(self, node: Node, formula: OpFormula) -> float:
+        engine = self.table.engine(node.engine)
+        data = _sum_bytes(self.input_descs(node)) or _sum_bytes(node.outputs)
+        if data is None:
+            return engine.fallback_us
+        return formula.latency_us + formula.factor * data / engine.bytes_per_s * 1e6
+
+    def input_descs(self, node: Node) -> Iterator[TensorDesc]:
+        """Description of each connected data input (the node's own, else the producer's)."""
+        for slot, src in enumerate(node.inputs):
+            if src is None:
+                continue
+            own = node.input_descs[slot] if slot < len(node.input_descs) else None
+            if own is not None and own.shape is not None:
+                yield own
+                continue
+            producer = self._nodes.get(src.src)
+            if producer is not None and src.port < len(producer.outputs):
+                yield producer.outputs[src.port]
+            else:
+                yield _UNKNOWN
+
+    def _input(self, node: Node, index: int) -> TensorDesc | None:
+        for i, desc in enumerate(self.input_descs(node)):
+            if i == index:
+                return desc
+        return None
+
+    def bytes_moved(self, node: Node) -> float | None:
+        """Input plus output bytes that are known; None when none is known."""
+        known = [d.size_bytes() for d in (*self.input_descs(node), *node.outputs)]
+        sizes = [s for s in known if s is not None]
+        return float(sum(sizes)) if sizes else None
+
+    def conv_flops(self, node: Node) -> float | None:
+        """2 x output elements x (filter elements / Cout): 2*N*Cout*Ho*Wo*(Cin/groups)*kh*kw."""
+        weights = self._input(node, 1)
+        out = node.outputs[0] if node.outputs else None
+        if weights is None or out is None:
+            return None
+        out_elems, w_elems, cout = out.elements(), weights.elements(), channels(out)
+        if not out_elems or not w_elems or not cout:
+            return None
+        return 2.0 * out_elems * w_elems / cout
+
+    def matmul_flops(self, node: Node) -> float | None:
+        """2 x output elements x K, K the reduced dimension of input 0 (2*M*N*K per batch)."""
+        a = self._input(node, 0)
+        out = node.outputs[0] if node.outputs else None
+        if a is None or out is None or a.shape is None or not a.shape:
+            return None
+        transposed = any(bool(node.attr(key, False)) for key in _TRANSPOSE_A)
+        k = a.shape[-2] if transposed and len(a.shape) >= 2 else a.shape[-1]
+        out_elems = out.elements()
+        if not out_elems or k <= 0:
+            return None
+        return 2.0 * out_elems * k
+
+
+def _sum_bytes(descs: Iterable[TensorDesc]) -> float | None:
+    sizes = [d.size_bytes() for d in descs]
+    known = [s for s in sizes if s is not None]
+    return float(sum(known)) if known else None

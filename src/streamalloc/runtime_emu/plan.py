@@ -1,0 +1,239 @@
+"""The plan file the emulator consumes (formats.md section 3), read and checked for structure.
+
+Only what the emulator needs is kept: the per-stream task order, the generated sync nodes, the
+event list, the stream activations and the stream counts. Unknown top-level keys are allowed
+(the allocator may add some); a wrong type or a missing required key is an `InputError` that
+names the file and the field. Whether the names exist in the graph is checked when the plan is
+compiled against a graph (`program.compile_program`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from streamalloc.errors import InputError
+
+PLAN_FORMAT = "streamalloc.plan/v1"
+SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
+# Generated nodes that are neither graph nodes nor Send/Recv (GE's switch handling adds
+# StreamActive nodes, ge-sync-and-split.md 6.3). Accepted as an extension of section 3.
+EXTRA_GENERATED_TYPES = ("StreamActive",)
+
+
+class SyncNode(NamedTuple):
+    """A generated node: Send/Recv (event id), SendNotify/RecvNotify (notify id), StreamActive.
+
+    A NamedTuple rather than a frozen dataclass: plans carry hundreds of thousands of them.
+    """
+
+    name: str
+    type: str
+    stream: int
+    event: int | None
+
+
+class PlanEvent(NamedTuple):
+    """One entry of the plan's `events` list (the sync pair between two graph nodes)."""
+
+    id: int
+    kind: str
+    send: str
+    recv: str
+    send_stream: int
+    recv_stream: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A plan as the emulator sees it. `streams` is ordered by stream id."""
+
+    source: str
+    graph: str
+    mode: str
+    streams: Mapping[int, tuple[str, ...]]
+    sync_nodes: Mapping[str, SyncNode]
+    events: tuple[PlanEvent, ...]
+    stream_activations: Mapping[str, tuple[int, ...]]
+    physical_stream_count: int
+    attached_stream_count: int
+    event_count: int
+    notify_count: int
+
+    def stream_of(self) -> dict[str, tuple[int, int]]:
+        """Task name -> (stream, position in that stream)."""
+        return {name: (sid, pos) for sid, names in self.streams.items()
+                for pos, name in enumerate(names)}
+
+
+class _Checker:
+    """Type checks with messages of the form `FILE: FIELD: expected ..., found ...`."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, expected: str, found: Any) -> InputError:
+        shown = json.dumps(found)[:60] if _jsonable(found) else type(found).__name__
+        return InputError(f"{self.source}: {where}: expected {expected}, found {shown}; "
+                          f"see formats.md section 3 for the plan format")
+
+    def int_(self, value: Any, where: str, minimum: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(where, f"an integer >= {minimum}", value)
+        return value
+
+    def str_(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(where, "a non-empty string", value)
+        return value
+
+    def dict_(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(where, "an object", value)
+        return value
+
+    def list_(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, "a list", value)
+        return value
+
+    def stream_key(self, key: str, where: str) -> int:
+        # canonical decimal only: "01" would silently merge with "1"
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()
+                and str(int(key)) == key):
+            raise self.fail(where, "a stream id key such as \"0\"", key)
+        return int(key)
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and check a plan file (InputError naming the file and field when it is malformed)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the plan file: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}; a plan file is the "
+                         "JSON of formats.md section 3") from None
+    return plan_from_dict(data, source=str(path))
+
+
+def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:
+    """Check an in-memory plan dict (formats.md section 3) and return it as a `Plan`."""
+    check = _Checker(source)
+    data = check.dict_(data, "plan")
+    if data.get("format") != PLAN_FORMAT:
+        raise check.fail("format", f"{PLAN_FORMAT!r}", data.get("format"))
+    streams = _streams(check, data)
+    sync_nodes = _sync_nodes(check, data.get("sync_nodes", []))
+    counts = {key: check.int_(data.get(key, 0), key)
+              for key in ("physical_stream_count", "attached_stream_count", "event_count",
+                          "notify_count")}
+    return Plan(source=source, graph=check.str_(data.get("graph"), "graph"),
+                mode=str(data.get("mode", "")), streams=streams, sync_nodes=sync_nodes,
+                events=_events(check, data.get("events", [])),
+                stream_activations=_activations(check, data.get("stream_activations", {})),
+                **counts)
+
+
+def _streams(check: _Checker, data: Mapping[str, Any]) -> dict[int, tuple[str, ...]]:
+    if "streams" not in data:
+        raise check.fail("streams", "an object: stream id -> ordered task names", None)
+    raw = check.dict_(data["streams"], "streams")
+    streams: dict[int, tuple[str, ...]] = {}
+    for key, names in raw.items():
+        sid = check.stream_key(key, f"streams key {key!r}")
+        items = check.list_(names, f"streams[{key!r}]")
+        if not all(name.__class__ is str and name for name in items):  # fast path: all good
+            for i, name in enumerate(items):
+                check.str_(name, f"streams[{key!r}][{i}]")
+        streams[sid] = tuple(items)
+    return dict(sorted(streams.items()))
+
+
+def _sync_nodes(check: _Checker, raw: Any) -> dict[str, SyncNode]:
+    nodes: dict[str, SyncNode] = {}
+    for i, entry in enumerate(check.list_(raw, "sync_nodes")):
+        try:  # the common case, checked without building messages
+            name, kind, stream, event = entry["name"], entry["type"], entry["stream"], \
+                entry.get("event")
+            good = (name.__class__ is str and name and stream.__class__ is int and stream >= 0
+                    and ((kind in SYNC_TYPES and event.__class__ is int and event >= 0)
+                         or kind in EXTRA_GENERATED_TYPES) and name not in nodes)
+        except (KeyError, TypeError, AttributeError):
+            good = False
+        if not good:
+            name, kind, stream, event = _sync_fields(check, entry, f"sync_nodes[{i}]", nodes)
+        nodes[name] = SyncNode(name, kind, stream, event if kind in SYNC_TYPES else None)
+    return nodes
+
+
+def _sync_fields(check: _Checker, entry: Any, where: str, nodes: Mapping[str, SyncNode]
+                 ) -> tuple[str, str, int, int | None]:
+    """The slow path of `_sync_nodes`: find the bad field and say which (always raises)."""
+    entry = check.dict_(entry, where)
+    name = check.str_(entry.get("name"), f"{where}.name")
+    kind = entry.get("type")
+    if kind not in SYNC_TYPES + EXTRA_GENERATED_TYPES:
+        raise check.fail(f"{where}.type", "one of " + ", ".join(SYNC_TYPES + EXTRA_GENERATED_TYPES),
+                         kind)
+    event = check.int_(entry.get("event"), f"{where}.event") if kind in SYNC_TYPES else None
+    stream = check.int_(entry.get("stream"), f"{where}.stream")
+    if name in nodes:
+        raise check.fail(f"{where}.name", "a name not used by another sync node", name)
+    return name, kind, stream, event
+
+
+_EVENT_FIELDS = ("id", "send", "recv", "send_stream", "recv_stream")
+
+
+def _events(check: _Checker, raw: Any) -> tuple[PlanEvent, ...]:
+    events = []
+    for i, entry in enumerate(check.list_(raw, "events")):
+        try:  # the common case, checked without building messages
+            ident, send, recv, s_stream, r_stream = (entry[k] for k in _EVENT_FIELDS)
+            kind = entry.get("kind", "event")
+            good = (kind in ("event", "notify") and send.__class__ is str and send
+                    and recv.__class__ is str and recv
+                    and all(v.__class__ is int and v >= 0 for v in (ident, s_stream, r_stream)))
+        except (KeyError, TypeError, AttributeError):
+            good = False
+        if not good:
+            _bad_event(check, entry, f"events[{i}]")
+        events.append(PlanEvent(ident, kind, send, recv, s_stream, r_stream))
+    return tuple(events)
+
+
+def _bad_event(check: _Checker, entry: Any, where: str) -> None:
+    """The slow path of `_events`: say which field is wrong (always raises)."""
+    entry = check.dict_(entry, where)
+    if entry.get("kind", "event") not in ("event", "notify"):
+        raise check.fail(f"{where}.kind", "'event' or 'notify'", entry.get("kind"))
+    for key in _EVENT_FIELDS:
+        if key in ("send", "recv"):
+            check.str_(entry.get(key), f"{where}.{key}")
+        else:
+            check.int_(entry.get(key), f"{where}.{key}")
+    raise check.fail(where, "an event entry", entry)
+
+
+def _activations(check: _Checker, raw: Any) -> dict[str, tuple[int, ...]]:
+    result = {}
+    for name, streams in check.dict_(raw, "stream_activations").items():
+        items = check.list_(streams, f"stream_activations[{name!r}]")
+        result[name] = tuple(check.int_(s, f"stream_activations[{name!r}][{i}]")
+                             for i, s in enumerate(items))
+    return result
