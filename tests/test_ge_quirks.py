@@ -797,9 +797,6 @@ _NO_COST = """
     """
 
 
-@pytest.mark.xfail(strict=True, reason="an engine row without compute_cost silently costs 1; "
-                   "spec 2.4.2 (corrections): a candidate without a registered cost makes "
-                   "top_priority return no candidate")
 def test_engine_without_cost_aborts_the_ranking() -> None:
     """2.4.2: out's candidates are A (AIC) and N (NoCost, no cost) -> none -> fresh LOC stream.
     E-order AIcoreEngine 0, DNN_VM_GE_LOCAL 1, NoCost 2; nothing folds (out has no outputs)."""
@@ -807,9 +804,6 @@ def test_engine_without_cost_aborts_the_ranking() -> None:
     assert streams(allocation) == {"d": N, "a": 0, "n": 2, "out": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="an engine row without compute_cost silently costs 1; "
-                   "spec 4.4 step 2: an engine owning a stream without a registered cost is an "
-                   "error (engine name invalid)")
 def test_dynamic_engine_without_cost_is_an_error() -> None:
     """4.4: N (NoCost, not attach) gets its engine stream in 4.3 step 4; renumbering needs its
     cost."""

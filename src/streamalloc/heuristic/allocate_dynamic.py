@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from streamalloc.errors import InputError, OptionError
+from streamalloc.heuristic.assign_by_dependency import top_priority
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
 from streamalloc.ir.graph import Graph
@@ -29,7 +30,6 @@ AICPU_ENGINES = frozenset({"DNN_VM_AICPU", "DNN_VM_AICPU_FFTS_PLUS", "DNN_VM_AIC
 INDEPENDENT_AICPU_TYPES = frozenset({"DropOutGenMask", "DropOutDoMaskV3", "GetNext",
                                      "DynamicGetNext", "DynamicGetNextV2"})
 NO_TASK_ENGINE = "DNN_VM_GE_LOCAL"
-_COST_CEILING = 10
 
 
 @dataclass
@@ -158,11 +158,7 @@ def _top(ctx: GraphContext, sg: EngineSubgraph, peers: tuple[int, ...],
          reused: list[int | None]) -> int | None:
     # [P-order] GE ranks candidates in pointer order; we use L-order (spec 4.3).
     candidates = [p for p in peers if _could_reuse(ctx, sg, ctx.subgraphs[p], reused)]
-    best, best_cost = (candidates[0] if candidates else None), _COST_CEILING
-    for p in candidates:
-        if ctx.subgraphs[p].engine.compute_cost < best_cost:
-            best, best_cost = p, ctx.subgraphs[p].engine.compute_cost
-    return best
+    return top_priority(ctx, candidates)
 
 
 def _could_reuse(ctx: GraphContext, sg: EngineSubgraph, peer: EngineSubgraph,
@@ -194,7 +190,7 @@ def renumber(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
 
 def _cost(graph: Graph, engine: str) -> int:
     row = graph.engines.get(engine)
-    if row is None:
+    if row is None or row.compute_cost is None:
         raise InputError(f"{graph.source}: engine {engine!r} owns a stream but has no compute "
                          "cost in the engine table (GE: engine name invalid)")
     return row.compute_cost

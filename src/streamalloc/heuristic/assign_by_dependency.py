@@ -71,12 +71,18 @@ def _reusable_pred(ctx: GraphContext, sg: EngineSubgraph, state: _State,
     # [P-order] GE ranks the candidate set in pointer order; we use L-order (spec 2.4.2).
     candidates = [p for p in sg.preds if _could_reuse(ctx, sg, ctx.subgraphs[p], state,
                                                        memory_priority)]
-    if not candidates:
+    return top_priority(ctx, candidates)
+
+
+def top_priority(ctx: GraphContext, candidates: list[int]) -> int | None:
+    """GE's ranking: the smallest compute cost, starting from (first candidate, cost 10); no
+    candidate at all when one of them has no registered cost."""
+    costs = [ctx.subgraphs[p].engine.compute_cost for p in candidates]
+    if not candidates or any(c is None for c in costs):
         return None
     best, best_cost = candidates[0], _COST_CEILING
-    for p in candidates:
-        cost = ctx.subgraphs[p].engine.compute_cost
-        if cost < best_cost:
+    for p, cost in zip(candidates, costs, strict=True):
+        if cost is not None and cost < best_cost:
             best, best_cost = p, cost
     return best
 

@@ -20,19 +20,23 @@ ENGINE_FIELDS = ("name", "independent", "attach", "skip_assign_stream", "schedul
 
 @dataclass(frozen=True, slots=True)
 class Engine:
-    """One engine row: GE's flags (1.3), its scheduler, compute cost (lower wins) and task count."""
+    """One engine row: GE's flags (1.3), its scheduler, compute cost (lower wins) and task count.
+
+    `compute_cost` None: the engine has no registered cost (a row in a graph file without one);
+    GE then ranks no candidate at all (spec 2.4.2) and rejects it in dynamic renumbering (4.4).
+    """
 
     name: str
     independent: bool = False
     attach: bool = False
     skip_assign_stream: bool = False
     scheduler_id: str = "TS_1"
-    compute_cost: int = 1
+    compute_cost: int | None = None
     default_task_count: int = 1
 
     def to_plain(self) -> dict[str, Any]:
         """The row as written in a graph or engine file."""
-        return {f: getattr(self, f) for f in ENGINE_FIELDS}
+        return {f: getattr(self, f) for f in ENGINE_FIELDS if getattr(self, f) is not None}
 
 
 @dataclass(frozen=True, slots=True)
