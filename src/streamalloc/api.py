@@ -14,6 +14,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
+from streamalloc.outputs import write_atomic
 from streamalloc.preset import preset_allocation
 from streamalloc.rules import RuleSet, builtin_names, builtin_rules, load_rules
 from streamalloc.sync.driver import synchronize
@@ -22,7 +23,7 @@ from streamalloc.sync.result import SyncPlan
 
 __all__ = ["Allocation", "Graph", "allocate", "convert_graph", "load_graph", "load_rule_set",
            "partition_model", "plan", "synced_graph", "synchronize", "with_options",
-           "write_graph"]
+           "write_atomic", "write_graph"]
 
 
 def convert_graph(model: str | Path, output: str | Path) -> Graph:
@@ -73,14 +74,3 @@ def plan(graph: Graph, rules: RuleSet | None = None, mode: str = "ge") -> SyncPl
 def partitions(graph: Graph) -> dict[str, GraphPartition]:
     """GE's engine-subgraph partition of every graph of the model."""
     return partition_model(graph)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write the file completely or not at all (a failed command leaves no output file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None

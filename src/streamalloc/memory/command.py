@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamalloc.errors import UsageError
 from streamalloc.ir.loaders import load_graph
 from streamalloc.memory.plan import plan_json_text, plan_text, variable_plan
+from streamalloc.outputs import write_atomic
 
 
 def vars_command(graph_path: str, output: str | None = None) -> str:
@@ -18,15 +18,5 @@ def vars_command(graph_path: str, output: str | None = None) -> str:
     """
     plan = variable_plan(load_graph(graph_path))
     if output is not None:
-        _write_atomic(Path(output), plan_json_text(plan))
+        write_atomic(Path(output), plan_json_text(plan))
     return plan_text(plan)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None

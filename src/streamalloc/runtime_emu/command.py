@@ -15,6 +15,7 @@ from streamalloc.errors import PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.memory import PlanLoader, variable_plan
+from streamalloc.outputs import write_bytes_atomic
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.plan import load_plan
@@ -78,14 +79,3 @@ def _write_all(outputs: list[tuple[str, bytes]]) -> None:
         for path in written:  # all outputs or none
             path.unlink(missing_ok=True)
         raise
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write the file completely or not at all (UsageError when it cannot be written)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None
