@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.sync.context import SyncContext
-from streamalloc.sync.model import INVALID, SyncMaps
+from streamalloc.sync.model import INVALID, SyncMaps, Task
 
 
 def _labels(ctx: SyncContext, name: str) -> list[str]:
@@ -105,7 +105,7 @@ def _iteration_switch(ctx: SyncContext, name: str) -> str | None:
     return None
 
 
-def after_split(ctx: SyncContext, split: Sequence[set[int]], opened_by: dict[int, str]) -> None:
+def after_split(ctx: SyncContext, split: Sequence[set[int]], opened_by: dict[int, Task]) -> None:
     """6.5 steps 1-3 and 5: activation lists learn the streams the split opened."""
     for i, new in enumerate(split):
         if new and i in ctx.activated_streams:
@@ -116,8 +116,7 @@ def after_split(ctx: SyncContext, split: Sequence[set[int]], opened_by: dict[int
             if t >= len(split):
                 raise AllocationInfeasible(f"{name!r} activates stream {t}, which is not a "
                                            "logical stream")
-            extra += [p for p in sorted(split[t])
-                      if ctx.node(opened_by[p]).graph == ctx.node(name).graph]
+            extra += [p for p in sorted(split[t]) if opened_by[p].graph == ctx.node(name).graph]
         ctx.active_stream_list[name] = [*streams, *extra]
     for p, trigger in sorted(opened_by.items()):
         _subgraph_first_active(ctx, p, trigger)
@@ -127,10 +126,11 @@ def after_split(ctx: SyncContext, split: Sequence[set[int]], opened_by: dict[int
                                        f"{ctx.stream[name]}")
 
 
-def _subgraph_first_active(ctx: SyncContext, p: int, trigger: str) -> None:
-    graph = ctx.node(trigger).graph
+def _subgraph_first_active(ctx: SyncContext, p: int, trigger: Task) -> None:
+    graph = trigger.graph
     first = ctx.first_active.get(graph)
-    if graph == ctx.graph.root.name or ctx.label(trigger) or first is None:
+    labelled = not trigger.is_sync and ctx.label(trigger.name)
+    if graph == ctx.graph.root.name or labelled or first is None:
         return
     if any(p in streams for streams in ctx.active_stream_list.values()):
         return

@@ -40,7 +40,7 @@ class SplitResult:
     stream_num: int
     split_streams: list[set[int]]
     split_to_logic: dict[int, int]
-    opened_by: dict[int, str] = field(default_factory=dict)
+    opened_by: dict[int, Task] = field(default_factory=dict)  # new stream -> the task opening it
     events: list[SplitEvent] = field(default_factory=list)
     event_num: int = 0
 
@@ -155,7 +155,7 @@ def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, b
     walk.latest[s] = new
     result.split_streams[s].add(new)
     result.split_to_logic[new] = s
-    result.opened_by[new] = task.name
+    result.opened_by[new] = task
     if pre is not None:
         result.events.append(SplitEvent(walk.event_num, pre, recv, old, new, attached))
         walk.event_num += 1
