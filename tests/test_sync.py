@@ -19,6 +19,7 @@ from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.sync.result import SyncPlan
+from streamalloc.verify import verify_plan
 
 
 def graph_of(tmp_path: Path, nodes: list[dict[str, Any]], **extra: Any) -> Graph:
@@ -196,3 +197,29 @@ def test_send_recv_nodes_come_out_as_a_new_graph(tmp_path: Path) -> None:
     assert out.node("B").control_inputs == ("g_Recv_0",)
     assert out.node("g_Recv_0").attr("event_id") == 0 and out.node("g_Recv_0").stream_id == 1
     assert [n.name for n in g.root.nodes] == ["A", "B"] and g.node("B").control_inputs == ()
+
+
+def test_switch_label_with_two_streams_gets_a_stream_active(tmp_path: Path) -> None:
+    """6.3: a switch label covering two streams costs one new stream holding a new StreamActive
+    that activates them; the switch then activates only that stream."""
+    g = graph_of(tmp_path, [
+        {"name": "p", "type": "Relu", "stream_id": 0},
+        {"name": "sw", "type": "StreamSwitch", "inputs": ["p"], "stream_id": 0,
+         "attrs": {"_active_label_list": ["T", "F"]}},
+        {"name": "t1", "type": "Relu", "control_inputs": ["sw"], "stream_id": 1,
+         "attrs": {"_stream_label": "T"}},
+        {"name": "t2", "type": "Relu", "control_inputs": ["sw"], "stream_id": 2,
+         "attrs": {"_stream_label": "T"}},
+        {"name": "f1", "type": "Relu", "control_inputs": ["sw"], "stream_id": 3,
+         "attrs": {"_stream_label": "F"}},
+        {"name": "f2", "type": "Relu", "control_inputs": ["sw"], "stream_id": 4,
+         "attrs": {"_stream_label": "F"}}])
+    result = preset(g)
+    assert result.physical_stream_count == 7
+    assert (result.streams[5], result.streams[6]) == (("sw_StreamActive_0",),
+                                                      ("sw_StreamActive_1",))
+    assert result.activations["sw_StreamActive_0"] == (1, 2)
+    assert result.activations["sw_StreamActive_1"] == (3, 4)
+    assert result.activations["sw"] == (5, 6)
+    assert {n.type for n in result.sync_nodes} == {"StreamActive"}  # a switch never sends
+    assert verify_plan(with_options(g, {}), result.to_json()).ok

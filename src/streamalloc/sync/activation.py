@@ -116,14 +116,14 @@ def after_split(ctx: SyncContext, split: Sequence[set[int]], opened_by: dict[int
             if t >= len(split):
                 raise AllocationInfeasible(f"{name!r} activates stream {t}, which is not a "
                                            "logical stream")
-            extra += [p for p in sorted(split[t]) if opened_by[p].graph == ctx.node(name).graph]
+            extra += [p for p in sorted(split[t]) if opened_by[p].graph == ctx.graph_of(name)]
         ctx.active_stream_list[name] = [*streams, *extra]
     for p, trigger in sorted(opened_by.items()):
         _subgraph_first_active(ctx, p, trigger)
     for name, streams in ctx.active_stream_list.items():
-        if ctx.stream[name] in streams:
+        if ctx.stream_of(name) in streams:
             raise AllocationInfeasible(f"{name!r} would activate its own stream "
-                                       f"{ctx.stream[name]}")
+                                       f"{ctx.stream_of(name)}")
 
 
 def _subgraph_first_active(ctx: SyncContext, p: int, trigger: Task) -> None:

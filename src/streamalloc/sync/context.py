@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.sync.model import Task
 
 FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
 
@@ -25,6 +26,7 @@ class SyncContext:
     stream_activators: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
     active_stream_list: dict[str, list[int]] = field(default_factory=dict)
     first_active: dict[str, str] = field(default_factory=dict)
+    generated: dict[str, Task] = field(default_factory=dict)  # StreamActive nodes made by 6.3
 
     def __post_init__(self) -> None:
         self.order = [n.name for n in self.graph.all_nodes()]
@@ -33,6 +35,16 @@ class SyncContext:
     def node(self, name: str) -> Node:
         """A graph node by name."""
         return self.graph.node(name)
+
+    def graph_of(self, name: str) -> str:
+        """The owner graph of a graph node or a generated node."""
+        made = self.generated.get(name)
+        return made.graph if made is not None else self.node(name).graph
+
+    def stream_of(self, name: str) -> int:
+        """The current stream of a graph node or a generated node."""
+        made = self.generated.get(name)
+        return made.stream if made is not None else self.stream[name]
 
     def t_prime_order(self) -> list[Node]:
         """T-order without descending into FFTS subgraphs (spec 0)."""

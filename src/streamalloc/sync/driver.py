@@ -18,6 +18,7 @@ from streamalloc.sync.numbering import renumber, reuse_multi_dims
 from streamalloc.sync.optimize import optimize
 from streamalloc.sync.result import SyncEvent, SyncNode, SyncPlan
 from streamalloc.sync.split import SplitResult, split_streams
+from streamalloc.sync.switch import SwitchState, handle_switches, place_after_graph
 from streamalloc.sync.tasks import collect, task_units
 
 
@@ -35,11 +36,21 @@ def synchronize(graph: Graph, allocation: Allocation) -> SyncPlan:
     maps.counter = renumber(maps)
     reuse_multi_dims(ctx, maps)
     events = SyncMaps(counter=0 if notify else maps.counter)
+    switches = SwitchState()
+    made = handle_switches(ctx, switches, allocation.total_stream_num)
+    stream_num = allocation.total_stream_num + len(made)
+    activation.loop_activation(ctx, events, stream_num, None)
     extra = _attached_to_netoutput(ctx, events)
-    activation.loop_activation(ctx, events, allocation.total_stream_num, None)
     namer = Namer(graph.root.name)
-    tasks = _phase_a_tasks(ctx, (maps, events), notify, namer, extra)
-    return _phase_b(graph, allocation, ctx, tasks, (limits, events, namer, maps, notify))
+    tasks = place_after_graph(_phase_a_tasks(ctx, (maps, events), notify, namer, extra), made,
+                              _graph_parents(graph))
+    return _phase_b(graph, allocation, ctx, tasks,
+                    (limits, events, namer, maps, notify, stream_num, switches))
+
+
+def _graph_parents(graph: Graph) -> dict[str, str | None]:
+    """Each graph's enclosing graph (None for the root)."""
+    return {c.name: graph.node(c.parent).graph if c.parent else None for c in graph.graphs()}
 
 
 def _attached_to_netoutput(ctx: SyncContext, events: SyncMaps) -> list[tuple[int, str, int]]:
@@ -85,10 +96,10 @@ def _phase_a_tasks(ctx: SyncContext, spaces: tuple[SyncMaps, SyncMaps], notify: 
 
 
 def _phase_b(graph: Graph, allocation: Allocation, ctx: SyncContext, tasks: list[Task],
-             state: tuple[Limits, SyncMaps, Namer, SyncMaps, bool]) -> SyncPlan:
-    limits, events, namer, maps, notify = state
+             state: tuple[Limits, SyncMaps, Namer, SyncMaps, bool, int, SwitchState]
+             ) -> SyncPlan:
+    limits, events, namer, maps, notify, stream_num, switches = state
     max_task, huge = _capacity(graph, allocation, tasks, limits)
-    stream_num = allocation.total_stream_num
     if graph.option("streamalloc.unlimited_stream_depth") == "true":
         result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                              {s: s for s in range(stream_num)}, event_num=events.counter)
@@ -99,6 +110,9 @@ def _phase_b(graph: Graph, allocation: Allocation, ctx: SyncContext, tasks: list
             if not task.is_sync:
                 ctx.stream[task.name] = task.stream
         activation.after_split(ctx, result.split_streams, result.opened_by)
+        made = handle_switches(ctx, switches, result.stream_num)  # B5 repeats 6.3
+        result.stream_num += len(made)
+        tasks = place_after_graph(tasks, made, _graph_parents(graph))
     counted = _units(graph, tasks)  # what the split counted; its own Send/Recv come after
     tasks = _with_split_events(tasks, result, namer)
     check_pairs(tasks)
@@ -160,7 +174,7 @@ def _plan(allocation: Allocation, ctx: SyncContext, tasks: list[Task], result: S
             continue
         streams[task.stream].append(task.name)
         units[task.stream] += sum(task_units(ctx.graph, task).values())
-        if task.is_sync:
+        if task.is_sync and task.type != "StreamActive":
             side = senders if task.type.startswith("Send") else receivers
             side[(task.sync_kind, task.sync_id)] = task
     events = tuple(SyncEvent(x, kind, s.peer, receivers[(kind, x)].peer, s.stream,

@@ -45,7 +45,7 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
 
 def task_units(graph: Graph, task: Task) -> dict[int, int]:
     """{stream: units} the task's records take (before GE's explicit overrides)."""
-    if task.is_sync:
+    if task.is_sync:  # a generated StreamActive: one unit here, replaced in `collect`
         wait = task.type == "Recv"
         return {task.stream: 2 if wait else 1}
     units = {task.stream: own_units(graph, graph.node(task.name))}

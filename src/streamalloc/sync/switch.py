@@ -1,0 +1,94 @@
+"""StreamSwitch branch activation (spec 6.3, Phase A step A12 and again in B5).
+
+Every label of a switch whose streams number two or more gets a new StreamActive node (named
+`<switch>_StreamActive_<i>`) on a new stream of its own, which activates the label's streams;
+the switch then activates only the new StreamActive streams (its list is overwritten, GE quirk).
+The created nodes get no events: sync insertion has already run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streamalloc.errors import AllocationInfeasible
+from streamalloc.sync.context import SyncContext
+from streamalloc.sync.model import Task
+
+
+@dataclass
+class SwitchState:
+    """Per switch, across both calls: its current label list, labels done, labels created."""
+
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    done: dict[str, set[str]] = field(default_factory=dict)
+    created: dict[str, set[str]] = field(default_factory=dict)
+
+
+def handle_switches(ctx: SyncContext, state: SwitchState, stream_num: int) -> list[Task]:
+    """Run 6.3 for every StreamSwitch in T-order; returns the StreamActive tasks it created
+    (their `stream` is set; the caller advances the stream count by their number)."""
+    made: list[Task] = []
+    for name in ctx.order:
+        if ctx.node(name).type != "StreamSwitch":
+            continue
+        created = _one_switch(ctx, state, name)
+        for task in created:
+            task.stream = stream_num + len(made)
+            ctx.activated_streams.add(task.stream)
+            ctx.generated[task.name] = task
+            made.append(task)
+        if created:
+            ctx.active_stream_list[name] = [t.stream for t in created]
+    return made
+
+
+def _one_switch(ctx: SyncContext, state: SwitchState, switch: str) -> list[Task]:
+    value = ctx.node(switch).attr("_active_label_list", ())
+    given = [str(v) for v in value] if isinstance(value, tuple) else []
+    labels = state.labels.setdefault(switch, given)
+    if not labels:
+        raise AllocationInfeasible(f"StreamSwitch {switch!r} has no _active_label_list")
+    done = state.done.setdefault(switch, set())
+    created_labels = state.created.setdefault(switch, set())
+    new_labels: list[str] = []
+    created: list[Task] = []
+    for i, label in enumerate(labels):
+        if label not in ctx.labeled_streams:
+            if label not in created_labels:
+                raise AllocationInfeasible(f"StreamSwitch {switch!r} activates label {label!r}, "
+                                           "which no node carries")
+            new_labels.append(label)
+            continue
+        if len(ctx.labeled_streams[label]) <= 1 or label in done:
+            new_labels.append(label)
+            continue
+        done.add(label)
+        active = Task(f"{switch}_StreamActive_{i}", "StreamActive", ctx.node(switch).graph, -1,
+                      is_sync=True, peer=switch)
+        created_labels.add(active.name)
+        ctx.active_stream_list[active.name] = sorted(ctx.labeled_streams[label])
+        new_labels.append(active.name)
+        created.append(active)
+    state.labels[switch] = new_labels
+    return created
+
+
+def place_after_graph(tasks: list[Task], made: list[Task], descends: dict[str, str | None]
+                      ) -> list[Task]:
+    """Insert each created node where GE appends it: after the last task of its graph (and of
+    the subgraphs nested in it)."""
+    result = list(tasks)
+    for node in made:
+        last = max((i for i, t in enumerate(result) if _within(t.graph, node.graph, descends)),
+                   default=len(result) - 1)
+        result.insert(last + 1, node)
+    return result
+
+
+def _within(graph: str, ancestor: str, parents: dict[str, str | None]) -> bool:
+    current: str | None = graph
+    while current is not None:
+        if current == ancestor:
+            return True
+        current = parents.get(current)
+    return False
