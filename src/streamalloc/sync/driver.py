@@ -14,6 +14,7 @@ from streamalloc.sync.generate import Namer, check_pairs, sync_task
 from streamalloc.sync.insert import insert_pairs
 from streamalloc.sync.limits import Limits, limits_of
 from streamalloc.sync.model import INVALID, SyncMaps, Task
+from streamalloc.sync.multiplexing import multiplex_events
 from streamalloc.sync.numbering import renumber, reuse_multi_dims
 from streamalloc.sync.optimize import optimize
 from streamalloc.sync.result import SyncEvent, SyncNode, SyncPlan
@@ -35,6 +36,8 @@ def synchronize(graph: Graph, allocation: Allocation) -> SyncPlan:
     optimize(ctx, maps)
     maps.counter = renumber(maps)
     reuse_multi_dims(ctx, maps)
+    if not notify:
+        multiplex_events(ctx, maps)
     events = SyncMaps(counter=0 if notify else maps.counter)
     switches = SwitchState()
     made = handle_switches(ctx, switches, allocation.total_stream_num)
