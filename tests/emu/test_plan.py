@@ -52,9 +52,9 @@ def _set(path: str, value: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("path", "value", "message"), [
     ("format", "streamalloc.plan/v0", "format: expected 'streamalloc.plan/v1'"),
-    ("streams", KeyError, "streams: expected an object"),
-    ("streams", [], "streams: expected an object"),
-    ("streams/0", "a", "streams['0']: expected a list"),
+    ("streams", KeyError, "streams: expected a JSON object"),
+    ("streams", [], "streams: expected a JSON object"),
+    ("streams/0", "a", "streams['0']: expected a JSON list"),
     ("streams/1/1", 7, "streams['1'][1]: expected a non-empty string"),
     ("graph", "", "graph: expected a non-empty string"),
     ("sync_nodes/2/type", "Wait", "sync_nodes[2].type: expected one of Send"),
@@ -88,7 +88,7 @@ def test_not_json_and_missing_files_are_input_errors(tmp_path: Path) -> None:
         load_plan(_write(tmp_path, '{"format":\n oops}'))
     with pytest.raises(InputError, match="cannot read the plan file"):
         load_plan(tmp_path / "absent.json")
-    with pytest.raises(InputError, match="plan: expected an object"):
+    with pytest.raises(InputError, match="plan: expected a JSON object"):
         plan_from_dict([1, 2])
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.errors import InputError
+from streamalloc.plan_fields import PlanFields
 
 PLAN_FORMAT = "streamalloc.plan/v1"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
@@ -69,53 +70,6 @@ class Plan:
                 for pos, name in enumerate(names)}
 
 
-class _Checker:
-    """Type checks with messages of the form `FILE: FIELD: expected ..., found ...`."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, expected: str, found: Any) -> InputError:
-        shown = json.dumps(found)[:60] if _jsonable(found) else type(found).__name__
-        return InputError(f"{self.source}: {where}: expected {expected}, found {shown}; "
-                          f"see formats.md section 3 for the plan format")
-
-    def int_(self, value: Any, where: str, minimum: int = 0) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(where, f"an integer >= {minimum}", value)
-        return value
-
-    def str_(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value:
-            raise self.fail(where, "a non-empty string", value)
-        return value
-
-    def dict_(self, value: Any, where: str) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.fail(where, "an object", value)
-        return value
-
-    def list_(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, "a list", value)
-        return value
-
-    def stream_key(self, key: str, where: str) -> int:
-        # canonical decimal only: "01" would silently merge with "1"
-        if not (isinstance(key, str) and key.isascii() and key.isdigit()
-                and str(int(key)) == key):
-            raise self.fail(where, "a stream id key such as \"0\"", key)
-        return int(key)
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 def load_plan(path: str | Path) -> Plan:
     """Read and check a plan file (InputError naming the file and field when it is malformed)."""
     path = Path(path)
@@ -133,8 +87,8 @@ def load_plan(path: str | Path) -> Plan:
 
 def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:
     """Check an in-memory plan dict (formats.md section 3) and return it as a `Plan`."""
-    check = _Checker(source)
-    data = check.dict_(data, "plan")
+    check = PlanFields(source)
+    data = check.obj(data, "plan")
     if data.get("format") != PLAN_FORMAT:
         raise check.fail("format", f"{PLAN_FORMAT!r}", data.get("format"))
     streams = _streams(check, data)
@@ -142,31 +96,31 @@ def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:
     counts = {key: check.int_(data.get(key, 0), key)
               for key in ("physical_stream_count", "attached_stream_count", "event_count",
                           "notify_count")}
-    return Plan(source=source, graph=check.str_(data.get("graph"), "graph"),
+    return Plan(source=source, graph=check.text(data.get("graph"), "graph"),
                 mode=str(data.get("mode", "")), streams=streams, sync_nodes=sync_nodes,
                 events=_events(check, data.get("events", [])),
                 stream_activations=_activations(check, data.get("stream_activations", {})),
                 **counts)
 
 
-def _streams(check: _Checker, data: Mapping[str, Any]) -> dict[int, tuple[str, ...]]:
+def _streams(check: PlanFields, data: Mapping[str, Any]) -> dict[int, tuple[str, ...]]:
     if "streams" not in data:
-        raise check.fail("streams", "an object: stream id -> ordered task names", None)
-    raw = check.dict_(data["streams"], "streams")
+        raise check.fail("streams", "a JSON object: stream id -> ordered task names", None)
+    raw = check.obj(data["streams"], "streams")
     streams: dict[int, tuple[str, ...]] = {}
     for key, names in raw.items():
         sid = check.stream_key(key, f"streams key {key!r}")
-        items = check.list_(names, f"streams[{key!r}]")
+        items = check.array(names, f"streams[{key!r}]")
         if not all(name.__class__ is str and name for name in items):  # fast path: all good
             for i, name in enumerate(items):
-                check.str_(name, f"streams[{key!r}][{i}]")
+                check.text(name, f"streams[{key!r}][{i}]")
         streams[sid] = tuple(items)
     return dict(sorted(streams.items()))
 
 
-def _sync_nodes(check: _Checker, raw: Any) -> dict[str, SyncNode]:
+def _sync_nodes(check: PlanFields, raw: Any) -> dict[str, SyncNode]:
     nodes: dict[str, SyncNode] = {}
-    for i, entry in enumerate(check.list_(raw, "sync_nodes")):
+    for i, entry in enumerate(check.array(raw, "sync_nodes")):
         try:  # the common case, checked without building messages
             name, kind, stream, event = entry["name"], entry["type"], entry["stream"], \
                 entry.get("event")
@@ -181,11 +135,11 @@ def _sync_nodes(check: _Checker, raw: Any) -> dict[str, SyncNode]:
     return nodes
 
 
-def _sync_fields(check: _Checker, entry: Any, where: str, nodes: Mapping[str, SyncNode]
+def _sync_fields(check: PlanFields, entry: Any, where: str, nodes: Mapping[str, SyncNode]
                  ) -> tuple[str, str, int, int | None]:
     """The slow path of `_sync_nodes`: find the bad field and say which (always raises)."""
-    entry = check.dict_(entry, where)
-    name = check.str_(entry.get("name"), f"{where}.name")
+    entry = check.obj(entry, where)
+    name = check.text(entry.get("name"), f"{where}.name")
     kind = entry.get("type")
     if kind not in SYNC_TYPES + EXTRA_GENERATED_TYPES:
         raise check.fail(f"{where}.type", "one of " + ", ".join(SYNC_TYPES + EXTRA_GENERATED_TYPES),
@@ -200,9 +154,9 @@ def _sync_fields(check: _Checker, entry: Any, where: str, nodes: Mapping[str, Sy
 _EVENT_FIELDS = ("id", "send", "recv", "send_stream", "recv_stream")
 
 
-def _events(check: _Checker, raw: Any) -> tuple[PlanEvent, ...]:
+def _events(check: PlanFields, raw: Any) -> tuple[PlanEvent, ...]:
     events = []
-    for i, entry in enumerate(check.list_(raw, "events")):
+    for i, entry in enumerate(check.array(raw, "events")):
         try:  # the common case, checked without building messages
             ident, send, recv, s_stream, r_stream = (entry[k] for k in _EVENT_FIELDS)
             kind = entry.get("kind", "event")
@@ -217,23 +171,23 @@ def _events(check: _Checker, raw: Any) -> tuple[PlanEvent, ...]:
     return tuple(events)
 
 
-def _bad_event(check: _Checker, entry: Any, where: str) -> None:
+def _bad_event(check: PlanFields, entry: Any, where: str) -> None:
     """The slow path of `_events`: say which field is wrong (always raises)."""
-    entry = check.dict_(entry, where)
+    entry = check.obj(entry, where)
     if entry.get("kind", "event") not in ("event", "notify"):
         raise check.fail(f"{where}.kind", "'event' or 'notify'", entry.get("kind"))
     for key in _EVENT_FIELDS:
         if key in ("send", "recv"):
-            check.str_(entry.get(key), f"{where}.{key}")
+            check.text(entry.get(key), f"{where}.{key}")
         else:
             check.int_(entry.get(key), f"{where}.{key}")
     raise check.fail(where, "an event entry", entry)
 
 
-def _activations(check: _Checker, raw: Any) -> dict[str, tuple[int, ...]]:
+def _activations(check: PlanFields, raw: Any) -> dict[str, tuple[int, ...]]:
     result = {}
-    for name, streams in check.dict_(raw, "stream_activations").items():
-        items = check.list_(streams, f"stream_activations[{name!r}]")
+    for name, streams in check.obj(raw, "stream_activations").items():
+        items = check.array(streams, f"stream_activations[{name!r}]")
         result[name] = tuple(check.int_(s, f"stream_activations[{name!r}][{i}]")
                              for i, s in enumerate(items))
     return result

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.errors import InputError
+from streamalloc.plan_fields import PlanFields
 
 PLAN_FORMAT = "streamalloc.plan/v1"
 # Generated task types and the id space they use; StreamActive (switch handling, sync spec 6.3)
@@ -111,7 +112,7 @@ def read_plan(path: str | Path) -> PlanView:
 
 def plan_view(data: Any, source: str = "<plan>") -> PlanView:
     """Type-check an in-memory plan dict (formats.md section 3) and return it as a PlanView."""
-    f = _Fields(source)
+    f = PlanFields(source)
     data = f.obj(data, "the plan")
     for key in REQUIRED:
         if key not in data:
@@ -136,54 +137,6 @@ def plan_view(data: Any, source: str = "<plan>") -> PlanView:
         huge_streams=_huge(f, data.get("huge_streams")))
 
 
-class _Fields:
-    """Type checks whose errors read `FILE: field F: expected X, found Y`."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, expected: str, found: Any) -> InputError:
-        try:
-            shown = json.dumps(found)
-        except (TypeError, ValueError):
-            shown = type(found).__name__
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        return InputError(f"{self.source}: field {where}: expected {expected}, found {shown} "
-                          "(formats.md section 3)")
-
-    def int_(self, value: Any, where: str, minimum: int = 0) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(where, f"an integer >= {minimum}", value)
-        return value
-
-    def optional_int(self, value: Any, where: str) -> int | None:
-        return None if value is None else self.int_(value, where)
-
-    def text(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value:
-            raise self.fail(where, "a non-empty string", value)
-        return value
-
-    def obj(self, value: Any, where: str) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.fail(where, "a JSON object", value)
-        return value
-
-    def array(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, "a JSON list", value)
-        return value
-
-    def stream_key(self, key: Any, where: str) -> int:
-        if not (isinstance(key, str) and key.isdigit() and str(int(key)) == key):
-            raise self.fail(where, 'a stream id key such as "0"', key)
-        return int(key)
-
-    def int_list(self, value: Any, where: str) -> tuple[int, ...]:
-        return tuple(self.int_(s, f"{where}[{i}]") for i, s in enumerate(self.array(value, where)))
-
-
 # Each reader below has a fast path for well-formed entries and falls back to the checking
 # reader, which raises the detailed error; plans of 100k nodes parse in well under a second.
 
@@ -192,7 +145,7 @@ def _nat(value: Any, minimum: int = 0) -> bool:
     return type(value) is int and value >= minimum
 
 
-def _nodes(f: _Fields, raw: Any) -> Mapping[str, NodeEntry]:
+def _nodes(f: PlanFields, raw: Any) -> Mapping[str, NodeEntry]:
     nodes = {}
     for name, entry in f.obj(raw, "nodes").items():
         if type(entry) is dict and _nat(entry.get("stream"), -1) \
@@ -203,7 +156,7 @@ def _nodes(f: _Fields, raw: Any) -> Mapping[str, NodeEntry]:
     return nodes
 
 
-def _node_entry(f: _Fields, name: str, raw: Any) -> NodeEntry:
+def _node_entry(f: PlanFields, name: str, raw: Any) -> NodeEntry:
     where = f"nodes[{name!r}]"
     entry = f.obj(raw, where)
     for key in ("stream", "physical_stream"):
@@ -213,7 +166,7 @@ def _node_entry(f: _Fields, name: str, raw: Any) -> NodeEntry:
                      f.int_(entry["physical_stream"], f"{where}.physical_stream", -1))
 
 
-def _streams(f: _Fields, raw: Any) -> Mapping[int, tuple[str, ...]]:
+def _streams(f: PlanFields, raw: Any) -> Mapping[int, tuple[str, ...]]:
     streams: dict[int, tuple[str, ...]] = {}
     for key, names in f.obj(raw, "streams").items():
         sid = f.stream_key(key, f"streams key {key!r}")
@@ -224,7 +177,7 @@ def _streams(f: _Fields, raw: Any) -> Mapping[int, tuple[str, ...]]:
     return dict(sorted(streams.items()))
 
 
-def _sync_nodes(f: _Fields, raw: Any) -> tuple[SyncEntry, ...]:
+def _sync_nodes(f: PlanFields, raw: Any) -> tuple[SyncEntry, ...]:
     result = []
     for i, e in enumerate(f.array(raw, "sync_nodes")):
         if type(e) is dict and type(e.get("name")) is str and e["name"] \
@@ -237,7 +190,7 @@ def _sync_nodes(f: _Fields, raw: Any) -> tuple[SyncEntry, ...]:
     return tuple(result)
 
 
-def _sync_entry(f: _Fields, i: int, raw: Any) -> SyncEntry:
+def _sync_entry(f: PlanFields, i: int, raw: Any) -> SyncEntry:
     where = f"sync_nodes[{i}]"
     entry = f.obj(raw, where)
     kind = entry.get("type")
@@ -248,7 +201,7 @@ def _sync_entry(f: _Fields, i: int, raw: Any) -> SyncEntry:
                      f.int_(entry.get("stream"), f"{where}.stream"), ident)
 
 
-def _events(f: _Fields, raw: Any) -> tuple[EventEntry, ...]:
+def _events(f: PlanFields, raw: Any) -> tuple[EventEntry, ...]:
     result = []
     for i, e in enumerate(f.array(raw, "events")):
         if type(e) is dict and e.get("kind", "event") in ("event", "notify") \
@@ -262,7 +215,7 @@ def _events(f: _Fields, raw: Any) -> tuple[EventEntry, ...]:
     return tuple(result)
 
 
-def _event_entry(f: _Fields, i: int, raw: Any) -> EventEntry:
+def _event_entry(f: PlanFields, i: int, raw: Any) -> EventEntry:
     where = f"events[{i}]"
     entry = f.obj(raw, where)
     kind = entry.get("kind", "event")
@@ -276,17 +229,17 @@ def _event_entry(f: _Fields, i: int, raw: Any) -> EventEntry:
         recv_stream=f.int_(entry.get("recv_stream"), f"{where}.recv_stream"))
 
 
-def _activations(f: _Fields, raw: Any) -> Mapping[str, tuple[int, ...]]:
+def _activations(f: PlanFields, raw: Any) -> Mapping[str, tuple[int, ...]]:
     return {name: f.int_list(streams, f"stream_activations[{name!r}]")
             for name, streams in f.obj(raw, "stream_activations").items()}
 
 
-def _tasks(f: _Fields, raw: Any) -> Mapping[int, int] | None:
+def _tasks(f: PlanFields, raw: Any) -> Mapping[int, int] | None:
     if raw is None:
         return None
     return {f.stream_key(k, f"tasks key {k!r}"): f.int_(v, f"tasks[{k!r}]")
             for k, v in f.obj(raw, "tasks").items()}
 
 
-def _huge(f: _Fields, raw: Any) -> tuple[int, ...] | None:
+def _huge(f: PlanFields, raw: Any) -> tuple[int, ...] | None:
     return None if raw is None else f.int_list(raw, "huge_streams")

@@ -1,0 +1,60 @@
+"""Field checks for plan files (formats.md section 3), shared by the verifier and the emulator.
+
+Errors read `FILE: field F: expected X, found Y (formats.md section 3)` (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from streamalloc.errors import InputError
+
+
+class PlanFields:
+    """Type checks whose errors read `FILE: field F: expected X, found Y`."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, expected: str, found: Any) -> InputError:
+        try:
+            shown = json.dumps(found)
+        except (TypeError, ValueError):
+            shown = type(found).__name__
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        return InputError(f"{self.source}: field {where}: expected {expected}, found {shown} "
+                          "(formats.md section 3)")
+
+    def int_(self, value: Any, where: str, minimum: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(where, f"an integer >= {minimum}", value)
+        return value
+
+    def optional_int(self, value: Any, where: str) -> int | None:
+        return None if value is None else self.int_(value, where)
+
+    def text(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(where, "a non-empty string", value)
+        return value
+
+    def obj(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping):
+            raise self.fail(where, "a JSON object", value)
+        return value
+
+    def array(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, "a JSON list", value)
+        return value
+
+    def stream_key(self, key: Any, where: str) -> int:
+        if not (isinstance(key, str) and key.isdigit() and str(int(key)) == key):
+            raise self.fail(where, 'a stream id key such as "0"', key)
+        return int(key)
+
+    def int_list(self, value: Any, where: str) -> tuple[int, ...]:
+        return tuple(self.int_(s, f"{where}[{i}]") for i, s in enumerate(self.array(value, where)))
