@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from streamalloc.errors import InputError
@@ -58,3 +59,17 @@ class PlanFields:
 
     def int_list(self, value: Any, where: str) -> tuple[int, ...]:
         return tuple(self.int_(s, f"{where}[{i}]") for i, s in enumerate(self.array(value, where)))
+
+
+def read_plan_json(path: Path) -> Any:
+    """The parsed JSON of a plan file; unreadable files and bad JSON are input errors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(f"{path}: cannot read the plan file: {reason}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); a plan file is the "
+                         "JSON object of formats.md section 3") from None

@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Allocation, NodeStream
 from streamalloc.errors import InputError
-from streamalloc.ir.clusters import DATA_LIKE_TYPES
+from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph, Node
 
 INVALID = -1
@@ -20,9 +20,7 @@ INVALID = -1
 def _preset_stream(node: Node) -> int:
     if node.stream_id is not None:
         return node.stream_id
-    data_like = node.type in DATA_LIKE_TYPES and not any(node.data_sources()) \
-        and not node.control_inputs
-    return INVALID if data_like else 0
+    return INVALID if is_data_like(node) else 0
 
 
 def preset_allocation(graph: Graph) -> Allocation:

@@ -39,13 +39,14 @@ def _in_neighbours(compute: ComputeGraph, node: Node) -> set[int]:
     return {compute.index[s] for s in sources if compute.index[s] < here}
 
 
-def _is_data_like(node: Node) -> bool:
+def is_data_like(node: Node) -> bool:
+    """GE's data-like source (1.6.1): a Data/Const/Variable-type node without any input."""
     return node.type in DATA_LIKE_TYPES and not any(node.data_sources()) \
         and not node.control_inputs
 
 
 def _cluster_engine(node: Node, cv_marked: set[str]) -> str:
-    if _is_data_like(node):
+    if is_data_like(node):
         return ENGINE_DEFAULT_DATA
     if node.name in cv_marked or node.attr(ENABLE_CV_PARALLEL, False) is True:
         return "VectorEngine"

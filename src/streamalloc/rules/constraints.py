@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from streamalloc.ir.clusters import DATA_LIKE_TYPES
+from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.rules import labelling
@@ -72,9 +72,7 @@ Constraint = SameStream | DifferentStreams | DedicatedStream | PinnedStream
 def _tasks(graph: Graph) -> Iterator[Node]:
     """Nodes that get a stream (data-like sources excluded)."""
     for node in graph.all_nodes():
-        data_like = node.type in DATA_LIKE_TYPES and not any(node.data_sources()) \
-            and not node.control_inputs
-        if not data_like:
+        if not is_data_like(node):
             yield node
 
 

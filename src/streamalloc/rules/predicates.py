@@ -44,16 +44,21 @@ def _names(value: Any) -> frozenset[str]:
     return frozenset([value] if isinstance(value, str) else value)
 
 
-def _node_leaf(key: str, value: Any) -> NodePredicate:
-    if key == "all":
-        parts = [compile_match(v) for v in value]
-        return lambda n: all(p(n) for p in parts)
-    if key == "any":
-        parts = [compile_match(v) for v in value]
-        return lambda n: any(p(n) for p in parts)
+def _combinator(key: str, value: Any, compile_block: Callable[[Any], Callable[[Any], bool]]
+                ) -> Callable[[Any], bool]:
+    """all / any / not over sub-blocks, for match and when blocks alike."""
     if key == "not":
-        inner = compile_match(value)
-        return lambda n: not inner(n)
+        inner = compile_block(value)
+        return lambda x: not inner(x)
+    parts = [compile_block(v) for v in value]
+    if key == "all":
+        return lambda x: all(p(x) for p in parts)
+    return lambda x: any(p(x) for p in parts)
+
+
+def _node_leaf(key: str, value: Any) -> NodePredicate:
+    if key in COMBINATORS:
+        return _combinator(key, value, compile_match)
     if key in ("engine", "type"):
         names = _names(value)
         return (lambda n: n.engine in names) if key == "engine" else (lambda n: n.type in names)
@@ -87,15 +92,8 @@ def compile_when(block: Mapping[str, Any] | None) -> OptionPredicate:
 
 
 def _option_leaf(key: str, value: Any, block: Mapping[str, Any]) -> OptionPredicate:
-    if key == "all":
-        parts = [compile_when(v) for v in value]
-        return lambda o: all(p(o) for p in parts)
-    if key == "any":
-        parts = [compile_when(v) for v in value]
-        return lambda o: any(p(o) for p in parts)
-    if key == "not":
-        inner = compile_when(value)
-        return lambda o: not inner(o)
+    if key in COMBINATORS:
+        return _combinator(key, value, compile_when)
     option = value
     if "equals" in block:
         return lambda o: o.get(option, "") == block["equals"]

@@ -9,14 +9,12 @@ compiled against a graph (`program.compile_program`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from streamalloc.errors import InputError
-from streamalloc.plan_fields import PlanFields
+from streamalloc.plan_fields import PlanFields, read_plan_json
 
 PLAN_FORMAT = "streamalloc.plan/v1"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
@@ -73,16 +71,7 @@ class Plan:
 def load_plan(path: str | Path) -> Plan:
     """Read and check a plan file (InputError naming the file and field when it is malformed)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the plan file: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}; a plan file is the "
-                         "JSON of formats.md section 3") from None
-    return plan_from_dict(data, source=str(path))
+    return plan_from_dict(read_plan_json(path), source=str(path))
 
 
 def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:

@@ -8,14 +8,13 @@ job and gives violations, not exceptions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.errors import InputError
-from streamalloc.plan_fields import PlanFields
+from streamalloc.plan_fields import PlanFields, read_plan_json
 
 PLAN_FORMAT = "streamalloc.plan/v1"
 # Generated task types and the id space they use; StreamActive (switch handling, sync spec 6.3)
@@ -97,17 +96,7 @@ class PlanView:
 def read_plan(path: str | Path) -> PlanView:
     """Read and type-check a plan file (InputError naming the file and the field)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"{path}: cannot read the plan file: {reason}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); a plan file is the "
-                         "JSON object of formats.md section 3") from None
-    return plan_view(data, source=str(path))
+    return plan_view(read_plan_json(path), source=str(path))
 
 
 def plan_view(data: Any, source: str = "<plan>") -> PlanView:
