@@ -1,13 +1,24 @@
-"""Shared test fixtures: golden-file comparison with `pytest --update-goldens`."""
+"""Shared test fixtures: golden-file comparison with `pytest --update-goldens`; hypothesis
+profiles ("ci", derandomized, when the environment variable CI is set; "dev" otherwise)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 GOLDENS = Path(__file__).parent / "goldens"
+
+# CI (which runs with CI=true) must not fail on one run and pass on the next: the same
+# examples every run, no deadline on a loaded runner, and the reproduction blob printed on
+# failure. Locally, examples stay random (and saved in the example database). A test's own
+# @settings still win over the profile.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if "CI" in os.environ else "dev")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -21,9 +21,9 @@ from streamalloc.ir.serialize import dump_yaml
 from streamalloc.ir.tensor import TensorDesc
 
 LIGHT = Path(onnx.__file__).parent / "backend/test/data/light"
-SHARED = Path("/work/shared/data/onnx")
+TRANSFORMERS = Path(__file__).parent / "data" / "onnx"  # vendored copies: a fresh clone has them
 MODELS = sorted(LIGHT.glob("light_*.onnx")) + [
-    SHARED / f"{name}.onnx" for name in ("bert_base", "gpt2_small", "t5_small", "llama_tiny")]
+    TRANSFORMERS / f"{name}.onnx" for name in ("bert_base", "gpt2_small", "t5_small", "llama_tiny")]
 FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 
@@ -39,7 +39,10 @@ def _model_id(path: Path) -> str:
 
 
 def test_all_models_present() -> None:
-    assert len(MODELS) == 13
+    assert [path.stem for path in MODELS] == [
+        "light_bvlc_alexnet", "light_densenet121", "light_inception_v1", "light_inception_v2",
+        "light_resnet50", "light_shufflenet", "light_squeezenet", "light_vgg19", "light_zfnet512",
+        "bert_base", "gpt2_small", "t5_small", "llama_tiny"]
     assert all(path.exists() for path in MODELS)
 
 
@@ -90,8 +93,8 @@ def test_every_input_maps_to_its_producer(path: Path) -> None:
 
 
 def test_spot_checked_edges_in_bert() -> None:
-    graph, _ = _load(SHARED / "bert_base.onnx")
-    model = onnx.load(str(SHARED / "bert_base.onnx")).graph
+    graph, _ = _load(TRANSFORMERS / "bert_base.onnx")
+    model = onnx.load(str(TRANSFORMERS / "bert_base.onnx")).graph
     by_name = {n.name: n for n in model.node}
     producer = {out: (n.name, port) for n in model.node for port, out in enumerate(n.output)}
     matmuls = [n for n in model.node if n.op_type == "MatMul"][:5]
@@ -123,14 +126,14 @@ def test_resnet50_conv_shapes_are_inferred() -> None:
 
 
 def test_transformer_shapes_are_all_static() -> None:
-    graph, _ = _load(SHARED / "gpt2_small.onnx")
+    graph, _ = _load(TRANSFORMERS / "gpt2_small.onnx")
     ops = [n for n in graph.root.nodes if n.type != "NetOutput"]
     assert all(d.shape is not None and -1 not in d.shape and d.dtype for n in ops
                for d in n.outputs)
 
 
 def test_engines_come_from_the_op_type() -> None:
-    gpt2, _ = _load(SHARED / "gpt2_small.onnx")
+    gpt2, _ = _load(TRANSFORMERS / "gpt2_small.onnx")
     resnet, _ = _load(LIGHT / "light_resnet50.onnx")
     engines = {n.type: n.engine for g in (gpt2, resnet) for n in g.root.nodes}
     for local in ("Constant", "Reshape", "Shape", "Data", "Const", "NetOutput"):
@@ -141,8 +144,8 @@ def test_engines_come_from_the_op_type() -> None:
 
 
 def test_constant_keeps_its_tensor_value() -> None:
-    graph, _ = _load(SHARED / "llama_tiny.onnx")
-    model = onnx.load(str(SHARED / "llama_tiny.onnx")).graph
+    graph, _ = _load(TRANSFORMERS / "llama_tiny.onnx")
+    model = onnx.load(str(TRANSFORMERS / "llama_tiny.onnx")).graph
     proto = next(n for n in model.node if n.op_type == "Constant")
     value = graph.node(proto.name).attrs["value"]
     array = numpy_helper.to_array(proto.attribute[0].t)

@@ -23,8 +23,19 @@ from streamalloc.ir.partition import partition_model
 MODELS = real_models()
 
 
+STEMS = ["light_bvlc_alexnet", "light_densenet121", "light_inception_v1", "light_inception_v2",
+         "light_resnet50", "light_shufflenet", "light_squeezenet", "light_vgg19", "light_zfnet512",
+         "bert_base", "gpt2_small", "llama_tiny", "t5_small",
+         "ge_proto_00015_OptimizeQuantGraph_FeGraphFusionAfter",
+         "ge_proto_00017_OptimizeOriginalGraph_FeGraphFusionAfter",
+         "ge_proto_00026_afterUBMatch", "ge_proto_00046_afterUBMatch"]
+
+
 def test_all_seventeen_models_are_present() -> None:
-    assert len(MODELS) == 17, [m.name for m in MODELS]
+    assert [m.stem for m in MODELS] == STEMS
+    # Exactly one partition and one allocation golden per model: none missing, none stale.
+    assert sorted(p.name for p in GOLDEN_DIR.iterdir()) == sorted(
+        f"{stem}{suffix}" for stem in STEMS for suffix in (".expected", ".ge.expected"))
 
 
 def partition_summary(graph: Graph) -> str:

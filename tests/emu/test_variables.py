@@ -45,7 +45,9 @@ def test_the_loader_runs_once_and_the_report_says_what_it_loaded() -> None:
 
 
 def test_without_a_loader_the_report_has_no_variables() -> None:
-    assert _run(None).variables is None  # type: ignore[arg-type]
+    result = _run(None)  # type: ignore[arg-type]
+    assert result.status == "ok" and result.variables is None
+    assert "variables" not in report_text(result)
 
 
 def test_variables_past_device_memory_are_limit_exceeded_before_any_task() -> None:
