@@ -10,17 +10,12 @@ import pytest
 
 from streamalloc.allocation import Allocation
 from streamalloc.heuristic.driver import allocate_ge, default_rule_set
+from streamalloc.heuristic.rule_check import placement_of
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.rules import load_rules
-from streamalloc.rules.constraints import (
-    Constraint,
-    DedicatedStream,
-    DifferentStreams,
-    PinnedStream,
-    SameStream,
-    rule_constraints,
-)
+from streamalloc.rules.check import broken
+from streamalloc.rules.constraints import Constraint, SameStream, rule_constraints
 
 ROOT = Path(__file__).resolve().parents[1] / "examples"
 GRAPH = ROOT / "graphs" / "transformer_layers.yaml"
@@ -34,17 +29,8 @@ def streams_of(allocation: Allocation) -> dict[int, set[str]]:
     return members
 
 
-def holds(constraint: Constraint, allocation: Allocation) -> bool:
-    stream = allocation.stream
-    if isinstance(constraint, SameStream):
-        return len({stream(n) for n in constraint.nodes}) == 1
-    if isinstance(constraint, DifferentStreams):
-        return not ({stream(n) for n in constraint.first} & {stream(n) for n in constraint.second})
-    if isinstance(constraint, DedicatedStream):
-        (only,) = {stream(n) for n in constraint.nodes}
-        return streams_of(allocation)[only] == set(constraint.nodes)
-    assert isinstance(constraint, PinnedStream)
-    return all(stream(n) == constraint.stream for n in constraint.nodes)
+def holds(constraint: Constraint, graph: Graph, allocation: Allocation) -> bool:
+    return not broken([constraint], graph, placement_of(allocation))
 
 
 def allocate(graph: Graph, policy: str | None) -> Allocation:
@@ -98,7 +84,7 @@ def test_policy_constraints_hold_on_the_heuristic_result(policy: str) -> None:
            if c.rule in {r.name for r in rules.rules} - {r.name for r in default_rule_set(
                graph).rules}]
     assert own, "the policy states at least one constraint"
-    assert all(holds(c, allocation) for c in own)
+    assert all(holds(c, graph, allocation) for c in own)
 
 
 LABELLED = """
@@ -124,5 +110,5 @@ def test_shipped_rules_state_the_label_constraints(tmp_path: Path) -> None:
     assert constraints == [SameStream("assign-by-label", ("a1", "a2")),
                            SameStream("independent-stream", ("h1", "h2"))]
     allocation = allocate_ge(graph, rules)
-    assert all(holds(c, allocation) for c in constraints)
+    assert all(holds(c, graph, allocation) for c in constraints)
     assert allocation.stream("a1") != allocation.stream("h1")

@@ -9,7 +9,8 @@ HCCL-followed stream count, whether a custom stream pass assigned it); provenanc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from streamalloc.heuristic.plan import INVALID, Note
@@ -55,6 +56,8 @@ class Allocation:
     user_labels: Mapping[str, str]
     provenance: Mapping[str, tuple[Touch, ...]]
     custom_stream_ids: tuple[int, ...] = ()
+    rules_digest: str = ""  # of the rule set's canonical text; "" when no rules ran (preset)
+    options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def attached_stream_ids(self) -> tuple[int, ...]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import UsageError
@@ -16,14 +14,14 @@ from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
 from streamalloc.outputs import write_atomic
 from streamalloc.preset import preset_allocation
-from streamalloc.rules import RuleSet, builtin_names, builtin_rules, load_rules
-from streamalloc.sync.driver import synchronize
+from streamalloc.rules import RuleSet, rule_set
+from streamalloc.sync.driver import SYNC_STRATEGIES, synchronize
 from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
 
-__all__ = ["Allocation", "Graph", "allocate", "convert_graph", "load_graph", "load_rule_set",
-           "partition_model", "plan", "synced_graph", "synchronize", "with_options",
-           "write_atomic", "write_graph"]
+__all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "allocate", "convert_graph", "load_graph",
+           "load_rule_set", "partition_model", "plan", "synced_graph", "synchronize",
+           "with_options", "write_atomic", "write_graph"]
 
 
 def convert_graph(model: str | Path, output: str | Path) -> Graph:
@@ -40,18 +38,12 @@ def write_graph(graph: Graph, output: Path) -> None:
 
 def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:
     """The graph with `--set KEY=VALUE` options applied (they win over the file)."""
-    if not settings:
-        return graph
-    return replace(graph, options=MappingProxyType({**graph.options, **settings}))
+    return graph.with_options(settings)
 
 
 def load_rule_set(path: str | Path | None) -> RuleSet | None:
-    """A rule file given with --rules (None: the shipped GE rules for the graph)."""
-    if path is None:
-        return None
-    if str(path) in builtin_names():
-        return builtin_rules(str(path))
-    return load_rules(path)
+    """A rule file or shipped rule set name given with --rules (None: GE's rules for the graph)."""
+    return None if path is None else rule_set(path)
 
 
 MODES = ("ge", "preset")
@@ -66,9 +58,11 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge") -> Al
     return allocate_ge(graph, rules)
 
 
-def plan(graph: Graph, rules: RuleSet | None = None, mode: str = "ge") -> SyncPlan:
-    """Allocate, synchronize and split: the full plan (formats.md section 3)."""
-    return synchronize(graph, allocate(graph, rules, mode))
+def plan(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
+         sync: str = "ge") -> SyncPlan:
+    """Allocate, synchronize and split: the full plan (formats.md section 3). `sync` picks
+    the event elimination: "ge" (GE's optimisations) or "minimal" (transitive reduction)."""
+    return synchronize(graph, allocate(graph, rules, mode), sync)
 
 
 def partitions(graph: Graph) -> dict[str, GraphPartition]:

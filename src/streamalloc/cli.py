@@ -11,6 +11,7 @@ from pathlib import Path
 
 from streamalloc import __version__, api
 from streamalloc.errors import StreamallocError, UsageError
+from streamalloc.heuristic.driver import default_rule_set
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
 from streamalloc.memory import vars_command
@@ -40,9 +41,10 @@ def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
 
 def _allocate(args: argparse.Namespace) -> int:
     graph, allocation = _allocated(args)
-    plan = api.synchronize(graph, allocation)
+    plan = api.synchronize(graph, allocation, sync=args.sync)
     document = plan.to_json()
-    verify_plan(graph, document).raise_for_failure()  # nothing unverified leaves the tool
+    rules = api.load_rule_set(args.rules) or default_rule_set(graph)
+    verify_plan(graph, document, rules=rules if args.mode == "ge" else None).raise_for_failure()
     if args.output:
         api.write_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
     if args.graph_out:
@@ -68,7 +70,8 @@ def _emulate(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    text, code = verify_command(args.graph, args.plan)
+    text, code = verify_command(args.graph, args.plan, rules=args.rules,
+                                settings=_settings(args.set))
     sys.stdout.write(text)
     return code
 
@@ -124,6 +127,36 @@ def _allocation_args(parser: argparse.ArgumentParser) -> None:
                         help="set a graph option (wins over the file); repeatable")
 
 
+def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """emulate, verify, vars: the commands that read or write plans."""
+    emu = sub.add_parser("emulate", help="run a plan on the emulated device: makespan, "
+                                         "deadlocks, traces")
+    emu.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
+    emu.add_argument("plan", nargs="?", help="plan file (formats.md section 3); default: "
+                                             "allocate in ge mode")
+    emu.add_argument("--json", action="store_true",
+                     help="print the report as JSON (streamalloc.emulation/v1)")
+    emu.add_argument("--trace", metavar="FILE",
+                     help="write a Chrome trace (Perfetto, chrome://tracing)")
+    emu.add_argument("--gantt", metavar="FILE", help="write a Gantt chart PNG (needs matplotlib)")
+    emu.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
+    emu.set_defaults(run=_emulate)
+
+    ver = sub.add_parser("verify", help="independent check of a plan file; exit 0 only if valid")
+    ver.add_argument("graph", help="the graph the plan was made for")
+    ver.add_argument("plan", help="plan file (formats.md section 3)")
+    ver.add_argument("--rules", help="the rule file the plan was made with (default: the "
+                                     "shipped rule set the plan names)")
+    ver.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="set a graph option over those the plan records; repeatable")
+    ver.set_defaults(run=_verify)
+
+    var = sub.add_parser("vars", help="variable memory plan of a graph (formats.md section 6)")
+    var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
+    var.add_argument("-o", "--output", help="plan file to write (JSON, streamalloc.vars/v1)")
+    var.set_defaults(run=_vars)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="streamalloc", description=__doc__)
@@ -148,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("-o", "--output", help="plan file to write (JSON)")
     alloc.add_argument("--graph-out", metavar="FILE",
                        help="write the graph with its Send/Recv nodes (.yaml or .json)")
+    alloc.add_argument("--sync", default="ge", choices=list(api.SYNC_STRATEGIES),
+                       help="event elimination: ge (GE's optimisations) or minimal (only the "
+                            "events no other ordering implies)")
     alloc.set_defaults(run=_allocate)
 
     explain = sub.add_parser("explain", help="which rules placed a node where it is, and why")
@@ -155,28 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("node", help="node name")
     explain.set_defaults(run=_explain)
 
-    emu = sub.add_parser("emulate", help="run a plan on the emulated device: makespan, "
-                                         "deadlocks, traces")
-    emu.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
-    emu.add_argument("plan", nargs="?", help="plan file (formats.md section 3); default: "
-                                             "allocate in ge mode")
-    emu.add_argument("--json", action="store_true",
-                     help="print the report as JSON (streamalloc.emulation/v1)")
-    emu.add_argument("--trace", metavar="FILE",
-                     help="write a Chrome trace (Perfetto, chrome://tracing)")
-    emu.add_argument("--gantt", metavar="FILE", help="write a Gantt chart PNG (needs matplotlib)")
-    emu.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
-    emu.set_defaults(run=_emulate)
-
-    ver = sub.add_parser("verify", help="independent check of a plan file; exit 0 only if valid")
-    ver.add_argument("graph", help="the graph the plan was made for")
-    ver.add_argument("plan", help="plan file (formats.md section 3)")
-    ver.set_defaults(run=_verify)
-
-    var = sub.add_parser("vars", help="variable memory plan of a graph (formats.md section 6)")
-    var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
-    var.add_argument("-o", "--output", help="plan file to write (JSON, streamalloc.vars/v1)")
-    var.set_defaults(run=_vars)
+    _plan_commands(sub)
 
     rules = sub.add_parser("rules", help="rule files")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")

@@ -33,6 +33,10 @@ class RuleSchemaError(InputError):
     """A rule file does not follow the rule schema."""
 
 
+class RuleConflictError(InputError):
+    """Rules that cannot all hold: a later rule or GE pass undoes what a rule asks."""
+
+
 class OptionError(InputError):
     """A graph option has a value GE does not accept."""
 

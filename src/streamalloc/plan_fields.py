@@ -37,9 +37,9 @@ class PlanFields:
     def optional_int(self, value: Any, where: str) -> int | None:
         return None if value is None else self.int_(value, where)
 
-    def text(self, value: Any, where: str) -> str:
-        if not isinstance(value, str) or not value:
-            raise self.fail(where, "a non-empty string", value)
+    def text(self, value: Any, where: str, *, empty: bool = False) -> str:
+        if not isinstance(value, str) or not (value or empty):
+            raise self.fail(where, "a string" if empty else "a non-empty string", value)
         return value
 
     def obj(self, value: Any, where: str) -> Mapping[str, Any]:

@@ -38,4 +38,5 @@ def preset_allocation(graph: Graph) -> Allocation:
     return Allocation(graph=graph.name, mode="preset", rules="preset",
                       nodes=MappingProxyType(nodes), main_stream_num=max(len(used), 1),
                       total_stream_num=max(len(used), 1), user_labels=MappingProxyType({}),
-                      provenance=MappingProxyType({n: () for n in nodes}))
+                      provenance=MappingProxyType({n: () for n in nodes}),
+                      options=graph.options)

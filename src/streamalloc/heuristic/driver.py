@@ -16,6 +16,7 @@ from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
 from streamalloc.heuristic.registry import GRAPH_STEPS, LABEL_KINDS, MODEL_STEPS
+from streamalloc.heuristic.rule_check import check_rules
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import GraphPartition, partition_model
@@ -57,7 +58,9 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
             plan = MODEL_STEPS[rule.kind](rule, graph, plan)
         if observer:
             observer(rule, graph.name, plan)
-    return _allocation(graph, rules, plan, partitions, (labels, label_notes))
+    allocation = _allocation(graph, rules, plan, partitions, (labels, label_notes))
+    check_rules(graph, rules, allocation, partitions)
+    return allocation
 
 
 def _labels(graph: Graph, rules: list[Rule]
@@ -144,7 +147,8 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan,
                       user_labels=MappingProxyType({n: v.user_stream_label
                                                     for n, v in labels.items()}),
                       provenance=MappingProxyType(provenance),
-                      custom_stream_ids=plan.custom_stream_ids)
+                      custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
+                      options=graph.options)
 
 
 def _touches(name: str, plan: GraphPlan, partition: GraphPartition | None,

@@ -12,7 +12,6 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.ir.graph import Node
 from streamalloc.rules.model import Rule
-from streamalloc.rules.predicates import compile_match
 
 
 def _groups(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> dict[object, list[str]]:
@@ -53,7 +52,7 @@ def dedicated_stream(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPla
 
 def separate_streams(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     """On every stream holding both kinds, the matched nodes move to one new stream."""
-    others = compile_match(rule.options["from"])
+    others = rule.option_match("from")
     mine: dict[int, list[str]] = defaultdict(list)
     theirs: set[int] = set()
     for node in ctx.nodes:

@@ -7,7 +7,7 @@ G-order. Nothing downstream mutates them: allocators return separate result obje
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from streamalloc.ir.attrs import AttrValue
@@ -165,6 +165,12 @@ class Graph:
         for node in self.all_nodes():
             order.extend(sub for _, sub in reversed(node.subgraphs))
         return order
+
+    def with_options(self, settings: Mapping[str, str]) -> Graph:
+        """The graph with these options set (they win over the file's)."""
+        if not settings:
+            return self
+        return replace(self, options=MappingProxyType({**self.options, **settings}))
 
     def option(self, key: str, default: str = "") -> str:
         """A graph option as GE reads it: a string, `default` when unset."""

@@ -1,35 +1,28 @@
-"""Rules stated as constraints: what a constraint-solver allocator must honour.
+"""Rules as constraints: what every allocator must honour, one form per rule kind.
 
-Every rule kind is either a constraint family or a heuristic choice. A GE kind states only what
-GE's whole chain still guarantees at the end (so the heuristic's own result always satisfies
-the constraints of the rules it ran, and can warm-start a solver):
-* `same-stream`, `stream-label`; `assign-by-label` (per graph and label, for nodes that no later
-  GE pass moves: not independent without a user label, no `_parallel_group`, no fused
-  AllReduce upstream when allreduce-parallel runs); `independent-stream` (labelled independent
-  nodes per engine and label, same exclusions); `single-stream` (per graph, skip-engine nodes
-  excluded, which GE may fold to no stream): **SameStream**;
-* `separate-streams`: **DifferentStreams**;
-* `dedicated-stream`: **DedicatedStream**;
-* `pin-stream`, `dynamic-renumber` (forced main stream): **PinnedStream**.
-The other kinds (`assign-by-dependency`, `parallel-group`, `optimize-ineffective`,
-`skipped-engine`, `allreduce-parallel`, `mde-group`, `node-stream-update`, `compact`,
-`attached-streams`, `mini-dag`, the dynamic engine streams and GE's label steps) decide *which*
-of the allowed allocations GE picks; they constrain nothing, and a solver's objective replaces
-them. Constraints concern nodes that issue tasks: data-like sources are left out.
+Each kind declares its constraint in prose once (`KindSpec.constraint`, listed in the docs) and
+here as a builder in `FORMS`; the coverage check below fails at import when a kind has no
+entry, and a kind whose text says "none" must map to None. A GE kind's form states exactly what
+GE's whole chain still guarantees at the end, per graph as GE's passes act per graph, so the
+heuristic's result satisfies the constraints of the rules it ran and can warm-start a solver.
+
+Constraints bind the nodes that have a stream in the allocation: data-like sources, and nodes
+that GE folds to no stream, are free (`check` skips them).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from streamalloc.ir.clusters import is_data_like
-from streamalloc.ir.graph import Graph, Node
-from streamalloc.ir.labels import NodeLabels
-from streamalloc.rules import labelling
+from streamalloc.ir.graph import Graph
+from streamalloc.ir.partition import GraphPartition
+from streamalloc.rules.constraint_inputs import Inputs
+from streamalloc.rules.kinds import KINDS, NO_CONSTRAINT
 from streamalloc.rules.model import Rule, RuleSet
-from streamalloc.rules.predicates import compile_match
+
+INVALID = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,107 +59,163 @@ class PinnedStream:
     stream: int
 
 
-Constraint = SameStream | DifferentStreams | DedicatedStream | PinnedStream
+@dataclass(frozen=True, slots=True)
+class DisjointGroups:
+    """No two of `groups` share a stream."""
+
+    rule: str
+    groups: tuple[tuple[str, ...], ...]
 
 
-def _tasks(graph: Graph) -> Iterator[Node]:
-    """Nodes that get a stream (data-like sources excluded)."""
-    for node in graph.all_nodes():
-        if not is_data_like(node):
-            yield node
+@dataclass(frozen=True, slots=True)
+class StreamCap:
+    """In graph `graph`, at most `cap` streams begin (first node in G-order) with one of
+    `nodes` (GE's per-engine stream limit, max_parallel_num, for `engine`)."""
+
+    rule: str
+    graph: str
+    engine: str
+    nodes: tuple[str, ...]
+    cap: int
 
 
-def rule_constraints(rules: RuleSet, graph: Graph) -> list[Constraint]:
-    """The constraints of every enabled rule of `rules` on `graph`."""
-    enabled = [r for r in rules.rules if r.enabled(graph.options)]
-    labels: Mapping[str, NodeLabels] = labelling.initial_labels(graph)
-    for rule in enabled:
-        if rule.spec.scope == "label":
-            labels = labelling.apply(rule, graph, labels)
-    nodes = list(_tasks(graph))
-    movable = _moved_later(enabled, graph, nodes, labels)
+@dataclass(frozen=True, slots=True)
+class AttachedStreams:
+    """Each of `nodes` has attached streams, and none of them is a main stream."""
+
+    rule: str
+    nodes: tuple[str, ...]
+
+
+Constraint = (SameStream | DifferentStreams | DedicatedStream | PinnedStream | DisjointGroups
+              | StreamCap | AttachedStreams)
+Builder = Callable[[Rule, Inputs], list[Constraint]]
+
+
+def rule_constraints(rules: RuleSet, graph: Graph,
+                     partitions: Mapping[str, GraphPartition] | None = None) -> list[Constraint]:
+    """The constraints of every enabled rule of `rules` on `graph`, in rule order
+    (`partitions`: GE's partition under the rules' labels, when the caller has it)."""
+    inputs = Inputs.of(rules, graph, partitions)
     result: list[Constraint] = []
-    for rule in enabled:
-        result += _of_rule(rule, graph, nodes, (labels, movable))
+    for rule in inputs.enabled:
+        build = FORMS[rule.kind]
+        if build is not None:
+            result += build(rule, inputs)
     return result
 
 
-def _moved_later(rules: list[Rule], graph: Graph, nodes: list[Node],
-                 labels: Mapping[str, NodeLabels]) -> set[str]:
-    """Labelled nodes that parallel-group or allreduce-parallel may take off their label stream."""
-    moved = {n.name for n in nodes if n.has_attr("_parallel_group")}
-    for rule in (r for r in rules if r.kind == "allreduce-parallel"):
-        sources = [n for n in nodes if rule.matches(n)]
-        moved |= _data_descendants(graph, [s.name for s in sources])
-    return moved
+def _label_rule(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    """Label groups that hold a node this label rule labelled."""
+    return [SameStream(rule.name, g.nodes) for g in inputs.label_groups
+            if rule.name in g.rules and len(g.nodes) > 1]
 
 
-def _data_descendants(graph: Graph, sources: list[str]) -> set[str]:
-    found: set[str] = set()
-    stack = list(sources)
-    while stack:
-        node = graph.node(stack.pop())
-        for consumer in graph.graph(node.graph).consumers.get(node.name, ()):
-            if consumer.node not in found:
-                found.add(consumer.node)
-                stack.append(consumer.node)
-    return found
+def _attribute_labels(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    """Label groups of attribute labels only, not split (assign-by-label) or split per
+    independent engine (independent-stream)."""
+    split = rule.kind == "independent-stream"
+    return [SameStream(rule.name, g.nodes) for g in inputs.label_groups
+            if not g.rules and g.independent == split and len(g.nodes) > 1]
 
 
-def _of_rule(rule: Rule, graph: Graph, nodes: list[Node],
-             context: tuple[Mapping[str, NodeLabels], set[str]]) -> list[Constraint]:
-    labels, movable = context
-    matched = [n for n in nodes if rule.matches(n)]
-    if rule.kind in ("same-stream", "stream-label"):
-        key = None if rule.kind == "stream-label" else rule.options.get("group_by")
-        return [SameStream(rule.name, g) for g in _grouped(matched, key) if len(g) > 1]
-    if rule.kind in ("assign-by-label", "independent-stream"):
-        stable = [n for n in matched if n.name not in movable]
-        return _label_groups(rule, graph, stable, labels)
-    if rule.kind == "single-stream":
-        kept = [n for n in matched if not graph.engines.engines[n.engine].skip_assign_stream]
-        return [SameStream(rule.name, g) for g in _by_graph(kept) if len(g) > 1]
-    if rule.kind == "separate-streams":
-        others = compile_match(rule.options["from"])
-        second = tuple(n.name for n in nodes if others(n) and not rule.matches(n))
-        return [DifferentStreams(rule.name, tuple(n.name for n in matched), second)]
-    if rule.kind == "dedicated-stream":
-        key = rule.options.get("group_by")
-        groups = _grouped(matched, key) if key else [(n.name,) for n in matched]
-        return [DedicatedStream(rule.name, g) for g in groups]
-    if rule.kind in ("pin-stream", "dynamic-renumber"):
-        stream = int(rule.options.get("stream", 0))
-        return [PinnedStream(rule.name, tuple(n.name for n in matched), stream)] if matched \
-            else []
-    return []
+def _engine_caps(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    if inputs.dag_active:
+        return []
+    return [StreamCap(rule.name, graph, engine, nodes, cap)
+            for (graph, engine), (nodes, cap) in inputs.dependency_nodes(rule).items()]
 
 
-def _grouped(nodes: list[Node], key: str | None) -> list[tuple[str, ...]]:
+def _single_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    kept = [n for n in inputs.tasks if rule.matches(n)
+            and not inputs.engine(n).skip_assign_stream and not inputs.rts_label(n)]
+    return [SameStream(rule.name, g) for g in _grouped(kept, None) if len(g) > 1]
+
+
+def _parallel_groups(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    groups: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for node in inputs.tasks:
+        value = node.attr("_parallel_group")
+        if rule.matches(node) and value is not None and str(value) != "-1" \
+                and not inputs.engine(node).skip_assign_stream:
+            groups[node.graph][str(value)].append(node.name)
+    return [DisjointGroups(rule.name, tuple(tuple(g) for g in by_value.values()))
+            for by_value in groups.values() if len(by_value) > 1]
+
+
+def _same_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    matched = [n for n in inputs.tasks if rule.matches(n)]
+    return [SameStream(rule.name, g) for g in _grouped(matched, rule.options.get("group_by"))
+            if len(g) > 1]
+
+
+def _separate_streams(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    others = rule.option_match("from")
+    mine: dict[str, list[str]] = defaultdict(list)
+    theirs: dict[str, list[str]] = defaultdict(list)
+    for node in inputs.tasks:
+        if rule.matches(node):
+            mine[node.graph].append(node.name)
+        elif others(node):
+            theirs[node.graph].append(node.name)
+    return [DifferentStreams(rule.name, tuple(mine[g]), tuple(theirs[g]))
+            for g in mine if theirs[g]]
+
+
+def _dedicated_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    matched = [n for n in inputs.tasks if rule.matches(n)]
+    key = rule.options.get("group_by")
+    groups = _grouped(matched, key) if key else [(n.name,) for n in matched]
+    return [DedicatedStream(rule.name, g) for g in groups]
+
+
+def _pinned(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    matched = tuple(n.name for n in inputs.tasks if rule.matches(n))
+    return [PinnedStream(rule.name, matched, int(rule.options.get("stream", 0)))] if matched \
+        else []
+
+
+def _attached(rule: Rule, inputs: Inputs) -> list[Constraint]:
+    nodes = tuple(n.name for n in inputs.tasks if rule.matches(n) and inputs.requests_attached(n))
+    return [AttachedStreams(rule.name, nodes)] if nodes else []
+
+
+def _grouped(nodes: Iterable[object], key: str | None) -> list[tuple[str, ...]]:
+    """Per graph (GE's passes act per graph), and per `key` attribute value when given."""
     groups: dict[object, list[str]] = defaultdict(list)
     for node in nodes:
         if key is None:
-            groups[None].append(node.name)
-        elif node.has_attr(key):
-            groups[(node.graph, repr(node.attr(key)))].append(node.name)
+            groups[node.graph].append(node.name)  # type: ignore[attr-defined]
+        elif node.has_attr(key):  # type: ignore[attr-defined]
+            groups[(node.graph, repr(node.attr(key)))].append(node.name)  # type: ignore
     return [tuple(g) for g in groups.values()]
 
 
-def _by_graph(nodes: list[Node]) -> list[tuple[str, ...]]:
-    groups: dict[str, list[str]] = defaultdict(list)
-    for node in nodes:
-        groups[node.graph].append(node.name)
-    return [tuple(g) for g in groups.values()]
+FORMS: Mapping[str, Builder | None] = {
+    "cmo-label": _label_rule,
+    "user-stream-label": _label_rule,
+    "stream-label": _label_rule,
+    "mde-group": None,
+    "assign-by-label": _attribute_labels,
+    "independent-stream": _attribute_labels,
+    "assign-by-dependency": _engine_caps,
+    "single-stream": _single_stream,
+    "node-stream-update": None,
+    "parallel-group": _parallel_groups,
+    "allreduce-parallel": None,
+    "skipped-engine": None,
+    "optimize-ineffective": None,
+    "same-stream": _same_stream,
+    "separate-streams": _separate_streams,
+    "dedicated-stream": _dedicated_stream,
+    "mini-dag": None,
+    "compact": None,
+    "pin-stream": _pinned,
+    "attached-streams": _attached,
+    "dynamic-engine-streams": None,
+    "dynamic-renumber": _pinned,
+}
 
-
-def _label_groups(rule: Rule, graph: Graph, nodes: list[Node],
-                  labels: Mapping[str, NodeLabels]) -> list[Constraint]:
-    """Label streams (assign-by-label) or labelled independent streams (independent-stream)."""
-    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for node in nodes:
-        tags = labels[node.name]
-        split = graph.engines.engines[node.engine].independent and not tags.user_stream_label
-        if not tags.stream_label or split != (rule.kind == "independent-stream"):
-            continue
-        engine = node.engine if split else ""
-        groups[(node.graph, engine, tags.stream_label)].append(node.name)
-    return [SameStream(rule.name, tuple(g)) for g in groups.values() if len(g) > 1]
+assert set(FORMS) == set(KINDS), f"kinds without a constraint form: {set(KINDS) ^ set(FORMS)}"
+assert all((FORMS[k] is None) == (spec.constraint == NO_CONSTRAINT)
+           for k, spec in KINDS.items()), "a kind's constraint text and form disagree"

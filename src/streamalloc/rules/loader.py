@@ -22,9 +22,9 @@ import yaml
 
 from streamalloc.errors import RuleSchemaError
 from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
-from streamalloc.rules.kinds import KINDS
+from streamalloc.rules.kinds import KINDS, MATCH_REF
 from streamalloc.rules.model import Rule, RuleSet
-from streamalloc.rules.predicates import compile_match, compile_when
+from streamalloc.rules.predicates import NodePredicate, compile_match, compile_when
 from streamalloc.rules.schema import RULES_SCHEMA
 from streamalloc.validation import explain, first_error
 
@@ -49,6 +49,13 @@ def builtin_rules(name: str) -> RuleSet:
     if name not in builtin_names():
         raise RuleSchemaError(f"unknown rule set {name!r}; shipped: {', '.join(builtin_names())}")
     return _load_text(_builtin_text(name), f"<builtin {name}>", 0)
+
+
+def rule_set(path_or_name: str | Path) -> RuleSet:
+    """A shipped rule set by name, else a rule file."""
+    if str(path_or_name) in builtin_names():
+        return builtin_rules(str(path_or_name))
+    return load_rules(path_or_name)
 
 
 def load_rules(path: str | Path) -> RuleSet:
@@ -136,20 +143,32 @@ def _rule(document: Mapping[str, Any], index: int, source: str) -> tuple[Rule | 
                               f"{', '.join(sorted(KINDS))}")
     options = dict(raw.get("options") or {})
     _check_options(raw["name"], raw["kind"], options, origin)
-    try:
-        match = compile_match(raw.get("match"))
-    except re.error as exc:
-        where = _at(source, document, ["rules", index, "match"])
-        raise RuleSchemaError(f"{where}: rule {raw['name']!r} field 'match': invalid regular "
-                              f"expression: {exc}") from None
+    match = _compiled(raw.get("match"), ["rules", index, "match"], (document, source))
+    option_matches = {key: _compiled(options[key], ["rules", index, "options", key],
+                                     (document, source))
+                      for key, schema in KINDS[raw["kind"]].options.items()
+                      if schema == MATCH_REF and key in options}
     rule = Rule(
         name=raw["name"], kind=raw["kind"], priority=int(raw.get("priority", 0)),
         match=match, when=compile_when(raw.get("when")),
-        options=MappingProxyType(options), match_block=MappingProxyType(raw.get("match") or {}),
+        options=MappingProxyType(options), option_matches=MappingProxyType(option_matches),
+        match_block=MappingProxyType(raw.get("match") or {}),
         when_block=MappingProxyType(raw.get("when") or {}), after=tuple(raw.get("after", ())),
         before=tuple(raw.get("before", ())), description=raw.get("description", ""),
         origin=origin)
     return rule, raw["name"], origin
+
+
+def _compiled(block: Any, where: list[Any], doc: tuple[Mapping[str, Any], str]
+              ) -> NodePredicate:
+    """A match block compiled now, so that a bad regular expression is a load error."""
+    document, source = doc
+    try:
+        return compile_match(block)
+    except re.error as exc:
+        field = ".".join(str(p) for p in where[2:])
+        raise RuleSchemaError(f"{_at(source, document, where)}: {_what(document, where[:2])} "
+                              f"field {field!r}: invalid regular expression: {exc}") from None
 
 
 def _check_options(name: str, kind: str, options: Mapping[str, Any], origin: str) -> None:

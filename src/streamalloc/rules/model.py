@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -10,6 +12,19 @@ from typing import Any
 from streamalloc.ir.graph import Node
 from streamalloc.rules.kinds import KINDS, KindSpec
 from streamalloc.rules.predicates import NodePredicate, OptionPredicate
+
+
+def _canonical(rule: Rule) -> dict[str, Any]:
+    return {"name": rule.name, "kind": rule.kind, "priority": rule.priority,
+            "match": rule.match_block, "when": rule.when_block, "options": rule.options,
+            "after": list(rule.after), "before": list(rule.before)}
+
+
+def _plain(value: Any) -> Any:
+    """Read-only mappings (and tuples inside them) as JSON sees them."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"not JSON: {value!r}")
 
 
 def _empty() -> Mapping[str, Any]:
@@ -26,6 +41,8 @@ class Rule:
     match: NodePredicate
     when: OptionPredicate
     options: Mapping[str, Any] = field(default_factory=_empty)
+    # match-valued options (e.g. separate-streams' `from`), compiled at load like `match`
+    option_matches: Mapping[str, NodePredicate] = field(default_factory=_empty)
     match_block: Mapping[str, Any] = field(default_factory=_empty)
     when_block: Mapping[str, Any] = field(default_factory=_empty)
     after: tuple[str, ...] = ()
@@ -41,6 +58,10 @@ class Rule:
     def matches(self, node: Node) -> bool:
         """Does the rule apply to `node`?"""
         return self.match(node)
+
+    def option_match(self, key: str) -> NodePredicate:
+        """The compiled predicate of a match-valued option."""
+        return self.option_matches[key]
 
     def enabled(self, options: Mapping[str, str]) -> bool:
         """Does the `when:` gate hold for these graph options?"""
@@ -59,6 +80,17 @@ class RuleSet:
     def by_scope(self, scope: str) -> tuple[Rule, ...]:
         """The rules of one scope (label, graph, model), in order."""
         return tuple(r for r in self.rules if r.spec.scope == scope)
+
+    def canonical_text(self) -> str:
+        """The rule set as it runs (rules in order, inherited ones included): sorted JSON."""
+        return json.dumps({"format": "streamalloc.rules/v1", "name": self.name, "flow": self.flow,
+                           "rules": [_canonical(r) for r in self.rules]},
+                          indent=1, sort_keys=True, default=_plain) + "\n"
+
+    @property
+    def digest(self) -> str:
+        """`sha256:` + the hex digest of the canonical text (a plan records it)."""
+        return "sha256:" + hashlib.sha256(self.canonical_text().encode()).hexdigest()
 
     def rule(self, name: str) -> Rule:
         """The rule called `name`."""

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
 from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
-from streamalloc.errors import AllocationInfeasible, LimitExceeded
+from streamalloc.errors import AllocationInfeasible, LimitExceeded, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.sync import activation
 from streamalloc.sync.context import SyncContext
 from streamalloc.sync.generate import Namer, check_pairs, sync_task
 from streamalloc.sync.insert import insert_pairs
 from streamalloc.sync.limits import Limits, limits_of
+from streamalloc.sync.minimal import minimize
 from streamalloc.sync.model import INVALID, SyncMaps, Task
 from streamalloc.sync.multiplexing import multiplex_events
 from streamalloc.sync.numbering import renumber, reuse_multi_dims
@@ -22,9 +25,19 @@ from streamalloc.sync.split import SplitResult, split_streams
 from streamalloc.sync.switch import SwitchState, handle_switches, place_after_graph
 from streamalloc.sync.tasks import collect, task_units
 
+# A7, the elimination of redundant pairs: GE's four optimisations (spec 3), or the transitive
+# reduction of program order + activation + pairs (`minimal`). Everything else is shared.
+ELIMINATION: dict[str, Callable[[SyncContext, SyncMaps], None]] = {
+    "ge": optimize, "minimal": minimize}
+SYNC_STRATEGIES = tuple(ELIMINATION)
 
-def synchronize(graph: Graph, allocation: Allocation) -> SyncPlan:
-    """Events (or notifies), their optimisation and numbering, the split, the task order."""
+
+def synchronize(graph: Graph, allocation: Allocation, sync: str = "ge") -> SyncPlan:
+    """Events (or notifies), their elimination (`sync`: "ge" or "minimal") and numbering, the
+    split, the task order."""
+    if sync not in ELIMINATION:
+        raise UsageError(f"sync strategy {sync!r} is not available; valid: "
+                         f"{', '.join(SYNC_STRATEGIES)}")
     limits = limits_of(graph)
     ctx = SyncContext(graph, {n: a.stream for n, a in allocation.nodes.items()},
                       {n: list(a.attached) for n, a in allocation.nodes.items()})
@@ -33,7 +46,7 @@ def synchronize(graph: Graph, allocation: Allocation) -> SyncPlan:
     notify = graph.option("ge.event") == "notify"
     maps = SyncMaps()
     insert_pairs(ctx, maps)
-    optimize(ctx, maps)
+    ELIMINATION[sync](ctx, maps)
     maps.counter = renumber(maps)
     reuse_multi_dims(ctx, maps)
     if not notify:
@@ -47,8 +60,9 @@ def synchronize(graph: Graph, allocation: Allocation) -> SyncPlan:
     namer = Namer(graph.root.name)
     tasks = place_after_graph(_phase_a_tasks(ctx, (maps, events), notify, namer, extra), made,
                               _graph_parents(graph))
-    return _phase_b(graph, allocation, ctx, tasks,
+    plan = _phase_b(graph, allocation, ctx, tasks,
                     (limits, events, namer, maps, notify, stream_num, switches))
+    return replace(plan, sync=sync)
 
 
 def _graph_parents(graph: Graph) -> dict[str, str | None]:

@@ -49,6 +49,7 @@ class SyncPlan:
     event_count: int
     notify_count: int
     units: Mapping[int, int]
+    sync: str = "ge"  # the elimination strategy: "ge" (spec 3) or "minimal"
 
     def allocation_stream(self, physical: int) -> int:
         """The logical stream a physical stream was split from."""
@@ -66,7 +67,7 @@ class SyncPlan:
             "format": PLAN_FORMAT,
             "graph": alloc.graph,
             "mode": alloc.mode,
-            "rules": alloc.rules,
+            "sync": self.sync,
             "nodes": {name: {"stream": n.stream, "physical_stream": self.physical[name],
                              "attached_streams": list(n.attached), "rule": n.rule}
                       for name, n in alloc.nodes.items()},
@@ -86,4 +87,7 @@ class SyncPlan:
             "sync_nodes": [{"name": n.name, "type": n.type, "stream": n.stream,
                             "event": n.event, "peer": n.peer} for n in self.sync_nodes],
             "summary": alloc.summary(),
+            "options": dict(sorted(alloc.options.items())),
+            "rules": {"name": alloc.rules, "digest": alloc.rules_digest} if alloc.rules_digest
+            else None,
         }

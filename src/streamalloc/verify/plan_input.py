@@ -9,7 +9,7 @@ job and gives violations, not exceptions.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,6 +50,13 @@ class SyncEntry(NamedTuple):
         return SEND_TYPES.get(self.type) or RECV_TYPES.get(self.type)
 
 
+class RulesRef(NamedTuple):
+    """The rule set a plan was made with: its name and the digest of its canonical text."""
+
+    name: str
+    digest: str
+
+
 class EventEntry(NamedTuple):
     """One entry of `events`: the pair between the recording and the waiting node."""
 
@@ -87,6 +94,9 @@ class PlanView:
     logical_stream_count: int | None = None
     tasks: Mapping[int, int] | None = None
     huge_streams: tuple[int, ...] | None = None
+    attached: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    options: Mapping[str, str] | None = None  # the options the plan was made with
+    rules: RulesRef | None = None             # the rule set it was made with
 
     def count(self, space: str) -> int:
         """`event_count` or `notify_count`."""
@@ -123,7 +133,9 @@ def plan_view(data: Any, source: str = "<plan>") -> PlanView:
         logical_stream_count=f.optional_int(data.get("logical_stream_count"),
                                             "logical_stream_count"),
         tasks=_tasks(f, data.get("tasks")),
-        huge_streams=_huge(f, data.get("huge_streams")))
+        huge_streams=_huge(f, data.get("huge_streams")),
+        attached=_attached(f, data["nodes"]), options=_options(f, data.get("options")),
+        rules=_rules(f, data.get("rules")))
 
 
 # Each reader below has a fast path for well-formed entries and falls back to the checking
@@ -228,6 +240,26 @@ def _tasks(f: PlanFields, raw: Any) -> Mapping[int, int] | None:
         return None
     return {f.stream_key(k, f"tasks key {k!r}"): f.int_(v, f"tasks[{k!r}]")
             for k, v in f.obj(raw, "tasks").items()}
+
+
+def _attached(f: PlanFields, nodes: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]]:
+    return {name: f.int_list(entry["attached_streams"], f"nodes[{name!r}].attached_streams")
+            for name, entry in nodes.items() if entry.get("attached_streams")}
+
+
+def _options(f: PlanFields, raw: Any) -> Mapping[str, str] | None:
+    if raw is None:
+        return None
+    return {key: f.text(value, f"options[{key!r}]", empty=True)
+            for key, value in f.obj(raw, "options").items()}
+
+
+def _rules(f: PlanFields, raw: Any) -> RulesRef | None:
+    if raw is None:
+        return None
+    entry = f.obj(raw, "rules")
+    return RulesRef(f.text(entry.get("name"), "rules.name"),
+                    f.text(entry.get("digest"), "rules.digest"))
 
 
 def _huge(f: PlanFields, raw: Any) -> tuple[int, ...] | None:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from streamalloc.ir.graph import Graph
+from streamalloc.rules import RuleSet
 from streamalloc.verify.activation import activation_waits
 from streamalloc.verify.context import Context, make_context
 from streamalloc.verify.dependencies import Dependency, graph_dependencies
@@ -20,19 +21,21 @@ from streamalloc.verify.happens_before import Blocked, SweepResult, sweep
 from streamalloc.verify.limits import check_limits, read_limits
 from streamalloc.verify.plan_input import PlanView, plan_view
 from streamalloc.verify.report import DEFAULT_CAP, VerifyReport, VerifyStats, ViolationLog
+from streamalloc.verify.rules import check_rules
 from streamalloc.verify.structure import check_structure
 from streamalloc.verify.sync_pairs import check_entries, check_ids, collect_ends, pair_waits
 
 
 def verify_plan(graph: Graph, plan: PlanView | Mapping[str, Any], *,
-                cap: int = DEFAULT_CAP) -> VerifyReport:
-    """Check a plan (a PlanView or a plan dict) against its graph; never raises on violations.
+                rules: RuleSet | None = None, cap: int = DEFAULT_CAP) -> VerifyReport:
+    """Check a plan (a PlanView or a plan dict) against its graph, and against the constraint
+    forms of `rules` when given; never raises on violations.
 
     A malformed plan dict raises InputError; a non-integer limit option raises InputError.
     """
     with _gc_paused():
         view = plan if isinstance(plan, PlanView) else plan_view(plan)
-        return _verify(graph, view, cap)
+        return _verify(graph, view, rules, cap)
 
 
 @contextmanager
@@ -52,7 +55,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _verify(graph: Graph, view: PlanView, cap: int) -> VerifyReport:
+def _verify(graph: Graph, view: PlanView, rules: RuleSet | None, cap: int) -> VerifyReport:
     limits = read_limits(graph)
     log = ViolationLog(cap)
     ctx = make_context(graph, view, log)
@@ -64,6 +67,8 @@ def _verify(graph: Graph, view: PlanView, cap: int) -> VerifyReport:
     for task, activators in activation_waits(ctx).items():
         waits[task].extend(activators)
     check_limits(ctx, limits)
+    if rules is not None:
+        check_rules(graph, view, rules, ctx.log)
     deps = graph_dependencies(graph, _graph_tasks(ctx).__contains__)
     result = _order(ctx, waits, deps)
     stats = VerifyStats(

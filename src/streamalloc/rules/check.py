@@ -1,0 +1,166 @@
+"""Whether an allocation satisfies rule constraints: one checker per constraint form, shared by
+the heuristic's own check, the verifier and the tests. Linear in the constrained nodes."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from streamalloc.ir.graph import Graph
+from streamalloc.rules.constraints import (
+    INVALID,
+    AttachedStreams,
+    Constraint,
+    DedicatedStream,
+    DifferentStreams,
+    DisjointGroups,
+    PinnedStream,
+    SameStream,
+    StreamCap,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Logical stream and attached streams per node (INVALID: no stream)."""
+
+    streams: Mapping[str, int]
+    attached: Mapping[str, tuple[int, ...]]
+
+    def stream(self, node: str) -> int:
+        """The node's logical stream, INVALID when it has none."""
+        return self.streams.get(node, INVALID)
+
+
+@dataclass(frozen=True, slots=True)
+class Broken:
+    """A constraint that does not hold: what is wrong and the nodes that break it."""
+
+    constraint: Constraint
+    message: str
+    nodes: tuple[str, ...]
+
+    @property
+    def rule(self) -> str:
+        """The rule that stated the constraint."""
+        return self.constraint.rule
+
+
+def broken(constraints: list[Constraint], graph: Graph, placement: Placement) -> list[Broken]:
+    """The constraints that `placement` breaks, in the given order."""
+    result = []
+    users = _users(placement) if any(isinstance(c, DedicatedStream | AttachedStreams)
+                                     for c in constraints) else {}
+    for constraint in constraints:
+        found = _CHECKS[type(constraint)](constraint, graph, placement, users)
+        if found is not None:
+            result.append(Broken(constraint, *found))
+    return result
+
+
+Found = tuple[str, tuple[str, ...]] | None
+Users = Mapping[int, list[str]]
+
+
+def _users(placement: Placement) -> dict[int, list[str]]:
+    users: dict[int, list[str]] = defaultdict(list)
+    for name, stream in placement.streams.items():
+        if stream != INVALID:
+            users[stream].append(name)
+    return users
+
+
+def _placed(nodes: tuple[str, ...], placement: Placement) -> list[tuple[str, int]]:
+    return [(n, s) for n in nodes if (s := placement.stream(n)) != INVALID]
+
+
+def _same(c: SameStream, _: Graph, placement: Placement, __: Users) -> Found:
+    placed = _placed(c.nodes, placement)
+    if len({s for _, s in placed}) <= 1:
+        return None
+    common = Counter(s for _, s in placed).most_common(1)[0][0]
+    odd = tuple(n for n, s in placed if s != common)
+    where = ", ".join(f"{n} on {s}" for n, s in placed if s != common)
+    return f"nodes must share a stream; most are on stream {common}, but {where}", odd
+
+
+def _different(c: DifferentStreams, _: Graph, placement: Placement, __: Users) -> Found:
+    theirs = {s: n for n, s in _placed(c.second, placement)}
+    clash = [(n, s) for n, s in _placed(c.first, placement) if s in theirs]
+    if not clash:
+        return None
+    n, s = clash[0]
+    return (f"{n} shares stream {s} with {theirs[s]} ({len(clash)} node(s) in all)",
+            tuple(sorted({n for n, _ in clash} | {theirs[s] for _, s in clash})))
+
+
+def _dedicated(c: DedicatedStream, _: Graph, placement: Placement, users: Users) -> Found:
+    placed = _placed(c.nodes, placement)
+    streams = {s for _, s in placed}
+    if len(streams) > 1:
+        return f"nodes must share one stream, found streams {sorted(streams)}", c.nodes
+    if not streams:
+        return None
+    (stream,) = streams
+    own = set(c.nodes)
+    others = [n for n in users.get(stream, ()) if n not in own]
+    if not others:
+        return None
+    return (f"stream {stream} must hold only {', '.join(c.nodes)}, but also holds "
+            f"{', '.join(others[:3])}" + (" ..." if len(others) > 3 else ""),
+            (*c.nodes, *others))
+
+
+def _pinned(c: PinnedStream, _: Graph, placement: Placement, __: Users) -> Found:
+    off = [(n, s) for n, s in _placed(c.nodes, placement) if s != c.stream]
+    if not off:
+        return None
+    where = ", ".join(f"{n} on {s}" for n, s in off[:3])
+    return f"nodes must be on stream {c.stream}: {where}", tuple(n for n, _ in off)
+
+
+def _disjoint(c: DisjointGroups, _: Graph, placement: Placement, __: Users) -> Found:
+    owner: dict[int, tuple[int, str]] = {}
+    for index, group in enumerate(c.groups):
+        for name, stream in _placed(group, placement):
+            first = owner.setdefault(stream, (index, name))
+            if first[0] != index:
+                return (f"{first[1]} and {name} are in different groups but share stream "
+                        f"{stream}", (first[1], name))
+    return None
+
+
+def _cap(c: StreamCap, graph: Graph, placement: Placement, __: Users) -> Found:
+    first: dict[int, str] = {}
+    for node in graph.graph(c.graph).nodes:
+        stream = placement.stream(node.name)
+        if stream != INVALID:
+            first.setdefault(stream, node.name)
+    own = set(c.nodes)
+    opened = sorted((s, n) for s, n in first.items() if n in own)
+    if len(opened) <= c.cap:
+        return None
+    where = ", ".join(f"{s} ({n})" for s, n in opened)
+    return (f"engine {c.engine} may open at most {c.cap} stream(s) in graph {c.graph}, but "
+            f"{len(opened)} begin with its nodes: {where}", tuple(n for _, n in opened))
+
+
+def _attached(c: AttachedStreams, _: Graph, placement: Placement, users: Users) -> Found:
+    for name in c.nodes:
+        if placement.stream(name) == INVALID:
+            continue
+        extra = placement.attached.get(name, ())
+        if not extra:
+            return f"{name} asks for an attached stream but has none", (name,)
+        main = [s for s in extra if s in users]
+        if main:
+            return f"{name}'s attached stream {main[0]} is also a main stream", (name,)
+    return None
+
+
+_CHECKS: Mapping[type, Callable[..., Found]] = {
+    SameStream: _same, DifferentStreams: _different, DedicatedStream: _dedicated,
+    PinnedStream: _pinned, DisjointGroups: _disjoint, StreamCap: _cap,
+    AttachedStreams: _attached,
+}

@@ -1,0 +1,164 @@
+"""What the constraint forms read: the enabled rules, final stream labels and who set them,
+the nodes that later GE passes may move, and GE's engine partition (for the engine caps)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from streamalloc.ir.attached import DISABLE, requests
+from streamalloc.ir.clusters import is_data_like
+from streamalloc.ir.engines import Engine
+from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.labels import NodeLabels
+from streamalloc.ir.partition import GraphPartition, auto_multistream_mode, partition_model
+from streamalloc.rules import labelling
+from streamalloc.rules.model import Rule, RuleSet
+
+LABEL_KINDS = frozenset({"cmo-label", "user-stream-label", "stream-label"})
+# user policies that move matched nodes after GE's passes placed them
+_MOVING_POLICIES = frozenset({"same-stream", "separate-streams", "dedicated-stream",
+                              "pin-stream"})
+_NO_DAG_MODES = ("", "cv", "default")
+RTS_LABEL = "_rts_label_node"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelGroup:
+    """Nodes that assign-by-label (and independent-stream) put on one stream."""
+
+    nodes: tuple[str, ...]
+    rules: frozenset[str]  # label rules that set a member's final label
+    independent: bool      # split off per independent engine
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One graph under one rule set, as the constraint builders read it."""
+
+    graph: Graph
+    flow: str
+    enabled: tuple[Rule, ...]
+    labels: Mapping[str, NodeLabels]
+    label_rule: Mapping[str, str]
+    known_partitions: Mapping[str, GraphPartition] | None = None
+
+    @classmethod
+    def of(cls, rules: RuleSet, graph: Graph,
+           partitions: Mapping[str, GraphPartition] | None = None) -> Inputs:
+        """Enabled rules (their `when:` holds) and the labels after the label rules;
+        `partitions`: GE's partition under those labels when the caller has it already."""
+        enabled = tuple(r for r in rules.rules if r.enabled(graph.options))
+        labels: Mapping[str, NodeLabels] = labelling.initial_labels(graph)
+        setter: dict[str, str] = {}
+        for rule in (r for r in enabled if r.kind in LABEL_KINDS):
+            new = labelling.apply(rule, graph, labels)
+            setter.update((n, rule.name) for n, v in new.items() if v != labels[n])
+            labels = new
+        return cls(graph, rules.flow, enabled, labels, setter, partitions)
+
+    @cached_property
+    def tasks(self) -> tuple[Node, ...]:
+        """Nodes that may issue tasks (data-like sources excluded), in T-order."""
+        return tuple(n for n in self.graph.all_nodes() if not is_data_like(n))
+
+    def engine(self, node: Node) -> Engine:
+        """The node's engine entry."""
+        return self.graph.engines.engines[node.engine]
+
+    @staticmethod
+    def rts_label(node: Node) -> bool:
+        """GE's RTS label nodes take the default stream, not their subgraph's (spec 2.6)."""
+        return node.has_attr(RTS_LABEL)
+
+    def kinds(self, kind: str) -> list[Rule]:
+        """The enabled rules of one kind."""
+        return [r for r in self.enabled if r.kind == kind]
+
+    @cached_property
+    def dag_active(self) -> bool:
+        """The DAG allocator replaces the engine-based streams (spec 6)."""
+        return bool(self.kinds("mini-dag")) and \
+            auto_multistream_mode(self.graph) not in _NO_DAG_MODES
+
+    @cached_property
+    def moved(self) -> frozenset[str]:
+        """Nodes a later pass may take off the stream the earlier passes gave them."""
+        found = {n.name for rule in self.kinds("parallel-group") for n in self.tasks
+                 if rule.matches(n)}
+        for rule in self.kinds("allreduce-parallel"):
+            found |= _data_descendants(self.graph, [n for n in self.tasks if rule.matches(n)])
+        found |= {n.name for kind in _MOVING_POLICIES for rule in self.kinds(kind)
+                  for n in self.tasks if rule.matches(n)}
+        return frozenset(found)
+
+    @cached_property
+    def partitions(self) -> Mapping[str, GraphPartition]:
+        """GE's engine partition under these labels."""
+        if self.known_partitions is not None:
+            return self.known_partitions
+        return partition_model(self.graph, self.labels)
+
+    def dependency_nodes(self, rule: Rule) -> dict[tuple[str, str], tuple[tuple[str, ...], int]]:
+        """(graph, engine) -> (nodes assign-by-dependency places and nothing moves, the cap)."""
+        found: dict[tuple[str, str], list[str]] = defaultdict(list)
+        caps: dict[tuple[str, str], int] = {}
+        for graph, partition in self.partitions.items():
+            for sg in partition.subgraphs:
+                if sg.stream_label or sg.engine.independent or sg.engine.skip_assign_stream:
+                    continue
+                nodes = [self.graph.node(n) for n in sg.nodes]
+                if not all(rule.matches(n) for n in nodes):
+                    continue
+                key = (graph, sg.engine_name)
+                caps[key] = sg.max_parallel_num
+                found[key] += [n.name for n in nodes
+                               if n.name not in self.moved and not self.rts_label(n)]
+        return {k: (tuple(v), caps[k]) for k, v in found.items() if v}
+
+    def requests_attached(self, node: Node) -> bool:
+        """Static flow: the node asks for at least one attached stream (spec 5.1)."""
+        if self.flow != "static" or node.has_attr(DISABLE):
+            return False
+        return any(count > 0 for _, _, count in requests(self.graph, node, 0))
+
+    @cached_property
+    def label_groups(self) -> tuple[LabelGroup, ...]:
+        """Per graph and label (and independent engine): the nodes assign-by-label joins."""
+        by_label = self.kinds("assign-by-label")
+        if self.flow != "static" or not by_label or self.dag_active:
+            return ()
+        split_rules = self.kinds("independent-stream")
+        groups: dict[tuple[str, str, str], list[Node]] = defaultdict(list)
+        for node in self.tasks:
+            tags = self.labels[node.name]
+            if not tags.stream_label or node.name in self.moved or self.rts_label(node) \
+                    or not all(r.matches(node) for r in by_label):
+                continue
+            split = self.engine(node).independent and not tags.user_stream_label \
+                and any(r.matches(node) for r in split_rules)
+            groups[(node.graph, node.engine if split else "", tags.stream_label)].append(node)
+        return tuple(LabelGroup(tuple(n.name for n in members),
+                                frozenset(self.label_rule[n.name] for n in members
+                                          if n.name in self.label_rule), bool(engine))
+                     for (_, engine, _), members in groups.items())
+
+
+def _data_descendants(graph: Graph, sources: list[Node]) -> set[str]:
+    found: set[str] = set()
+    stack = [n.name for n in sources if _fusion(n) > 0]
+    while stack:
+        node = graph.node(stack.pop())
+        for consumer in graph.graph(node.graph).consumers.get(node.name, ()):
+            if consumer.node not in found:
+                found.add(consumer.node)
+                stack.append(consumer.node)
+    return found
+
+
+def _fusion(node: Node) -> int:
+    """GE moves successors only of fused AllReduce nodes (`fusion` > 0, spec 2.8)."""
+    value = node.attr("fusion", -1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1

@@ -1,0 +1,162 @@
+"""Minimal elimination (`--sync minimal`), in place of GE's optimisations of step A7.
+
+Keeps exactly the dependency pairs that are edges of the transitive reduction of
+H = program order of each logical stream (T-order) + activation (activator before the first node
+of each stream it starts) + the pairs of insertion (spec 2.1-2.3). Among event sets that add no
+ordering H does not imply, that is the unique minimum: a reduction edge u->v has no other path
+in H, so every such set must hold it. Hence GE's Phase A pairs contain these whenever GE's plan
+is valid under the same orderings, and minimal never needs more of them. (The final counts also
+hold the split, loop and attached events, which both strategies get from the shared later steps.)
+
+Reachability is per node a vector over streams: reach[v][s] = the highest position on stream s
+of a node that reaches v (chain decomposition; nodes in T-order). A pair u->v is redundant iff
+another direct predecessor w of v (program predecessor, activator, other pair source) has
+reach[w][stream(u)] >= pos(u). Vectors are kept per stream (the running row) and copied only
+for nodes a later node reads, until their last reader: O(N + E*S) time, O(S^2 + live*S) memory.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from streamalloc.sync.context import SyncContext
+from streamalloc.sync.model import INVALID, SyncMaps
+from streamalloc.sync.switch import SwitchState, handle_switches
+
+Pair = tuple[int, str, str]  # (sync id, sender, receiver)
+
+
+def minimize(ctx: SyncContext, maps: SyncMaps) -> None:
+    """Remove every inserted pair that program order, activation or other pairs imply."""
+    pairs = _pairs(ctx, maps)
+    keep = _Sweep(ctx, pairs, activation_edges(ctx)).run()
+    for x, u, v in pairs:
+        if x not in keep:
+            maps.remove(x, u, v)
+
+
+def _pairs(ctx: SyncContext, maps: SyncMaps) -> list[Pair]:
+    """Inserted pairs in insertion order (ids ascend with insertion, spec 2.4)."""
+    senders, receivers = maps.senders(), maps.receivers()
+    return [(x, senders[x], receivers[x]) for x in sorted(senders)]
+
+
+@dataclass
+class _Sweep:
+    """One pass over T-order keeping running reach rows per stream."""
+
+    ctx: SyncContext
+    pairs: list[Pair]
+    activators: dict[str, list[str]]
+    keep: set[int] = field(default_factory=set)
+    snaps: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        used = sorted({s for s in self.ctx.stream.values() if s != INVALID})
+        self.col = {s: i for i, s in enumerate(used)}
+        self.rows = np.full((len(used), len(used)), -1, dtype=np.int32)
+        self.pos: dict[str, int] = {}
+        self.incoming: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        ids = self.ctx.ids
+        for x, u, v in self.pairs:
+            # A loop back edge (NextIteration -> Merge) points backwards in T-order: it orders
+            # the next iteration, which the loop's restart already does (the verifier and the
+            # emulator exempt it), and no one-pass order can carry it; it gets no event.
+            if ids[u] < ids[v]:
+                self.incoming[v].append((x, u))
+        self.readers = Counter(u for ins in self.incoming.values() for _, u in ins)
+        self.readers.update(a for acts in self.activators.values() for a in acts)
+
+    def run(self) -> set[int]:
+        """The ids of the pairs to keep."""
+        count = [0] * len(self.col)
+        for name in self.ctx.order:
+            s = self.ctx.stream[name]
+            if s == INVALID:
+                continue
+            k = self.col[s]
+            self.pos[name] = count[k]
+            count[k] += 1
+            self._visit(name, k)
+        return self.keep
+
+    def _visit(self, v: str, k: int) -> None:
+        row = self.rows[k]  # reach of v's program predecessor, updated in place to v's
+        incoming, acts = self.incoming.get(v, []), self.activators.get(v, [])
+        if incoming:
+            self._choose(row, incoming, acts)
+        for w in [*(u for _, u in incoming), *acts]:
+            np.maximum(row, self.snaps[w], out=row)
+            self._release(w)
+        row[k] = self.pos[v]
+        if self.readers[v]:
+            self.snaps[v] = row.copy()
+
+    def _choose(self, row: np.ndarray, incoming: list[tuple[int, str]], acts: list[str]) -> None:
+        """Keep the pairs into v that no other direct predecessor of v implies."""
+        latest: dict[int, tuple[int, str]] = {}
+        for x, u in incoming:  # per source stream only the latest source can matter
+            c = self.col[self.ctx.stream[u]]
+            if c not in latest or self.pos[u] > self.pos[latest[c][1]]:
+                latest[c] = (x, u)
+        cols = np.array(list(latest), dtype=np.intp)
+        sources = list(latest.values())
+        own = np.array([self.pos[u] for _, u in sources], dtype=np.int32)
+        best = row[cols].copy()  # the program predecessor
+        for a in acts:
+            np.maximum(best, self.snaps[a][cols], out=best)
+        if len(sources) > 1:  # the other sources; a source never implies its own pair
+            others = np.stack([self.snaps[u][cols] for _, u in sources])
+            np.fill_diagonal(others, -1)
+            np.maximum(best, others.max(axis=0), out=best)
+        self.keep.update(x for (x, _), b, p in zip(sources, best, own, strict=True) if b < p)
+
+    def _release(self, w: str) -> None:
+        self.readers[w] -= 1
+        if not self.readers[w]:
+            del self.snaps[w]
+
+
+def activation_edges(ctx: SyncContext) -> dict[str, list[str]]:
+    """First node of an activated stream -> the activators it starts after, as the verifier
+    credits them: never the loop activator (it restarts streams; the first iteration starts
+    with the model), never an activator later in T-order than the stream's first node."""
+    first: dict[int, str] = {}
+    for name in ctx.order:
+        if ctx.stream[name] != INVALID:
+            first.setdefault(ctx.stream[name], name)
+    edges: dict[str, list[str]] = defaultdict(list)
+    for a, streams in sorted(_final_lists(ctx).items(), key=lambda i: ctx.ids[i[0]]):
+        own = ctx.stream[a]
+        if own == INVALID or ctx.node(a).attr("is_loop_active") is True:
+            continue
+        for s in dict.fromkeys(streams):
+            f = first.get(s)
+            if f is not None and s != own and ctx.ids[a] < ctx.ids[f]:
+                edges[f].append(a)
+    return edges
+
+
+def _final_lists(ctx: SyncContext) -> dict[str, list[int]]:
+    """Activation lists of graph nodes as the plan will carry them after switch handling (6.3),
+    run here on a scratch copy: a switch whose label covers several streams activates them
+    through a new StreamActive (counted as the switch's own activation), and its list is then
+    overwritten, so its single-stream labels are no longer activated by it (GE quirk). Using the
+    lists of 6.1/6.2 as they stand would credit orderings the final plan does not have."""
+    scratch = copy.copy(ctx)
+    scratch.active_stream_list = dict(ctx.active_stream_list)
+    scratch.activated_streams = set(ctx.activated_streams)
+    scratch.generated = {}
+    base = 1 + max([*ctx.stream.values(), *(a for v in ctx.attached.values() for a in v), 0])
+    made = {t.stream: t.name for t in handle_switches(scratch, SwitchState(), base)}
+
+    def through_made(s: int) -> list[int]:
+        """A made StreamActive's stream stands for the streams it activates."""
+        return scratch.active_stream_list[made[s]] if s in made else [s]
+
+    return {name: [t for s in streams for t in through_made(s)]
+            for name, streams in scratch.active_stream_list.items() if name in ctx.ids}
