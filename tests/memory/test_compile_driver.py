@@ -16,10 +16,10 @@ from streamalloc.memory import (
 from streamalloc.memory.codes import U64_MAX
 from streamalloc.memory.compile_driver import (
     assign_static_memory,
+    assign_variable_attrs,
     available_memory,
     check_build_memory,
 )
-from streamalloc.memory.var_attrs import assign_variable_attrs
 
 BASE = 34359738368
 

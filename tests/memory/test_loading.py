@@ -39,7 +39,7 @@ def test_rdma_variables_get_pool_memory() -> None:
                 "attrs": {"_output_memory_type": 1}}])
     memory = EmulatedMemory(rdma_pool_size=4096)
     loaded = load_into_device(variable_plan(g), memory)
-    assert memory.device(0).rdma.block_of(loaded.address("r")) is not None
+    assert memory.device(0).rdma.block_of(loaded.address("r")) == (loaded.address("r"), 64)
     assert loaded.allocated_bytes == {"HBM": 0, "RDMA_HBM": 64, "HOST": 0}
     with pytest.raises(VarMemoryExhausted, match="RDMA_HBM pool"):
         load_into_device(variable_plan(g), EmulatedMemory())
@@ -68,7 +68,7 @@ class _Regions:
 
 
 def test_plan_loader_for_the_emulator() -> None:
-    from streamalloc.memory.emu_loader import PlanLoader
+    from streamalloc.memory.loading import PlanLoader
     same = {"value": weight(b"a" * 16)}
     g = build([
         {"name": "a", "type": "Constant", "outputs": [F32_4], "attrs": same},

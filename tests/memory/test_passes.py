@@ -7,7 +7,7 @@ from memory.graphs import Spec, build, tensor
 
 from streamalloc.ir.graph import DataInput, Graph, Node
 from streamalloc.memory import MemType, Status, VarDesc, VarGraphError, VarManager, VarManagerPool
-from streamalloc.memory.ge_codes import NC1HWC0, ND
+from streamalloc.memory.codes import NC1HWC0, ND
 from streamalloc.memory.passes import (
     VAR_PASSES,
     VariableOpPass,

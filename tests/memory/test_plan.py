@@ -13,8 +13,13 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.memory import VarGraphError, VarMemoryExhausted
 from streamalloc.memory.codes import GIB
-from streamalloc.memory.command import vars_command
-from streamalloc.memory.plan import plan_json_text, plan_text, plan_to_json, variable_plan
+from streamalloc.memory.plan import (
+    plan_json_text,
+    plan_text,
+    plan_to_json,
+    variable_plan,
+    vars_command,
+)
 
 BASE = 34359738368
 

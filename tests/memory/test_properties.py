@@ -24,8 +24,7 @@ from streamalloc.memory import (
     VarOp,
     Weight,
 )
-from streamalloc.memory.codes import GIB
-from streamalloc.memory.ge_codes import size_by_dtype
+from streamalloc.memory.codes import GIB, size_by_dtype
 
 NAMES = ["a", "b", "c", "v1", "v11", "w"]
 WEIGHTS = [b"\1\2\3\4", b"\1\2\3\4\5\6\7\10", b"\0" * 4]

@@ -91,6 +91,8 @@ def check_invariants(plan: VariablePlan, doc: dict[str, Any]) -> None:
 
 def test_all_seventeen_models() -> None:
     assert len(MODELS) == 17
+    # One golden per model: none missing, none stale.
+    assert sorted(p.name for p in GOLDENS.iterdir()) == sorted(f"{m.stem}.vars" for m in MODELS)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])

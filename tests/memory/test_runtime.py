@@ -47,9 +47,11 @@ def test_policy_1_uses_only_the_huge_page_allocator() -> None:
 def test_policy_1_failing_huge_pages_keeps_the_allocator() -> None:
     manager, memory = setup("1", rejected=(HUGE_PAGE,))
     logical = manager.assign_var_mem("v", None, VarDesc(size=24), HBM)
-    manager.init_expandable_memory_allocator(ExpandableAllocator(memory, page_size=HUGE_PAGE))
+    allocator = ExpandableAllocator(memory, page_size=HUGE_PAGE)
+    assert manager.init_expandable_memory_allocator(allocator)
     assert manager.get_var_memory_addr(logical, HBM) is None
-    assert manager.allocator is not None
+    assert manager.allocator is allocator and allocator.page_size == HUGE_PAGE
+    assert allocator.mapped_bytes == 0 and memory.used() == 0  # no fallback to normal memory
 
 
 @pytest.mark.parametrize("policy", ["2", ""])
@@ -95,7 +97,9 @@ def test_device_table_sync_keeps_existing_addresses() -> None:
     manager.update_dev_var_mgr_info(0)
     info = manager.get_var_mgr_info(0, first)
     assert info is not None and info.device is not None and address == info.device + 512
-    assert manager.get_var_mgr_info(0, second) is not None
+    added = manager.get_var_mgr_info(0, second)  # the sync adds the row, without an address yet
+    assert added is not None
+    assert (added.logical, added.desc.size, added.device) == (second, 24, None)
 
 
 def test_init_value_mismatch_keeps_the_allocation() -> None:
@@ -145,8 +149,8 @@ def test_rdma_and_host_variables() -> None:
     manager.set_mem_manager(memory := EmulatedMemory(rdma_pool_size=4096))
     rdma = manager.assign_var_mem("r", None, VarDesc(size=100), MemType.RDMA_HBM)
     host = manager.assign_var_mem("h", None, VarDesc(size=100), MemType.HOST)
-    assert memory.device(0).rdma.block_of(rdma) is not None
-    assert memory.host.block_of(host) is not None and memory.read(host, 100) == bytes(100)
+    assert memory.device(0).rdma.block_of(rdma) == (rdma, 100)
+    assert memory.host.block_of(host) == (host, 100) and memory.read(host, 100) == bytes(100)
     assert manager.get_var_mem_size(MemType.RDMA_HBM) == manager.get_var_mem_size(MemType.HOST)
     assert manager.get_var_memory_addr(rdma, MemType.RDMA_HBM) == rdma
     with pytest.raises(VarManagerError) as err:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from streamalloc.ir.proto import var_manager_pb2 as pb
 from streamalloc.memory import MemType, TransStep, VarDesc, VarManager, VarManagerPool, VarOp
-from streamalloc.memory.ge_codes import NC1HWC0, ND
-from streamalloc.memory.model_cache import check_model_cache, var_match_info
+from streamalloc.memory.codes import NC1HWC0, ND
+from streamalloc.memory.desc import desc_from_proto, desc_to_proto
 from streamalloc.memory.passes import RebuildStateCtrl
-from streamalloc.memory.proto_desc import desc_from_proto, desc_to_proto
-from streamalloc.memory.serialize import deserialize_pool, serialize_pool
+from streamalloc.memory.serialize import (
+    check_model_cache,
+    deserialize_pool,
+    serialize_pool,
+    var_match_info,
+)
 
 HBM = MemType.HBM
 
@@ -40,7 +44,8 @@ def test_deserialize_merges_and_keeps_existing_entries() -> None:
     dst.deserialize(info)
     resource = dst.require_resource()
     assert resource.cur_desc_by_name["v"].shape == (9,)  # existing entry wins
-    assert resource.get_trans_road("v") is not None
+    assert list(resource.get_trans_road("v") or []) == [
+        TransStep("Cast", VarDesc(), VarDesc(dtype=1))]  # taken: dst had none
     assert dst.get_var_mem_size(HBM) == 1536  # overwritten, not merged
     assert dst.session_id == 2 and dst.device_id == 3  # identity kept: it had a resource
 
@@ -106,7 +111,7 @@ def test_model_cache_match() -> None:
 
 def test_shared_content_reaches_the_receivers_device() -> None:
     from streamalloc.memory import EmulatedMemory
-    from streamalloc.memory.shared_content import receive_shared_content, shared_content
+    from streamalloc.memory.serialize import receive_shared_content, shared_content
     sender = manager(VarManagerPool(), 0)
     logical = sender.assign_var_mem("w", None, VarDesc(size=16), HBM)
     message = shared_content(0, "w", b"w" * 16, logical - sender.var_mem_logic_base,
@@ -121,7 +126,7 @@ def test_shared_content_reaches_the_receivers_device() -> None:
 
 
 def test_pending_conversion_on_load() -> None:
-    from streamalloc.memory.rt_manager import take_pending_conversions
+    from streamalloc.memory.runtime import take_pending_conversions
     m = manager(VarManagerPool(), 0)
     m.assign_var_mem("v", None, VarDesc(size=8), HBM)
     m.set_allocated_graph_id("v", 1)

@@ -24,10 +24,9 @@ from streamalloc.memory import (
     Weight,
     var_key,
 )
-from streamalloc.memory.codes import GIB
+from streamalloc.memory.assignment import MemResource
+from streamalloc.memory.codes import FLOAT, GIB, NCHW, ND, UINT8
 from streamalloc.memory.desc import round_compile_size
-from streamalloc.memory.ge_codes import FLOAT, NCHW, ND, UINT8
-from streamalloc.memory.mem_resource import MemResource
 from streamalloc.memory.plan import plan_to_json, variable_plan
 
 HBM = MemType.HBM

@@ -20,8 +20,7 @@ from memory.varcase_values import Evaluator
 
 from streamalloc.ir.proto import var_manager_pb2 as pb
 from streamalloc.memory import MemType, Status, VarDesc, VarManager, VarResource
-from streamalloc.memory.codes import FRONT_GUARD
-from streamalloc.memory.ge_codes import dtype_code, format_code
+from streamalloc.memory.codes import FRONT_GUARD, dtype_code, format_code
 
 WHEN = re.compile(r"^(.*?)\s+\(?(before|after|at) (s\d+)\)?$")
 ENTRY = re.compile(r"^(\w+):? (key / offset / logical|key / logical|offset / logical|logical)"

@@ -15,8 +15,8 @@ from memory.varcase_exec import CaseRun, _num
 from memory.varcase_values import is_none, parse_mem_type
 
 from streamalloc.memory import MemType, RtVarInfo
-from streamalloc.memory.mem_resource import new_mem_resource
-from streamalloc.memory.records import DevVarInfo
+from streamalloc.memory.assignment import new_mem_resource
+from streamalloc.memory.tables import DevVarInfo
 
 
 def _drop_resource(run: CaseRun, step: dict[str, Any]) -> None:

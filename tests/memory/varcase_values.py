@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamalloc.memory import InitValue, MemType, VarDesc, VarOp, Weight
-from streamalloc.memory.ge_codes import dtype_code, format_code
+from streamalloc.memory.codes import dtype_code, format_code
 
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
          "eight": 8, "nine": 9, "ten": 10}

@@ -1,41 +1,47 @@
 """Variable memory management: GE's variable manager, its passes, serialization and plans.
 
-Layers, bottom up:
+Modules, bottom up (the API names are the specification's, ge-variable-memory.md appendix A):
 
-* descriptors and keys (`desc`), GE codes (`codes`, `ge_codes`), statuses and errors (`status`);
-* the session-scoped manager (`VarManager`) with its resource (`VarResource`) and memory
-  resources, pooled per session (`VarManagerPool`), the V1 runtime manager (`rt_manager`);
-* runtime address resolution over emulated device memory (`runtime_addr`, `device`);
-* serialization to var_manager.proto (`serialize`);
-* the compile-time driver and the variable plan of a graph (`compile_driver`, `plan`), the
-  `vars` command (`command`), and loading a plan into emulated device memory (`loading`; the
-  emulator's `VariableLoader` adapter is `emu_loader.PlanLoader`);
-* the graph passes (`passes`) and FileConstant external weights (`file_constant`).
-
-The API names are the specification's (ge-variable-memory.md, appendix A).
+* `codes`: GE's codes and constants: memory types, statuses and their exceptions, format and
+  dtype numbers, sizes and limits;
+* `desc`: tensor and op descriptors, their compile-time size, from graph IR and to/from proto;
+* `tables`: the variable key and the rows of the resource's tables;
+* `resource`: `VarResource`, one session's tables and the operations on them;
+* `assignment`: memory resources per memory type and assigning / restoring variable memory;
+* `runtime`: runtime address resolution over emulated device memory, the V1 runtime manager;
+* `serialize`: var_manager.proto messages: managers, pools, shared content, model-cache matching;
+* `manager`: `VarManager`, `VarManagerPool` (created and passed in by whoever needs one: there is
+  no process-wide pool) and the `GeContext` options it carries;
+* `device`: emulated device memory and the expandable allocator;
+* `compile_driver`: static memory for a graph's variables, then ref and variable attributes;
+* `plan`: the variable plan of a graph and the `vars` command;
+* `loading`: a plan loaded into emulated device memory, the emulator's `PlanLoader`;
+* `file_constant`: FileConstant external weights; `passes`: the variable graph passes.
 """
 
-from streamalloc.memory.codes import MemType
-from streamalloc.memory.command import vars_command
-from streamalloc.memory.context import GeContext
-from streamalloc.memory.desc import InitValue, VarDesc, VarOp, Weight, var_key
-from streamalloc.memory.device import EmulatedMemory, ExpandableAllocator
-from streamalloc.memory.emu_loader import PlanLoader
-from streamalloc.memory.loading import LoadedVariable, LoadedVariables, load_into_device
-from streamalloc.memory.manager import VarManager
-from streamalloc.memory.plan import PlannedVariable, VariablePlan, plan_to_json, variable_plan
-from streamalloc.memory.pool import VarManagerPool, default_pool
-from streamalloc.memory.records import BroadcastInfo, DevVarInfo, TransStep, VarAddr
-from streamalloc.memory.resource import VarResource
-from streamalloc.memory.rt_manager import RtVarInfo, RuntimeVarManager, RuntimeVarManagerPool
-from streamalloc.memory.serialize import deserialize, serialize
-from streamalloc.memory.status import (
+from streamalloc.memory.codes import (
+    MemType,
     Status,
     VarGraphError,
     VarManagerError,
     VarMemoryExhausted,
     VarOptionsInvalid,
 )
+from streamalloc.memory.desc import InitValue, VarDesc, VarOp, Weight
+from streamalloc.memory.device import EmulatedMemory, ExpandableAllocator
+from streamalloc.memory.loading import LoadedVariable, LoadedVariables, PlanLoader, load_into_device
+from streamalloc.memory.manager import GeContext, VarManager, VarManagerPool
+from streamalloc.memory.plan import (
+    PlannedVariable,
+    VariablePlan,
+    plan_to_json,
+    variable_plan,
+    vars_command,
+)
+from streamalloc.memory.resource import VarResource
+from streamalloc.memory.runtime import RtVarInfo, RuntimeVarManager, RuntimeVarManagerPool
+from streamalloc.memory.serialize import deserialize, serialize
+from streamalloc.memory.tables import BroadcastInfo, DevVarInfo, TransStep, VarAddr, var_key
 
 __all__ = [
     "BroadcastInfo", "DevVarInfo", "EmulatedMemory", "ExpandableAllocator", "GeContext",
@@ -43,6 +49,6 @@ __all__ = [
     "RtVarInfo", "RuntimeVarManager", "RuntimeVarManagerPool", "Status", "TransStep", "VarAddr",
     "VarDesc", "VarGraphError", "VarManager", "VarManagerError", "VarManagerPool",
     "VarMemoryExhausted", "VarOp", "VarOptionsInvalid", "VarResource", "VariablePlan", "Weight",
-    "default_pool", "deserialize", "load_into_device", "plan_to_json", "serialize",
-    "var_key", "variable_plan", "vars_command",
+    "deserialize", "load_into_device", "plan_to_json", "serialize", "var_key", "variable_plan",
+    "vars_command",
 ]

@@ -1,10 +1,23 @@
-"""What the variable manager knows about a tensor and an op, and the variable key.
+"""What the variable manager knows about a tensor and an op, and their other forms.
 
 `VarDesc` is the subset of GE's `GeTensorDesc` that matters here (spec 1.2): dims, format and
 dtype as GE's integer codes, origin format and shape, the recorded size (0 when never set) and
 the optional `_init_value` tensor. `VarOp` is the subset of an `OpDesc`: name, type, output
 descriptors, the `value` weight, plain attributes and output offsets. Both are immutable; GE's
 in-place edits (renewing a format, writing output offsets) produce new values here.
+
+Conversions:
+
+* from graph IR (`desc_from_tensor`, `op_from_node`): our tensor descriptions name formats and
+  dtypes (`NCHW`, `float32`); a missing format is GE's default ND, a missing dtype FLOAT, and a
+  missing shape a scalar (a GE ShapeDef without dims, as 00017's scalar Consts are dumped).
+  Origin format and shape come from the `origin_format` / `origin_shape` tensor attributes;
+* the compile-time size GE records for output 0 (spec 4.1, `compile_size`, `sized_op`);
+* to and from `ge.proto.TensorDescriptor`, the descriptor form inside var_manager.proto, written
+  the way GE serializes a `GeTensorDesc`: dtype as the proto `DataType` enum, the format as the
+  `layout` name, dims in `shape`, the recorded size in `size`, and origin format / shape,
+  `_init_value` and `_inner_offset` as tensor attributes. Every field is carried, so
+  `desc_from_proto(desc_to_proto(d)) == d`.
 """
 
 from __future__ import annotations
@@ -12,9 +25,37 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Any
 
-from streamalloc.memory.codes import COMPILE_ALIGN, DEFAULT_PADDING
-from streamalloc.memory.ge_codes import FLOAT, ND, tensor_bytes
+from streamalloc.ir.attrs import AttrValue, TensorValue
+from streamalloc.ir.dtypes import DTYPE_TO_GE_PROTO, GE_PROTO_DTYPE
+from streamalloc.ir.graph import Node
+from streamalloc.ir.proto import ge_ir_pb2
+from streamalloc.ir.tensor import TensorDesc
+from streamalloc.memory.codes import (
+    COMPILE_ALIGN,
+    CONSTANT,
+    DEFAULT_PADDING,
+    DTYPE_CODES,
+    FILE_CONSTANT,
+    FLOAT,
+    ND,
+    STRING,
+    UNDEFINED_DTYPE,
+    Status,
+    VarGraphError,
+    dtype_code,
+    dtype_name,
+    fail,
+    format_code,
+    format_name,
+    tensor_bytes,
+)
+
+ORIGIN_FORMAT = "origin_format"
+ORIGIN_SHAPE = "origin_shape"
+INIT_VALUE = "_init_value"
+INNER_OFFSET = "_inner_offset"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,17 +143,7 @@ class VarOp:
         return replace(self, output_offsets=tuple(offsets))
 
 
-def var_key(name: str, desc: VarDesc, batch_key_map: Mapping[str, str] | None = None) -> str:
-    """GE's variable key: mapped name, format number, "_", dtype number (spec 1.3).
-
-    There is no separator between the name and the format number (GE's documents show one;
-    the code has none, spec 19), and the shape is not part of the key.
-
-    >>> var_key("global_step", VarDesc()), var_key("const1", VarDesc(dtype=4))
-    ('global_step2_0', 'const12_4')
-    """
-    mapped = (batch_key_map or {}).get(name, name)
-    return f"{mapped}{desc.format}_{desc.dtype}"
+# ---- compile-time size (spec 4.1) ---------------------------------------------------------
 
 
 def round_compile_size(raw_bytes: int, padding: int = DEFAULT_PADDING) -> int:
@@ -132,3 +163,144 @@ def raw_tensor_bytes(desc: VarDesc) -> int | None:
     count is the product of the dims for every format.
     """
     return tensor_bytes(desc.elements(), desc.dtype)
+
+
+def compile_size(op: VarOp, desc: VarDesc, padding: int = DEFAULT_PADDING) -> int:
+    """The size the compiler records for output 0 before asking for memory (spec 4.1).
+
+    STRING tensors have no fixed element size: a Constant uses its weight's byte length, a
+    FileConstant its `length` attr (both then rounded like any tensor; see the README).
+    """
+    raw = _string_bytes(op) if desc.dtype == STRING else raw_tensor_bytes(desc)
+    if raw is None:
+        fail(Status.PARAM_INVALID, f"node {op.name!r}: cannot size output 0 of dtype code "
+                                   f"{desc.dtype}", VarGraphError)
+    return round_compile_size(raw, padding)
+
+
+def _string_bytes(op: VarOp) -> int | None:
+    if op.type == CONSTANT and op.weight is not None and op.weight.data is not None:
+        return len(op.weight.data)
+    if op.type == FILE_CONSTANT and "length" in op.attrs:
+        return op.int_attr("length")
+    return None
+
+
+def sized_op(op: VarOp, padding: int = DEFAULT_PADDING) -> VarOp:
+    """The op with output 0's recorded size set and all output offsets reset to 0 (spec 14)."""
+    first = op.outputs[0].with_size(compile_size(op, op.outputs[0], padding))
+    return replace(op, outputs=(first, *op.outputs[1:]), output_offsets=(0,) * len(op.outputs))
+
+
+# ---- from graph IR ----------------------------------------------------------------------------
+
+
+def _code(convert: Any, value: Any, where: str) -> int:
+    try:
+        return int(convert(value))
+    except ValueError as exc:
+        fail(Status.PARAM_INVALID, f"{where}: {exc}", VarGraphError)
+
+
+def desc_from_tensor(tensor: TensorDesc, where: str) -> VarDesc:
+    """The VarDesc of a tensor description; `where` names it in errors ("node w output 0")."""
+    shape = tensor.shape or ()
+    if any(d < 0 for d in shape):
+        fail(Status.PARAM_INVALID, f"{where} has shape {list(shape)} with unknown dims; "
+                                   "variable memory needs a static shape", VarGraphError)
+    fmt = _code(format_code, tensor.format, where)
+    origin = _attr(tensor, ORIGIN_FORMAT, "string")
+    origin_shape = _attr(tensor, ORIGIN_SHAPE, "list_int")
+    init = _attr(tensor, INIT_VALUE, "tensor")
+    inner = _attr(tensor, INNER_OFFSET, "int")
+    return VarDesc(
+        shape=tuple(shape), format=fmt, dtype=_code(dtype_code, tensor.dtype, where),
+        origin_format=fmt if origin is None else _code(format_code, origin, where),
+        origin_shape=tuple(shape) if origin_shape is None else tuple(origin_shape),
+        init_value=None if init is None else _init_value(init, where),
+        inner_offset=0 if inner is None else int(inner))
+
+
+def _attr(tensor: TensorDesc, key: str, kind: str) -> Any:
+    """The value of a tensor attribute of the given kind, None when absent or of another kind."""
+    attr = tensor.attrs.get(key)
+    return attr.value if attr is not None and attr.kind == kind else None
+
+
+def _init_value(value: TensorValue, where: str) -> InitValue:
+    return InitValue(desc_from_tensor(value.desc, f"{where} _init_value"), value.data)
+
+
+def _plain(attr: AttrValue) -> object:
+    value = attr.value
+    return tuple(value) if isinstance(value, list) else value
+
+
+def op_from_node(node: Node) -> VarOp:
+    """The VarOp of a node: outputs, `value` weight, plain attributes (no offsets yet)."""
+    outputs = tuple(desc_from_tensor(t, f"node {node.name!r} output {i}")
+                    for i, t in enumerate(node.outputs))
+    weight = None
+    value = node.attrs.get("value")
+    if value is not None and value.kind == "tensor":
+        tensor: TensorValue = value.value
+        weight = Weight(_code(dtype_code, tensor.desc.dtype, f"node {node.name!r} value"),
+                        tuple(tensor.desc.shape or ()), tensor.data)
+    attrs = {k: _plain(v) for k, v in node.attrs.items() if k != "value"}
+    return VarOp(node.name, node.type, outputs, weight, attrs)
+
+
+# ---- to and from ge.proto.TensorDescriptor --------------------------------------------------
+
+_VT_LIST_INT = ge_ir_pb2.AttrDef.ListValue.VT_LIST_INT
+
+
+def _proto_dtype(code: int) -> int:
+    name = dtype_name(code)
+    return DTYPE_TO_GE_PROTO.get(name, 0) if name else 0
+
+
+def _cpp_dtype(proto: int) -> int:
+    name = GE_PROTO_DTYPE.get(proto)
+    return DTYPE_CODES.get(name, UNDEFINED_DTYPE) if name else UNDEFINED_DTYPE
+
+
+def desc_to_proto(desc: VarDesc, out: ge_ir_pb2.TensorDescriptor | None = None
+                  ) -> ge_ir_pb2.TensorDescriptor:
+    """Fill (or create) a TensorDescriptor from a VarDesc."""
+    proto = out if out is not None else ge_ir_pb2.TensorDescriptor()
+    proto.dtype = _proto_dtype(desc.dtype)  # type: ignore[assignment]
+    proto.shape.dim.extend(desc.shape)
+    proto.layout = format_name(desc.format)
+    proto.size = desc.size
+    proto.attr[ORIGIN_FORMAT].s = format_name(desc.origin_format).encode()
+    origin = proto.attr[ORIGIN_SHAPE].list
+    origin.val_type = _VT_LIST_INT
+    origin.i.extend(desc.origin_shape)
+    if desc.init_value is not None:
+        value = proto.attr[INIT_VALUE].t
+        desc_to_proto(desc.init_value.desc, value.desc)
+        value.data = desc.init_value.data
+    if desc.inner_offset:
+        proto.attr[INNER_OFFSET].i = desc.inner_offset
+    return proto
+
+
+def desc_from_proto(proto: ge_ir_pb2.TensorDescriptor) -> VarDesc:
+    """The VarDesc a TensorDescriptor describes (attributes other than ours are ignored)."""
+    attrs = proto.attr
+    init = None
+    if INIT_VALUE in attrs:
+        tensor = attrs[INIT_VALUE].t
+        init = InitValue(desc_from_proto(tensor.desc), bytes(tensor.data))
+    origin_format = attrs[ORIGIN_FORMAT].s.decode() if ORIGIN_FORMAT in attrs else ""
+    return VarDesc(
+        shape=tuple(proto.shape.dim),
+        format=format_code(proto.layout or None),
+        dtype=_cpp_dtype(proto.dtype),
+        origin_format=format_code(origin_format or None),
+        origin_shape=tuple(attrs[ORIGIN_SHAPE].list.i) if ORIGIN_SHAPE in attrs else (),
+        size=proto.size,
+        init_value=init,
+        inner_offset=attrs[INNER_OFFSET].i if INNER_OFFSET in attrs else 0,
+    )

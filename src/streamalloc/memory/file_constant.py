@@ -25,9 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamalloc.memory.codes import align512
+from streamalloc.memory.codes import Status, VarGraphError, VarOptionsInvalid, align512, fail
 from streamalloc.memory.desc import VarOp, raw_tensor_bytes
-from streamalloc.memory.status import Status, VarGraphError, VarOptionsInvalid, fail
 
 FILE_PATH = "file_path"
 FILE_ID = "file_id"

@@ -1,16 +1,29 @@
-"""The session-scoped variable manager: lifecycle, limits, memory resources, assignment.
+"""The session-scoped variable manager, the pool that holds one per session, and their options.
 
-Spec sections 5 (assign / restore), 9 (init / destroy), 11 (limits) and 4.4 (reported sizes).
-Runtime address resolution lives in runtime_addr.py, the resource-level delegations (with GE's
-"not initialized" results) in manager_facade.py.
+* `GeContext`: the options GE's variable manager reads not from its arguments but from the
+  thread's context (graph options first, then session, then global): evaluate mode (spec 11), the
+  1 GiB huge-page policy (spec 7) and the static/dynamic memory policy.
+* `VarManager` (GE's `VarManager`): lifecycle (spec 9), limits (11), memory resources and
+  reported sizes (2, 4.4); assignment (5, assignment.py), runtime address resolution (7,
+  runtime.py) and serialization (13, serialize.py) take the manager as their first argument.
+  The resource-level calls forward to its `VarResource`, each with GE's result for an
+  uninitialized manager (spec 12): most fail with INTERNAL_ERROR, boolean queries answer False,
+  `get_var_mem_type` answers RESERVED, `get_trans_road` None, the staged / changed listings are
+  empty; `set_var_is_ready` and `remove_changed_graph_id` silently do nothing.
+* `VarManagerPool`: session id -> manager (GE's `VarManagerPool`), created on first request;
+  sessions are isolated (offsets restart at 0 per session). There is no process-wide pool: the
+  caller (the `vars` command, the emulator's variable loader, a test) creates one and passes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from streamalloc.memory import runtime_addr
+from streamalloc.memory import assignment, runtime
+from streamalloc.memory.assignment import MemResource
 from streamalloc.memory.codes import (
     ABS_USE_MAX_LIMIT,
     CONFIGURED_LOGIC_BASE,
@@ -18,31 +31,110 @@ from streamalloc.memory.codes import (
     DEFAULT_LOGIC_BASE,
     DEFAULT_USE_MAX,
     DEFAULT_VAR_MEM_MAX,
+    EVALUATE_MODE,
     GRAPH_MEMORY_BUFFER,
     GRAPH_RATIO,
+    HUGE_PAGE_FIRST,
+    HUGE_PAGE_ONLY,
+    HUGE_PAGE_OPTION,
+    STATIC_MEMORY_ENV,
+    STATIC_MEMORY_POLICY,
     TOTAL_RATIO,
     U64_MAX,
     VAR_RATIO,
     MemType,
     SessionVersion,
+    Status,
+    VarManagerError,
+    VarOptionsInvalid,
+    fail,
     share,
 )
-from streamalloc.memory.desc import VarDesc, VarOp, same_layout
+from streamalloc.memory.desc import VarDesc, VarOp
 from streamalloc.memory.device import EmulatedMemory, ExpandableAllocator
-from streamalloc.memory.manager_facade import ManagerFacade
-from streamalloc.memory.mem_resource import MemResource, new_mem_resource
 from streamalloc.memory.resource import VarResource
-from streamalloc.memory.runtime_addr import GraphVarStats
-from streamalloc.memory.status import Status, VarManagerError, VarOptionsInvalid, fail
+from streamalloc.memory.serialize import deserialize as deserialize_manager
+from streamalloc.memory.serialize import serialize as serialize_manager
+from streamalloc.memory.serialize import var_desc_info_to_serial as manager_desc_info
 
 if TYPE_CHECKING:
-    from streamalloc.memory.pool import VarManagerPool
+    from streamalloc.ir.proto import var_manager_pb2
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class VarManager(ManagerFacade):
+@dataclass
+class GeContext:
+    """Global, session and graph options plus the environment GE's memory code consults."""
+
+    global_options: dict[str, str] = field(default_factory=dict)
+    session_options: dict[str, str] = field(default_factory=dict)
+    graph_options: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def option(self, key: str, default: str = "") -> str:
+        """The option as GE's context answers: graph, then session, then global options."""
+        for options in (self.graph_options, self.session_options, self.global_options):
+            if key in options:
+                return options[key]
+        return default
+
+    def set_graph_options(self, options: Mapping[str, str]) -> None:
+        """Replace the graph options (GE's SetGraphOption)."""
+        self.graph_options = dict(options)
+
+    def set_session_options(self, options: Mapping[str, str]) -> None:
+        """Replace the session options."""
+        self.session_options = dict(options)
+
+    def evaluate_mode(self) -> bool:
+        """Evaluate mode: the "for check" limits are unbounded (spec 11)."""
+        return self.option(EVALUATE_MODE) == "1"
+
+    def huge_page_policy(self) -> str:
+        """"1" (1 GiB only), "2" (1 GiB first) or "" (normal pages), from the huge-page option."""
+        value = self.option(HUGE_PAGE_OPTION)
+        return value if value in (HUGE_PAGE_ONLY, HUGE_PAGE_FIRST) else ""
+
+    def static_memory_policy(self) -> str:
+        """The static memory policy: env GE_USE_STATIC_MEMORY, else ge.exec.staticMemoryPolicy."""
+        return self.env.get(STATIC_MEMORY_ENV) or self.option(STATIC_MEMORY_POLICY)
+
+    def extend_size_memory(self) -> bool:
+        """Static extend mode: policy "1", "2" or "4" (spec 11)."""
+        return self.static_memory_policy() in ("1", "2", "4")
+
+    def expandable_memory(self) -> bool:
+        """Dynamic expandable mode: policy "3" or "4" (spec 11)."""
+        return self.static_memory_policy() in ("3", "4")
+
+
+def _resource_call(method: Callable[Concatenate[VarResource, P], R]
+                   ) -> Callable[Concatenate[VarManager, P], R]:
+    """A manager method forwarding to the resource; INTERNAL_ERROR when uninitialized."""
+    @functools.wraps(method)
+    def call(self: VarManager, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(self.require_resource(), *args, **kwargs)
+    call.__qualname__ = f"VarManager.{method.__name__}"
+    return call
+
+
+def _resource_query(method: Callable[Concatenate[VarResource, P], R],
+                    uninitialized: Callable[[], R]) -> Callable[Concatenate[VarManager, P], R]:
+    """A manager method forwarding to the resource; `uninitialized()` when there is none."""
+    @functools.wraps(method)
+    def call(self: VarManager, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.resource is None:
+            return uninitialized()
+        return method(self.resource, *args, **kwargs)
+    call.__qualname__ = f"VarManager.{method.__name__}"
+    return call
+
+
+class VarManager:
     """One session's variable manager (GE's `VarManager`).
 
-    >>> from streamalloc.memory.pool import VarManagerPool
     >>> manager = VarManagerPool().get(0)
     >>> manager.init(0, 0, 0, 0)
     >>> manager.assign_var_mem("v1", None, VarDesc(size=100), MemType.HBM)
@@ -51,12 +143,9 @@ class VarManager(ManagerFacade):
     1536
     """
 
-    def __init__(self, session_id: int, pool: VarManagerPool | None = None) -> None:
-        if pool is None:
-            from streamalloc.memory.pool import default_pool
-            pool = default_pool()
+    def __init__(self, session_id: int, pool: VarManagerPool) -> None:
         self.pool = pool
-        self._session_id = session_id
+        self.session_id = session_id  # the constructor's, replaced by init and deserialize
         self.version = int(SessionVersion.OTHER)
         self.device_id = 0
         self.job_id = 0
@@ -71,18 +160,9 @@ class VarManager(ManagerFacade):
         self.external_var_size = 0
         self.allocator: ExpandableAllocator | None = None
         self.malloc_total = 0
-        self.graph_stats: dict[str, GraphVarStats] = {}
+        self.graph_stats: dict[str, runtime.GraphVarStats] = {}
 
-    @property
-    def session_id(self) -> int:
-        """The session id (the constructor's, replaced by `init` and `deserialize`)."""
-        return self._session_id
-
-    @session_id.setter
-    def session_id(self, value: int) -> None:
-        self._session_id = value
-
-    # ---- lifecycle (spec 9) ---------------------------------------------------------------
+    # ---- lifecycle (spec 9) -------------------------------------------------------------------
 
     def init(self, version: int, session_id: int, device_id: int, job_id: int) -> None:
         """Create the resource on the first call; later calls change nothing (and succeed)."""
@@ -91,7 +171,7 @@ class VarManager(ManagerFacade):
         if version not in tuple(SessionVersion):
             fail(Status.PARAM_INVALID, f"session version {version} is not 0 (cloud), 1 (mini) "
                                        "or 2 (other)")
-        self.version, self._session_id = version, session_id
+        self.version, self.session_id = version, session_id
         self.device_id, self.job_id = device_id, job_id
         self.resource = VarResource(session_id, self.pool)
 
@@ -99,14 +179,14 @@ class VarManager(ManagerFacade):
         """Free variable memory and reset; QUIRK: the resource (all variables) is kept (spec 9)."""
         if self.mem_manager is not None:
             self.free_var_memory()
-        self.version, self._session_id, self.device_id = int(SessionVersion.OTHER), 0, 0
+        self.version, self.session_id, self.device_id = int(SessionVersion.OTHER), 0, 0
         self.mem_resources.clear()
         self.allocator = None
 
     def require_resource(self) -> VarResource:
         """The resource; INTERNAL_ERROR when the manager was never initialized."""
         if self.resource is None:
-            fail(Status.INTERNAL_ERROR, f"variable manager of session {self._session_id} is not "
+            fail(Status.INTERNAL_ERROR, f"variable manager of session {self.session_id} is not "
                                         "initialized (call init first)")
         return self.resource
 
@@ -114,7 +194,7 @@ class VarManager(ManagerFacade):
         """Attach the device memory manager runtime resolution allocates from."""
         self.mem_manager = memory
 
-    # ---- limits (spec 11) ------------------------------------------------------------------
+    # ---- limits (spec 11) ---------------------------------------------------------------------
 
     def set_memory_malloc_size(self, options: Mapping[str, str], total_mem_size: int) -> None:
         """Derive the limits from device memory: 26/32 graph, 5/32 variables.
@@ -157,7 +237,7 @@ class VarManager(ManagerFacade):
         """The session's total limit; 2^64-1 whenever evaluate mode is on (no for_check flag)."""
         return U64_MAX if self.pool.context.evaluate_mode() else self.use_max_mem_size
 
-    # ---- memory resources and pools (spec 2, 4.4) -------------------------------------------
+    # ---- memory resources and pools (spec 2, 4.4) ---------------------------------------------
 
     def get_var_mem_size(self, mem_type: int) -> int:
         """Variable bytes of a memory type; HBM excludes ConstPlaceHolder blocks; 0 if none."""
@@ -169,18 +249,6 @@ class VarManager(ManagerFacade):
         resource = self.mem_resources.get(mem_type)
         return resource.const_placeholder_size if resource is not None and \
             mem_type == MemType.HBM else 0
-
-    def _mem_resource_for(self, mem_type: int) -> MemResource:
-        if mem_type not in self.mem_resources:
-            created = new_mem_resource(mem_type)
-            if created is None:
-                fail(Status.PARAM_INVALID, f"memory type {mem_type:#x} cannot hold variables; "
-                                           "use HBM (0x2), RDMA_HBM (0x3) or HOST (0x81)")
-            self.mem_resources[mem_type] = created
-        resource = self.mem_resources[mem_type]
-        if resource is None:
-            fail(Status.INTERNAL_ERROR, f"memory resource slot {mem_type:#x} is empty")
-        return resource
 
     def get_rdma_pool_memory(self, mem_type: int, size: int) -> int | None:
         """A block of the RDMA pool of the `init` device; None without a memory manager."""
@@ -194,55 +262,15 @@ class VarManager(ManagerFacade):
             return None
         return self.mem_manager.host_malloc(size)
 
-    # ---- assignment (spec 5) ----------------------------------------------------------------
+    # ---- assignment (spec 5) and runtime resolution (spec 7) ----------------------------------
 
     def assign_var_mem(self, name: str, op: VarOp | None, desc: VarDesc, mem_type: int) -> int:
-        """Give a variable memory (or reuse some) and return its logical address (spec 5).
-
-        Reuse, in GE's order: a known name whose new size fits its current descriptor's size
-        (rule 1), FileConstant path:offset (rule 2), Constant bytes (rule 3); else a fresh block
-        (rule 4). A hit overrides the requested memory type. QUIRK: a key conflict fails with
-        INTERNAL_ERROR after the block was already added to the running total.
-        """
-        resource = self.require_resource()
-        res = self._mem_resource_for(mem_type)
-        address, mem_type = _reuse(resource, name, op, desc.size, mem_type)
-        if address is None:
-            address = self._fresh(resource, res, name, op, desc=desc, mem_type=mem_type)
-        cur = resource.cur_desc_by_name.get(resource.mapped(name))
-        if cur is None or not same_layout(cur, desc):
-            resource.set_var_addr(name, desc, address, mem_type, op)
-        return address
-
-    def _fresh(self, resource: VarResource, res: MemResource, name: str, op: VarOp | None, *,
-               desc: VarDesc, mem_type: int) -> int:
-        try:
-            offset = res.allocate(self, name, desc.size, op.type if op else "")
-            return resource.save_var_addr(name, desc, offset, mem_type, op)
-        except VarManagerError as exc:  # GE's AssignVarMem reports both as INTERNAL_ERROR
-            raise type(exc)(Status.INTERNAL_ERROR, f"assigning {name!r}: {exc.detail}") from None
+        """Give a variable memory (or reuse some); its logical address (assignment.py)."""
+        return assignment.assign_var_mem(self, name, op, desc, mem_type)
 
     def restore_var_mem(self, name: str, op: VarOp | None, desc: VarDesc, mem_type: int) -> None:
-        """Re-register a compiled variable at its output offset 0 (model load, spec 5.3).
-
-        A variable already known aliases its address when the new descriptor is no larger.
-        Restoring never touches the running totals.
-        """
-        resource = self.require_resource()
-        if desc.size < 0:
-            fail(Status.FAILED, f"variable {name!r} has a negative size {desc.size}")
-        cur = resource.cur_desc_by_name.get(resource.mapped(name))
-        if cur is not None and resource.is_var_exist(name, cur):
-            _restore_known(resource, name, op, desc, cur)
-            return
-        logical_offset = _output_offset(name, op) - self.var_mem_logic_base
-        if logical_offset < 0 or logical_offset + desc.size > self.var_mem_max_size:
-            fail(Status.FAILED, f"restoring {name!r}: offset {logical_offset} + size {desc.size} "
-                                f"is outside the variable memory [0, {self.var_mem_max_size})")
-        logical = resource.save_var_addr(name, desc, logical_offset, mem_type, op)
-        resource.set_var_addr(name, desc, logical, mem_type, op)
-
-    # ---- runtime (spec 7) -------------------------------------------------------------------
+        """Re-register a compiled variable at its output offset 0 (assignment.py)."""
+        assignment.restore_var_mem(self, name, op, desc, mem_type)
 
     def init_expandable_memory_allocator(self, allocator: ExpandableAllocator | None) -> bool:
         """Install the session allocator if none is installed and it supports expandable memory."""
@@ -259,41 +287,102 @@ class VarManager(ManagerFacade):
     def get_var_memory_addr(self, logical: int, mem_type: int, device_id: int = 0,
                             graph_name: str = "") -> int | None:
         """The device address of a logical address; None when it cannot be resolved (spec 7)."""
-        return runtime_addr.get_var_memory_addr(self, logical, mem_type, device_id, graph_name)
+        return runtime.get_var_memory_addr(self, logical, mem_type, device_id, graph_name)
 
     def free_var_memory(self) -> None:
         """Free all variable device memory; FAILED without a memory manager (spec 7)."""
-        runtime_addr.free_var_memory(self)
+        runtime.free_var_memory(self)
+
+    # ---- serialization (spec 13, serialize.py) ------------------------------------------------
+
+    def serialize(self) -> var_manager_pb2.VarManagerInfo:
+        """The manager as a `deployer.VarManagerInfo`; INTERNAL_ERROR when uninitialized."""
+        return serialize_manager(self)
+
+    def deserialize(self, info: var_manager_pb2.VarManagerInfo, current_device: int = 0) -> None:
+        """Merge a `VarManagerInfo` into this manager (spec 13)."""
+        deserialize_manager(self, info, current_device)
+
+    def var_desc_info_to_serial(self) -> var_manager_pb2.VarDescInfo:
+        """Current descriptors and roads as a `deployer.VarDescInfo`."""
+        return manager_desc_info(self)
+
+    # ---- resource calls (spec 12: the result without a resource) ------------------------------
+
+    def get_var_addr(self, name: str, desc: VarDesc) -> tuple[int, int]:
+        """(logical address, memory type); INTERNAL_ERROR for an unknown key (spec 5.5)."""
+        resource = self.require_resource()
+        try:
+            return resource.get_var_addr(name, desc)
+        except VarManagerError as exc:
+            fail(Status.INTERNAL_ERROR, exc.detail)
+
+    save_var_addr = _resource_call(VarResource.save_var_addr)
+    set_var_addr = _resource_call(VarResource.set_var_addr)
+    get_cur_var_desc = _resource_call(VarResource.get_cur_var_desc)
+    renew_cur_var_desc = _resource_call(VarResource.renew_cur_var_desc)
+    get_reuse_addr = _resource_call(VarResource.get_reuse_addr)
+    size_by_output_dtype = _resource_call(VarResource.size_by_output_dtype)
+    get_all_variables = _resource_call(VarResource.get_all_variables)
+    save_broadcast_info = _resource_call(VarResource.save_broadcast_info)
+    set_trans_road = _resource_call(VarResource.set_trans_road)
+    set_changed_graph_id = _resource_call(VarResource.set_changed_graph_id)
+    get_changed_graph_id = _resource_call(VarResource.get_changed_graph_id)
+    set_allocated_graph_id = _resource_call(VarResource.set_allocated_graph_id)
+    get_allocated_graph_id = _resource_call(VarResource.get_allocated_graph_id)
+    record_staged_var_desc = _resource_call(VarResource.record_staged_var_desc)
+    set_batch_variables_key_name = _resource_call(VarResource.set_batch_variables_key_name)
+    update_dev_var_mgr_info = _resource_call(VarResource.update_dev_var_mgr_info)
+    set_var_mgr_dev_addr = _resource_call(VarResource.set_var_mgr_dev_addr)
+    check_logic_addr_valid = _resource_call(VarResource.check_logic_addr_valid)
+
+    is_var_exist = _resource_query(VarResource.is_var_exist, lambda: False)
+    is_var_addr = _resource_query(VarResource.is_var_addr, lambda: False)
+    get_var_mem_type = _resource_query(VarResource.get_var_mem_type, lambda: MemType.RESERVED)
+    set_var_is_ready = _resource_query(VarResource.set_var_is_ready, lambda: None)
+    is_var_ready = _resource_query(VarResource.is_var_ready, lambda: False)
+    check_and_set_var_loaded = _resource_query(VarResource.check_and_set_var_loaded,
+                                               lambda: False)
+    get_trans_road = _resource_query(VarResource.get_trans_road, lambda: None)
+    remove_changed_graph_id = _resource_query(VarResource.remove_changed_graph_id, lambda: None)
+    get_changed_var_names = _resource_query(VarResource.get_changed_var_names, tuple)
+    get_staged_var_descs = _resource_query(VarResource.get_staged_var_descs, dict)
+    has_shared_var_mem_between_batch = _resource_query(
+        VarResource.has_shared_var_mem_between_batch, lambda: False)
+    get_var_mgr_info = _resource_query(VarResource.get_var_mgr_info, lambda: None)
 
 
-def _reuse(resource: VarResource, name: str, op: VarOp | None, size: int,
-           mem_type: int) -> tuple[int | None, int]:
-    """(reusable address or None, memory type after a hit) for rules 1-3."""
-    cur = resource.cur_desc_by_name.get(resource.mapped(name))
-    if cur is not None:
-        # Rule 1 fires on the name alone; format equality is not required (spec 19).
-        entry = resource.addr_by_key.get(resource.key(name, cur))
-        if entry is None:
-            return None, mem_type
-        return (entry.address if size <= cur.size else None), entry.mem_type
-    try:
-        return resource.get_reuse_addr(op)
-    except VarManagerError:
-        return None, mem_type
+class VarManagerPool:
+    """Session id -> variable manager, plus the GE context the managers read options from."""
 
+    def __init__(self, context: GeContext | None = None) -> None:
+        self.context = context or GeContext()
+        self._managers: dict[int, VarManager] = {}
 
-def _restore_known(resource: VarResource, name: str, op: VarOp | None, desc: VarDesc,
-                   cur: VarDesc) -> None:
-    if same_layout(desc, cur):
-        return
-    if desc.size > cur.size:
-        fail(Status.FAILED, f"variable {name!r} changed format/dtype/shape and grew from "
-                            f"{cur.size} to {desc.size} bytes: the model needs recompilation")
-    address, mem_type = resource.get_var_addr(name, cur)
-    resource.set_var_addr(name, desc, address, mem_type, op)
+    def get(self, session_id: int) -> VarManager:
+        """The session's manager, created (uninitialized) on first request."""
+        manager = self._managers.get(session_id)
+        if manager is None:
+            manager = VarManager(session_id, self)
+            self._managers[session_id] = manager
+        return manager
 
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._managers
 
-def _output_offset(name: str, op: VarOp | None) -> int:
-    if op is None or not op.output_offsets:
-        fail(Status.FAILED, f"restoring {name!r}: the op has no output offsets")
-    return op.output_offsets[0]
+    def __len__(self) -> int:
+        return len(self._managers)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._managers)
+
+    def remove(self, session_id: int) -> None:
+        """Remove and destroy a session's manager (no-op when absent)."""
+        manager = self._managers.pop(session_id, None)
+        if manager is not None:
+            manager.destroy()
+
+    def destroy(self) -> None:
+        """Destroy every manager and empty the pool."""
+        for session_id in list(self._managers):
+            self.remove(session_id)

@@ -3,7 +3,7 @@
 `variable_plan(graph)` runs GE's compile-phase driver (compile_driver.py) on a fresh session
 manager and records, per node, its key, kind, memory type, offset, size, logical address and the
 variable whose memory it reuses. The plan is immutable; `plan_to_json` is its file form
-(`streamalloc.vars/v1`), `plan_text` the table `streamalloc vars` prints.
+(`streamalloc.vars/v1`), `plan_text` the table that `vars_command` (`streamalloc vars`) prints.
 
 Which nodes: GE's four types (`Variable`, `Constant`, `FileConstant`, `ConstPlaceHolder`) and,
 as streamalloc extensions, `VariableV2` (variable-like, as GE's passes treat it) and `Const`
@@ -23,24 +23,32 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from streamalloc.ir.graph import Graph
-from streamalloc.memory.codes import DEFAULT_DEVICE_MEMORY, GIB, MemType, mem_type_name
+from streamalloc.ir.loaders import load_graph
+from streamalloc.memory.codes import (
+    DEFAULT_DEVICE_MEMORY,
+    GIB,
+    MemType,
+    Status,
+    VarGraphError,
+    fail,
+    mem_type_name,
+)
 from streamalloc.memory.compile_driver import (
     STATIC_TYPES,
     StaticAssignment,
     assign_static_memory,
+    assign_variable_attrs,
     check_build_memory,
 )
-from streamalloc.memory.context import GeContext
 from streamalloc.memory.desc import VarDesc, VarOp
 from streamalloc.memory.device import EmulatedMemory
-from streamalloc.memory.manager import VarManager
-from streamalloc.memory.pool import VarManagerPool
-from streamalloc.memory.status import Status, VarGraphError, fail
-from streamalloc.memory.var_attrs import assign_variable_attrs
+from streamalloc.memory.manager import GeContext, VarManager, VarManagerPool
+from streamalloc.outputs import write_atomic
 
 PLAN_FORMAT = "streamalloc.vars/v1"
 PLAN_TYPES = (*STATIC_TYPES, "VariableV2", "Const")
@@ -106,18 +114,25 @@ def _device_memory(graph: Graph, given: int | None) -> tuple[int, bool]:
     return int(text), True
 
 
-def variable_plan(graph: Graph, *, session: int = 0, graph_id: int = 0,
-                  include_const: bool = True, device_memory_size: int | None = None
-                  ) -> VariablePlan:
-    """Plan the variable memory of `graph` on a fresh session manager.
+def plan_pool(graph: Graph) -> VarManagerPool:
+    """A new manager pool whose context carries the graph's options (what a plan runs in)."""
+    return VarManagerPool(GeContext(graph_options=dict(graph.options)))
 
+
+def variable_plan(graph: Graph, *, session: int = 0, graph_id: int = 0,
+                  include_const: bool = True, device_memory_size: int | None = None,
+                  pool: VarManagerPool | None = None) -> VariablePlan:
+    """Plan the variable memory of `graph` on the session's manager in `pool`.
+
+    Without a pool the plan runs in a new one of its own (`plan_pool(graph)`), so the session
+    manager is fresh; a given pool's session manager keeps what earlier graphs registered.
     Without a configured device size the manager keeps GE's defaults (logical base 32 GiB) and
     the build check uses a 32 GiB device; with one (argument or graph option
     `streamalloc.device_memory_size`) the limits are derived from it, which also moves the base
     to 128 GiB as in GE (spec 6.1). Raises VarGraphError (exit 3) for nodes GE cannot size and
     VarMemoryExhausted (exit 4) when the variables do not fit.
     """
-    manager = VarManagerPool(GeContext(graph_options=dict(graph.options))).get(session)
+    manager = (pool or plan_pool(graph)).get(session)
     manager.init(0, session, 0, 0)
     manager.set_mem_manager(EmulatedMemory(rdma_pool_size=PLAN_RDMA_POOL))
     device_size, configured = _device_memory(graph, device_memory_size)
@@ -180,3 +195,18 @@ def plan_text(plan: VariablePlan) -> str:
     table = format_table(["name", "kind", "key", "mem_type", "offset", "size", "logical_address",
                           "reused_from"], rows) if rows else "(no variables or constants)"
     return f"{head}\n\n{table}\n\ntotal bytes: {totals}\n"
+
+
+def vars_command(graph_path: str, output: str | None = None) -> str:
+    """`streamalloc vars GRAPH [-o vars.json]`: plan the graph's variables, write the JSON.
+
+    The plan runs in a manager pool of its own. Writes the plan JSON atomically to `output` if
+    given and returns the table text to print. Raises GraphLoadError / VarGraphError (exit 3) for
+    bad input, VarMemoryExhausted (exit 4) when the variables do not fit, UsageError (exit 2)
+    when the output cannot be written. Nothing is written when the command fails.
+    """
+    graph = load_graph(graph_path)
+    plan = variable_plan(graph, pool=plan_pool(graph))
+    if output is not None:
+        write_atomic(Path(output), plan_json_text(plan))
+    return plan_text(plan)

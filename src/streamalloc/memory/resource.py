@@ -1,32 +1,91 @@
-"""The variable resource: one session's address registrations and descriptor tables.
+"""The variable resource: one session's tables and every operation on them (spec 1.4, 5, 8, 10).
 
-Registration (spec 5.1 / 5.2), lookups (5.5), renewing the current descriptor (5.4) and the
-reuse lookup of rules 2 and 3 (spec 5, `reuse_lookup`). Bookkeeping and device tables come from
-the two base classes.
+* registration (5.1 / 5.2), lookups (5.5), renewing the current descriptor (5.4) and the reuse
+  lookup of rules 2 and 3 (spec 5);
+* bookkeeping (8.1-8.4): roads, graph ids, staged descriptors, broadcast records, ready and
+  loaded sets, batch names. Every name-indexed lookup goes through `mapped()` except the two
+  writes GE stores under the raw name: `set_changed_graph_id` and `record_staged_var_desc`;
+* per-device copies of the logical-to-device table (10) and address containment (7): the
+  resource keeps one logical table, `dev_info_by_logic`, filled at registration, and one copy per
+  device, `dev_info_by_device[d]`, which runtime resolution fills with device addresses. A copy
+  is created (or extended with missing logical addresses, keeping existing device addresses) on
+  every auto-malloc resolution for the device or by `update_dev_var_mgr_info`.
+
+The tables are public so that tests can inspect them and poke them the way GE's unit tests do
+(spec appendix A, "test-harness manipulations"); all are insertion-ordered, so every listing is
+deterministic. Methods raise `VarManagerError` on failure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from streamalloc.memory.codes import U64_MAX, MemType
+from streamalloc.memory.codes import (
+    CONST_PLACE_HOLDER,
+    CONSTANT,
+    FILE_CONSTANT,
+    U64_MAX,
+    MemType,
+    Status,
+    dtype_code,
+    fail,
+    size_by_dtype,
+)
 from streamalloc.memory.desc import VarDesc, VarOp
-from streamalloc.memory.ge_codes import dtype_code, size_by_dtype
-from streamalloc.memory.records import DevVarInfo, VarAddr
-from streamalloc.memory.resource_book import ResourceBookkeeping
-from streamalloc.memory.resource_devices import ResourceDevices
-from streamalloc.memory.status import Status, fail
+from streamalloc.memory.tables import BroadcastInfo, DevVarInfo, TransStep, VarAddr, var_key
 
-FILE_CONSTANT = "FileConstant"
-CONSTANT = "Constant"
-CONST_PLACE_HOLDER = "ConstPlaceHolder"
+if TYPE_CHECKING:
+    from streamalloc.memory.manager import VarManagerPool
+
 PLACEMENT_DEVICE = 1
 
 
-class VarResource(ResourceBookkeeping, ResourceDevices):
-    """One session's variable tables (spec 1.4). Methods raise `VarManagerError` on failure."""
+class VarResource:
+    """One session's variable tables (spec 1.4) and the operations on them."""
 
-    # ---- registration ------------------------------------------------------------------
+    def __init__(self, session_id: int, pool: VarManagerPool) -> None:
+        self.session_id = session_id
+        self.pool = pool
+        self.addr_by_key: dict[str, VarAddr] = {}
+        self.mem_type_by_logic: dict[int, int] = {}
+        self.dev_info_by_logic: dict[int, DevVarInfo] = {}
+        self.cur_desc_by_name: dict[str, VarDesc] = {}
+        self.file_const_key: dict[str, str] = {}
+        self.trans_road_by_name: dict[str, tuple[TransStep, ...]] = {}
+        self.changed_graph_by_name: dict[str, int] = {}
+        self.changed_names_by_graph: dict[int, dict[str, None]] = {}
+        self.staged_desc_by_graph: dict[int, dict[str, VarDesc]] = {}
+        self.allocated_graph_by_name: dict[str, int] = {}
+        self.broadcast_by_graph: dict[int, dict[str, BroadcastInfo]] = {}
+        self.ready_keys_by_device: dict[int, dict[str, None]] = {}
+        self.loaded_by_device: dict[int, list[tuple[str, int]]] = {}
+        self.dev_info_by_device: dict[int, dict[int, DevVarInfo]] = {}
+        self.batch_key_map: dict[str, str] = {}
+
+    def mapped(self, name: str) -> str:
+        """The name every name-indexed table is keyed by (multi-batch sharing, spec 1.3)."""
+        return self.batch_key_map.get(name, name)
+
+    def key(self, name: str, desc: VarDesc) -> str:
+        """The variable key of `name` with `desc`."""
+        return var_key(name, desc, self.batch_key_map)
+
+    def logic_base(self) -> int:
+        """The logical base for this resource's address conversions.
+
+        QUIRK (spec 6.2): GE fetches the manager registered in the pool under the resource's
+        own session id (creating it if needed) and uses *its* base, not the owner's. A manager in
+        pool slot 5 initialised with session id 0 converts with slot 0's base.
+        """
+        return self.pool.get(self.session_id).var_mem_logic_base
+
+    def tables(self) -> Mapping[str, object]:
+        """Every table by its spec name (for inspection and test helpers)."""
+        return {k: v for k, v in vars(self).items() if k not in ("session_id", "pool")}
+
+    # ---- registration (spec 5.1, 5.2) ---------------------------------------------------------
 
     def save_var_addr(self, name: str, desc: VarDesc, address: int, mem_type: int,
                       op: VarOp | None) -> int:
@@ -68,7 +127,7 @@ class VarResource(ResourceBookkeeping, ResourceDevices):
         if path:
             self.file_const_key.setdefault(path, key)
 
-    # ---- lookups -------------------------------------------------------------------------
+    # ---- lookups (spec 5.5) -------------------------------------------------------------------
 
     def get_var_addr(self, name: str, desc: VarDesc) -> tuple[int, int]:
         """(logical address, memory type) of `key(name, desc)`; FAILED if unknown."""
@@ -108,14 +167,12 @@ class VarResource(ResourceBookkeeping, ResourceDevices):
             out[name] = road[0].input if road else desc
         return out
 
-    # ---- renewing the current descriptor (spec 5.4) ----------------------------------------
-
     def renew_cur_var_desc(self, name: str, source: VarDesc | VarOp | None) -> None:
         """Take format and origin format from `source` (a descriptor, or an op's output 0).
 
-        Unknown name: success, nothing changes (tested before the op). `None` stands for GE's
-        op form with a null op: FAILED. Dtype and shape are not renewed. QUIRK: when the old key is
-        not registered the call fails after the current descriptor was already updated.
+        Spec 5.4. Unknown name: success, nothing changes (tested before the op). `None` stands
+        for GE's op form with a null op: FAILED. Dtype and shape are not renewed. QUIRK: when the
+        old key is not registered the call fails after the current descriptor was updated.
         """
         mapped = self.mapped(name)
         if mapped not in self.cur_desc_by_name:
@@ -169,6 +226,129 @@ class VarResource(ResourceBookkeeping, ResourceDevices):
             if self.size_by_output_dtype(other) == width and other.weight.data == data:
                 return entry
         return None
+
+    # ---- bookkeeping (spec 8) -----------------------------------------------------------------
+
+    def set_trans_road(self, name: str, road: Sequence[TransStep]) -> None:
+        """Store a variable's transformation road; the first write wins (a later one is ignored)."""
+        self.trans_road_by_name.setdefault(self.mapped(name), tuple(road))
+
+    def get_trans_road(self, name: str) -> tuple[TransStep, ...] | None:
+        """The road of a variable, None when it has none."""
+        return self.trans_road_by_name.get(self.mapped(name))
+
+    def set_changed_graph_id(self, name: str, graph_id: int) -> None:
+        """Record that `graph_id` changed the variable's format (raw name, spec 8.4)."""
+        self.changed_graph_by_name[name] = graph_id
+        self.changed_names_by_graph.setdefault(graph_id, {})[name] = None
+
+    def get_changed_graph_id(self, name: str) -> int:
+        """The graph that changed the variable (looked up by mapped name); FAILED if none."""
+        mapped = self.mapped(name)
+        if mapped not in self.changed_graph_by_name:
+            fail(Status.FAILED, f"variable {name!r} has no changed graph id")
+        return self.changed_graph_by_name[mapped]
+
+    def remove_changed_graph_id(self, name: str) -> None:
+        """Forget the changed-graph mark of the variable (raw and mapped name)."""
+        for key in dict.fromkeys((name, self.mapped(name))):
+            graph_id = self.changed_graph_by_name.pop(key, None)
+            if graph_id is not None:
+                self.changed_names_by_graph.get(graph_id, {}).pop(key, None)
+
+    def get_changed_var_names(self, graph_id: int) -> tuple[str, ...]:
+        """Names whose format the graph changed (empty when none)."""
+        return tuple(self.changed_names_by_graph.get(graph_id, {}))
+
+    def set_allocated_graph_id(self, name: str, graph_id: int) -> None:
+        """Record the graph that allocated the variable; the first write wins."""
+        self.allocated_graph_by_name.setdefault(self.mapped(name), graph_id)
+
+    def get_allocated_graph_id(self, name: str) -> int:
+        """The graph that allocated the variable; FAILED if unknown."""
+        mapped = self.mapped(name)
+        if mapped not in self.allocated_graph_by_name:
+            fail(Status.FAILED, f"variable {name!r} has no allocated graph id")
+        return self.allocated_graph_by_name[mapped]
+
+    def record_staged_var_desc(self, graph_id: int, name: str, desc: VarDesc) -> None:
+        """Remember the descriptor a graph saw for a variable (raw name)."""
+        self.staged_desc_by_graph.setdefault(graph_id, {})[name] = desc
+
+    def get_staged_var_descs(self, graph_id: int) -> dict[str, VarDesc]:
+        """The graph's staged descriptors (empty when unknown)."""
+        return dict(self.staged_desc_by_graph.get(graph_id, {}))
+
+    def save_broadcast_info(self, graph_id: int, info: BroadcastInfo) -> None:
+        """Store a broadcast record under (graph, variable name); the last write wins."""
+        self.broadcast_by_graph.setdefault(graph_id, {})[info.var_name] = info
+
+    def set_batch_variables_key_name(self, batch_name: str, key_name: str) -> None:
+        """Let a batch-branch name share the memory and tables of `key_name`."""
+        self.batch_key_map[batch_name] = key_name
+
+    def has_shared_var_mem_between_batch(self) -> bool:
+        """True when any batch name is mapped."""
+        return bool(self.batch_key_map)
+
+    def set_var_is_ready(self, name: str, desc: VarDesc, device_id: int) -> None:
+        """Mark the key ready on a device (independent of registration, spec 8.1)."""
+        self.ready_keys_by_device.setdefault(device_id, {})[self.key(name, desc)] = None
+
+    def is_var_ready(self, name: str, desc: VarDesc, device_id: int) -> bool:
+        """Whether the key was marked ready on the device."""
+        return self.key(name, desc) in self.ready_keys_by_device.get(device_id, {})
+
+    def check_and_set_var_loaded(self, op: VarOp, device_id: int) -> bool:
+        """True if another op already loaded a constant at this address on the device (spec 8.2).
+
+        The address is output offset 0 minus output 0's `_inner_offset`. The first op seen at an
+        address is recorded and gets False ("load it"); later ones get True ("skip the copy").
+        """
+        if not op.output_offsets:
+            return False  # GE logs an error: the op has no output offsets
+        inner = op.outputs[0].inner_offset if op.outputs else 0
+        address = op.output_offsets[0] - inner
+        loaded = self.loaded_by_device.setdefault(device_id, [])
+        if address in self.mem_type_by_logic and any(a == address for _, a in loaded):
+            return True
+        loaded.append((op.name, address))
+        return False
+
+    # ---- device tables (spec 10) and containment (spec 7) -------------------------------------
+
+    def update_dev_var_mgr_info(self, device_id: int) -> None:
+        """Create the device's table from the logical one, or add the logical addresses it lacks."""
+        table = self.dev_info_by_device.get(device_id)
+        if table is None:
+            self.dev_info_by_device[device_id] = dict(self.dev_info_by_logic)
+            return
+        for logical, info in self.dev_info_by_logic.items():
+            table.setdefault(logical, info)
+
+    def get_var_mgr_info(self, device_id: int, logical: int) -> DevVarInfo | None:
+        """The device's row for a logical address; None without a table or row."""
+        return self.dev_info_by_device.get(device_id, {}).get(logical)
+
+    def set_var_mgr_dev_addr(self, device_id: int, logical: int, device: int | None) -> None:
+        """Set (or clear, with None) the device address of a row; INTERNAL_ERROR if absent."""
+        table = self.dev_info_by_device.get(device_id)
+        if table is None or logical not in table:
+            where = "has no device table" if table is None else f"has no row for {logical}"
+            fail(Status.INTERNAL_ERROR, f"device {device_id} {where}")
+        table[logical] = replace(table[logical], device=device)
+
+    def check_logic_addr_valid(self, device_id: int, logical: int) -> tuple[int, int]:
+        """(inner offset, variable's logical address) of an address strictly inside a variable.
+
+        The range is exclusive at both ends: `entry < logical < entry + recorded size`. An exact
+        hit on `entry` is the caller's exact lookup; FAILED when no row contains the address.
+        """
+        for base, info in self.dev_info_by_device.get(device_id, {}).items():
+            if base < logical < base + info.desc.size:
+                return logical - base, base
+        fail(Status.FAILED, f"logical address {logical} is inside no variable on device "
+                            f"{device_id}")
 
 
 def file_constant_path(op: VarOp | None) -> str:

@@ -1,28 +1,58 @@
-"""A whole variable manager <-> `deployer.VarManagerInfo` (var_manager.proto, spec 13).
+"""The variable manager's var_manager.proto messages (package `deployer`, spec 13).
 
-`serialize` writes what GE writes: identity, limits, base, the resource tables that GE
-transports and each memory resource's running total. `deserialize` merges insert-if-absent into
-a manager; an uninitialized one takes identity, limits and base from the message (the device id
-is the *current* device, not the message's). Not transported, as in GE: `file_const_key`, device
-tables, changed-names-by-graph, staged descriptors, ready / loaded sets, the batch map, external
-memory, the allocator, ConstPlaceHolder byte counts, statistics.
-
-Round trip: `serialize(deserialize-into-fresh(serialize(m)))` is byte-identical to
-`serialize(m)` when the current device is m's device.
+* `serialize` / `deserialize`: a whole manager <-> `VarManagerInfo`. `serialize` writes what GE
+  writes: identity, limits, base, the resource tables GE transports and each memory resource's
+  running total. `deserialize` merges insert-if-absent into a manager; an uninitialized one takes
+  identity, limits and base from the message (the device id is the *current* device, not the
+  message's). Not transported, as in GE: `file_const_key`, device tables, changed-names-by-graph,
+  staged descriptors, ready / loaded sets, the batch map, external memory, the allocator,
+  ConstPlaceHolder byte counts, statistics. Round trip: `serialize(deserialize-into-fresh(
+  serialize(m)))` is byte-identical to `serialize(m)` when the current device is m's device.
+* `serialize_pool` / `deserialize_pool`: every session of a pool (`MultiVarManagerInfo`).
+* `SharedContentDescription`: weight content shipped to a remote deployer. The sender describes a
+  variable's bytes with its offset in the variable region; the receiver adds its own
+  `var_mem_logic_base`, allocates `align512(total_length) + 1024` bytes of device memory, writes
+  the content 512 bytes in (past the front guard) and records the device address for that
+  logical address, so runtime resolution finds it.
+* Model-cache matching with `VarMatchInfo`: a cached model stores its variables' descriptors
+  before and after compilation. If every after-compile descriptor equals the session's current
+  one, the cache is usable as is ("after"); else if every before-compile descriptor matches, the
+  cache is used and its after-compile roads and changed names are re-applied to the session
+  ("before": road set, changed graph id, change count +1, current descriptor renewed for
+  Reshape / ReFormat / SqueezeV2 / UnsqueezeV2-only roads); else it is stale ("miss"). A variable
+  the session does not know yet matches (there is nothing to disagree with).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
+from streamalloc.ir.proto import ge_ir_pb2
 from streamalloc.ir.proto import var_manager_pb2 as pb
-from streamalloc.memory.codes import U64_MAX
-from streamalloc.memory.manager import VarManager
-from streamalloc.memory.mem_resource import new_mem_resource
-from streamalloc.memory.pool import VarManagerPool
-from streamalloc.memory.proto_desc import desc_from_proto, desc_to_proto
-from streamalloc.memory.records import BroadcastInfo, DevVarInfo, TransStep, VarAddr
+from streamalloc.memory.assignment import new_mem_resource
+from streamalloc.memory.codes import (
+    FRONT_GUARD,
+    U64_MAX,
+    MemType,
+    Status,
+    VarMemoryExhausted,
+    fail,
+    hbm_block,
+)
+from streamalloc.memory.desc import VarDesc, desc_from_proto, desc_to_proto, same_layout
 from streamalloc.memory.resource import VarResource
+from streamalloc.memory.tables import (
+    BroadcastInfo,
+    DevVarInfo,
+    TransStep,
+    VarAddr,
+    road_renews_desc,
+)
+
+if TYPE_CHECKING:
+    from streamalloc.memory.manager import VarManager, VarManagerPool
+    from streamalloc.memory.passes.base import RebuildStateCtrl
 
 
 def serialize(manager: VarManager) -> pb.VarManagerInfo:
@@ -78,6 +108,7 @@ def _broadcasts_to_proto(res: VarResource, out: pb.VarResourceInfo) -> None:
                 input_offset=b.input_offset, input_size=b.input_size,
                 output_offset=b.output_offset, output_size=b.output_size))
 
+
 def deserialize(manager: VarManager, info: pb.VarManagerInfo, current_device: int = 0) -> None:
     """Load a VarManagerInfo into a manager (merge; existing entries win)."""
     if manager.resource is None:
@@ -97,6 +128,7 @@ def deserialize(manager: VarManager, info: pb.VarManagerInfo, current_device: in
 
 
 def road_from_proto(road: pb.TransNodeMultiInfo) -> tuple[TransStep, ...]:
+    """The road a TransNodeMultiInfo describes."""
     return tuple(TransStep(s.node_type, desc_from_proto(s.input), desc_from_proto(s.output))
                  for s in road.node_info)
 
@@ -129,6 +161,7 @@ def _merge_broadcasts(res: VarResource, src: pb.VarResourceInfo) -> None:
                 b.var_name, b.broadcast_name, b.idx, b.input_offset, b.input_size,
                 b.output_offset, b.output_size))
 
+
 def var_desc_info_to_serial(manager: VarManager) -> pb.VarDescInfo:
     """Current descriptors and roads (fields 1 and 2 of VarDescInfo, as the manager fills them)."""
     resource = manager.require_resource()
@@ -155,3 +188,78 @@ def deserialize_pool(pool: VarManagerPool, info: pb.MultiVarManagerInfo,
     """Load every session of a MultiVarManagerInfo into the pool slot of its session id."""
     for item in info.var_manager_info:
         deserialize(pool.get(item.session_id), item, current_device)
+
+
+# ---- shared content ---------------------------------------------------------------------------
+
+
+def shared_content(session_id: int, node_name: str, data: bytes, offset: int, desc: VarDesc, *,
+                   mem_type: int = MemType.HBM) -> pb.SharedContentDescription:
+    """The message for one variable's content at `offset` of the variable region."""
+    message = pb.SharedContentDescription(
+        session_id=session_id, node_name=node_name, head_offset=0, total_length=len(data),
+        current_offset=offset, mem_type=mem_type, om_content=data)
+    desc_to_proto(desc, message.tensor_desc)
+    return message
+
+
+def receive_shared_content(manager: VarManager, message: pb.SharedContentDescription,
+                           device_id: int = 0) -> int:
+    """Place received content on the device; returns the data address (block + 512)."""
+    memory = manager.mem_manager
+    if memory is None:
+        fail(Status.FAILED, "cannot receive shared content: no memory manager is attached")
+    block = hbm_block(message.total_length)
+    device = memory.malloc(message.mem_type or MemType.HBM, block, device_id)
+    if device is None:
+        fail(Status.MEMALLOC_FAILED, f"device {device_id} has no {block} bytes for the content "
+                                     f"of {message.node_name!r}", VarMemoryExhausted)
+    memory.write(device + FRONT_GUARD, bytes(message.om_content))
+    logical = manager.var_mem_logic_base + message.current_offset
+    resource = manager.resource
+    if resource is not None:
+        resource.update_dev_var_mgr_info(device_id)
+        if logical in resource.dev_info_by_device[device_id]:
+            resource.set_var_mgr_dev_addr(device_id, logical, device)
+    return device + FRONT_GUARD
+
+
+# ---- model-cache matching ---------------------------------------------------------------------
+
+
+def var_match_info(before: pb.VarDescInfo, after: pb.VarDescInfo) -> pb.VarMatchInfo:
+    """The VarMatchInfo a model cache stores."""
+    return pb.VarMatchInfo(desc_info_before_compile=before, desc_info_after_compile=after)
+
+
+def _matches(manager: VarManager, descs: Mapping[str, ge_ir_pb2.TensorDescriptor]) -> bool:
+    resource = manager.require_resource()
+    for name, proto in descs.items():
+        cur = resource.cur_desc_by_name.get(resource.mapped(name))
+        if cur is not None and not same_layout(cur, desc_from_proto(proto)):
+            return False
+    return True
+
+
+def check_model_cache(manager: VarManager, match: pb.VarMatchInfo, graph_id: int,
+                      rebuild: RebuildStateCtrl) -> str:
+    """"after", "before" (roads re-applied) or "miss" for a cached model (see module doc)."""
+    after = match.desc_info_after_compile
+    if _matches(manager, after.cur_var_tensor_desc_map):
+        return "after"
+    if not _matches(manager, match.desc_info_before_compile.cur_var_tensor_desc_map):
+        return "miss"
+    _reapply(manager, after, graph_id, rebuild)
+    return "before"
+
+
+def _reapply(manager: VarManager, after: pb.VarDescInfo, graph_id: int,
+             rebuild: RebuildStateCtrl) -> None:
+    changed: Iterable[str] = after.changed_var_names or after.var_to_trans_road.keys()
+    for name in changed:
+        road = road_from_proto(after.var_to_trans_road[name])
+        manager.set_trans_road(name, road)
+        manager.set_changed_graph_id(name, graph_id)
+        rebuild.set_state_changed(name)
+        if road_renews_desc(road) and name in after.cur_var_tensor_desc_map:
+            manager.renew_cur_var_desc(name, desc_from_proto(after.cur_var_tensor_desc_map[name]))

@@ -1,4 +1,4 @@
-"""The variable passes, each a frozen dataclass with GE's name and one `apply` (style rule 3).
+"""The variable passes, one per module, each a `VarPass` (base.py): GE's name and one `apply`.
 
 | name | GE pass | does |
 |---|---|---|
@@ -7,28 +7,26 @@
 | `var-is-initialized-op` | VarIsInitializedOpPass | fold initialized queries (spec 17) |
 | `file-constant-export` | external weight export | Const -> FileConstant (`ge.externalWeight`) |
 
-Each returns a new graph and a changed flag; none writes into the input graph.
+Each returns a new graph and a changed flag; none writes into the input graph. `VAR_PASSES` is
+the one table of passes by name (no registration by import side effect).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from types import MappingProxyType
 
 from streamalloc.ir.graph import Graph
-from streamalloc.memory.passes.base import PassResult, VarPassContext
+from streamalloc.memory.passes.base import PassResult, RebuildStateCtrl, VarPass, VarPassContext
 from streamalloc.memory.passes.export_weights import FileConstantExportPass
 from streamalloc.memory.passes.prepare import VariablePrepareOpPass
-from streamalloc.memory.passes.rebuild_state import RebuildStateCtrl
 from streamalloc.memory.passes.var_is_initialized import VarIsInitializedOpPass
 from streamalloc.memory.passes.variable_op import VariableOpPass
 
-VAR_PASSES: Mapping[str, type[Any]] = {
-    VariablePrepareOpPass.name: VariablePrepareOpPass,
-    VariableOpPass.name: VariableOpPass,
-    VarIsInitializedOpPass.name: VarIsInitializedOpPass,
-    FileConstantExportPass.name: FileConstantExportPass,
-}
+VAR_PASSES: Mapping[str, type[VarPass]] = MappingProxyType({
+    cls.name: cls for cls in (VariablePrepareOpPass, VariableOpPass, VarIsInitializedOpPass,
+                              FileConstantExportPass)
+})
 
 
 def run_passes(graph: Graph, names: Iterable[str], ctx: VarPassContext) -> PassResult:
@@ -44,6 +42,6 @@ def run_passes(graph: Graph, names: Iterable[str], ctx: VarPassContext) -> PassR
 
 __all__ = [
     "VAR_PASSES", "FileConstantExportPass", "PassResult", "RebuildStateCtrl",
-    "VarIsInitializedOpPass", "VarPassContext", "VariableOpPass", "VariablePrepareOpPass",
-    "run_passes",
+    "VarIsInitializedOpPass", "VarPass", "VarPassContext", "VariableOpPass",
+    "VariablePrepareOpPass", "run_passes",
 ]

@@ -23,8 +23,8 @@ from streamalloc.memory.file_constant import (
     WeightWriter,
     export_mode,
 )
-from streamalloc.memory.graph_edit import GraphDraft, NodeDraft
 from streamalloc.memory.passes.base import PassResult, VarPassContext
+from streamalloc.memory.passes.graph_edit import GraphDraft, NodeDraft
 
 WEIGHT_TYPES = frozenset({"Const", "Constant"})
 

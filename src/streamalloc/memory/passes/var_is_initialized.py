@@ -16,9 +16,9 @@ from typing import ClassVar
 from streamalloc.ir.attrs import AttrValue, TensorValue
 from streamalloc.ir.graph import ComputeGraph, Graph, Node
 from streamalloc.ir.tensor import TensorDesc
-from streamalloc.memory.graph_edit import GraphDraft
-from streamalloc.memory.passes.base import PassResult, VarPassContext
-from streamalloc.memory.status import Status, VarGraphError, fail
+from streamalloc.memory.codes import Status, VarGraphError, fail
+from streamalloc.memory.passes.base import PassResult, VarPassContext, require_context
+from streamalloc.memory.passes.graph_edit import GraphDraft
 
 QUERY_TYPES = frozenset({"VarIsInitializedOp", "IsVariableInitialized"})
 ASSIGN = "Assign"
@@ -30,8 +30,9 @@ class VarIsInitializedOpPass:
 
     name: ClassVar[str] = "var-is-initialized-op"
 
-    def apply(self, graph: Graph, ctx: VarPassContext) -> PassResult:
+    def apply(self, graph: Graph, ctx: VarPassContext | None = None) -> PassResult:
         """The folded graph (the input itself when it has no query nodes)."""
+        ctx = require_context(ctx, self.name)
         answers: dict[str, tuple[str, bool]] = {}
         for compute in graph.graphs():
             answers.update(_answers(compute, ctx))

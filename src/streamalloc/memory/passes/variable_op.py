@@ -8,6 +8,12 @@ form the variable's transformation road, stored in the manager with the changed 
 variable may change format once per session (RebuildStateCtrl). Disabled by option
 `ge.exec.variable_acc` = "False" or `ge.AllowMultiGraphParallelCompile` = "1"; skipped for
 sessions with a batch map. Only the root graph is processed (the pass skips subgraphs).
+
+A trans step is supported when its output shape is known and it is a Reshape, ReFormat,
+SqueezeV2 or UnsqueezeV2, or a TransData / TransposeD whose format conversion GE's format
+transfer library implements, or a Cast whose dtype conversion GE's data-type transfer library
+implements. The spec does not list those libraries; the pairs below are GE's registered
+transfers as we reconstructed them from its `formats/format_transfers` sources (see README).
 """
 
 from __future__ import annotations
@@ -19,23 +25,78 @@ from typing import ClassVar
 from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.graph import DataInput, Graph
 from streamalloc.ir.tensor import TensorDesc
-from streamalloc.memory.desc import VarDesc
-from streamalloc.memory.ge_codes import format_code
-from streamalloc.memory.graph_desc import desc_from_tensor
-from streamalloc.memory.graph_edit import GraphDraft, NodeDraft
-from streamalloc.memory.passes.base import REF_VAR_SRC, VARIABLE_LIKE, PassResult, VarPassContext
-from streamalloc.memory.passes.trans_support import (
-    RENEW_TYPES,
-    TRANS_OP_TYPES,
-    is_supported,
-    shape_known,
-    signature,
+from streamalloc.memory.codes import (
+    REF_VAR_SRC,
+    Status,
+    VarGraphError,
+    VarManagerError,
+    dtype_code,
+    fail,
+    format_code,
 )
-from streamalloc.memory.records import TransStep
-from streamalloc.memory.status import Status, VarGraphError, VarManagerError, fail
+from streamalloc.memory.desc import VarDesc, desc_from_tensor
+from streamalloc.memory.passes.base import (
+    VARIABLE_LIKE,
+    PassResult,
+    VarPassContext,
+    require_context,
+)
+from streamalloc.memory.passes.graph_edit import GraphDraft, NodeDraft
+from streamalloc.memory.tables import RENEW_TYPES, TransStep, road_renews_desc
 
 VARIABLE_ACC = "ge.exec.variable_acc"
 PARALLEL_COMPILE = "ge.AllowMultiGraphParallelCompile"
+
+# CheckSameAndTransOp: every consumer of the variable must be one of these.
+TRANS_OP_TYPES = frozenset({
+    "TransData", "Transpose", "TransposeD", "Reshape", "ReFormat", "Cast", "Squeeze",
+    "SqueezeV2", "UnsqueezeV2", "ExpandDims", "SqueezeV3", "UnsqueezeV3",
+})
+ALWAYS_SUPPORTED = RENEW_TYPES  # Reshape, ReFormat, SqueezeV2, UnsqueezeV2
+
+_TRANSPOSE = ("NCHW", "NHWC", "HWCN", "CHWN")
+_FORMAT_PAIRS = (
+    ("NCHW", "NC1HWC0"), ("NHWC", "NC1HWC0"), ("NCHW", "FRACTAL_Z"), ("NHWC", "FRACTAL_Z"),
+    ("HWCN", "FRACTAL_Z"), ("ND", "FRACTAL_Z"), ("ND", "FRACTAL_NZ"), ("NCHW", "FRACTAL_NZ"),
+    ("NHWC", "FRACTAL_NZ"), ("ND", "FRACTAL_ZZ"), ("NCHW", "FRACTAL_ZZ"), ("NHWC", "FRACTAL_ZZ"),
+    ("NCDHW", "NDC1HWC0"), ("NDHWC", "NDC1HWC0"), ("NCDHW", "FRACTAL_Z_3D"),
+    ("NDHWC", "FRACTAL_Z_3D"), ("DHWCN", "FRACTAL_Z_3D"),
+)
+FORMAT_TRANSFERS = frozenset(
+    {(format_code(a), format_code(b)) for a, b in _FORMAT_PAIRS}
+    | {(format_code(b), format_code(a)) for a, b in _FORMAT_PAIRS}
+    | {(format_code("HWCN"), format_code("C1HWNCoC0"))}
+    | {(format_code(a), format_code(b)) for a in _TRANSPOSE for b in _TRANSPOSE if a != b})
+
+_CASTS = (
+    ("float32", "float16"), ("float16", "float32"), ("float32", "int32"), ("int32", "float32"),
+    ("float16", "int32"), ("int32", "float16"), ("int32", "uint8"), ("int32", "int8"),
+    ("uint8", "float32"), ("uint8", "int32"), ("uint8", "float16"), ("bool", "int32"),
+    ("bool", "float32"), ("bool", "float16"), ("int64", "int32"), ("int32", "int64"),
+)
+DTYPE_TRANSFERS = frozenset((dtype_code(a), dtype_code(b)) for a, b in _CASTS)
+
+
+def signature(desc: TensorDesc) -> str:
+    """GE's "<format>-<dtype>-<d0>-<d1>-...-" string of a trans op's output 0."""
+    dims = "".join(f"{d}-" for d in desc.shape or ())
+    return f"{format_code(desc.format)}-{dtype_code(desc.dtype)}-{dims}"
+
+
+def shape_known(desc: TensorDesc) -> bool:
+    """A static output shape (no unknown rank, no -1 dims)."""
+    return desc.shape is not None and all(d >= 0 for d in desc.shape)
+
+
+def is_supported(step: TransStep) -> bool:
+    """Whether variable acceleration may fold this step (its output shape is checked apart)."""
+    if step.node_type in ALWAYS_SUPPORTED:
+        return True
+    if step.node_type in ("TransData", "TransposeD"):
+        return (step.input.format, step.output.format) in FORMAT_TRANSFERS
+    if step.node_type == "Cast":
+        return (step.input.dtype, step.output.dtype) in DTYPE_TRANSFERS
+    return False
 
 
 def enabled(graph: Graph) -> bool:
@@ -64,8 +125,9 @@ class VariableOpPass:
 
     name: ClassVar[str] = "variable-op"
 
-    def apply(self, graph: Graph, ctx: VarPassContext) -> PassResult:
+    def apply(self, graph: Graph, ctx: VarPassContext | None = None) -> PassResult:
         """The accelerated graph; roads, changed ids and change counts go to `ctx`."""
+        ctx = require_context(ctx, self.name)
         if not enabled(graph) or ctx.manager.has_shared_var_mem_between_batch():
             return PassResult(graph, False)
         draft = GraphDraft(graph)
@@ -215,6 +277,6 @@ def _commit(group: _Group, road: list[TransStep], last: TensorDesc,
         for ref in group.refs:
             ref.outputs[0:1] = [new]
             ref.input_descs[0:1] = [new]
-    if all(step.node_type in RENEW_TYPES for step in road):
+    if road_renews_desc(road):
         new_desc = _vdesc(group.variables[0].output(0), f"variable {group.name!r}")
         manager.renew_cur_var_desc(group.name, new_desc)
