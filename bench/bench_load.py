@@ -20,6 +20,7 @@ from streamalloc.ir.partition import partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.report.table import format_table
+from streamalloc.rules.labelling import default_labels
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 
@@ -44,7 +45,7 @@ def best_of(repeat: int, work: Callable[[], object]) -> tuple[float, object]:
 def row(label: str, path: Path, repeat: int) -> list[object]:
     """Load and partition one file."""
     load_s, graph = best_of(repeat, lambda: load_graph(path))
-    part_s, parts = best_of(repeat, lambda: partition_model(graph))
+    part_s, parts = best_of(repeat, lambda: partition_model(graph, default_labels(graph)))
     subgraphs = sum(len(p.subgraphs) for p in parts.values())
     return [label, graph.node_count(), subgraphs, f"{load_s:.3f}", f"{part_s:.3f}"]
 

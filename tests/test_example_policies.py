@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from streamalloc.allocation import Allocation
-from streamalloc.heuristic.driver import allocate_ge, default_rule_set
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.heuristic.rule_check import placement_of
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.rules import load_rules
+from streamalloc.rules import default_rule_set, load_rules
 from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import Constraint, SameStream, rule_constraints
 

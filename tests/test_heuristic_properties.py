@@ -28,6 +28,7 @@ from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.partition import partition_model
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.report.allocation_text import allocation_text
+from streamalloc.rules.labelling import default_labels
 
 SETTINGS = settings(max_examples=120, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -212,7 +213,7 @@ def check_invariants(graph: Graph, allocation: Allocation, mode: str) -> None:
 
 def _static_streams(graph: Graph, allocation: Allocation) -> None:
     """Data-like nodes outside subgraphs -1; nodes of non-skip subgraphs >= 0 (2.6, 2.9)."""
-    for name, partition in partition_model(graph).items():
+    for name, partition in partition_model(graph, default_labels(graph)).items():
         for outside in partition.outside:
             assert allocation.stream(outside) == -1, outside
         for sg in partition.subgraphs:
@@ -228,7 +229,7 @@ def _dynamic_ranges(allocation: Allocation) -> None:
 
 def _user_labels_share(graph: Graph, allocation: Allocation) -> None:
     """Nodes of one graph with one user stream label share a stream (1.5, 2.2)."""
-    partitions = partition_model(graph)
+    partitions = partition_model(graph, default_labels(graph))
     for compute in graph.graphs():
         groups: dict[str, set[int]] = defaultdict(set)
         for node in compute.nodes:
@@ -267,7 +268,8 @@ def test_random_models(mode: str, data: st.DataObject) -> None:
     assert allocation_text(allocate_ge(build(spec, reverse=True))) == allocation_text(allocation)
     # the partition given explicitly (formats.md 1) is the automatic one: same allocation
     entries = tuple(PartitionEntry(sg.id, sg.engine_name, sg.stream_label, sg.nodes)
-                    for part in partition_model(graph).values() for sg in part.subgraphs)
+                    for part in partition_model(graph, default_labels(graph)).values()
+                    for sg in part.subgraphs)
     explicit = allocate_ge(replace(graph, partition=entries))
     assert allocation_text(explicit) == allocation_text(allocation)
 

@@ -27,9 +27,9 @@ from streamalloc.heuristic.plan import INVALID, ModelPlan
 from streamalloc.ir.attrs import infer_attr
 from streamalloc.ir.builder import GraphBuilder
 from streamalloc.ir.graph import DataInput, Graph
-from streamalloc.ir.labels import stream_labels
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.loaders.yaml_json import load_yaml_json
+from streamalloc.rules.labelling import default_labels
 from streamalloc.rules.loader import builtin_rules
 from streamalloc.rules.model import Rule
 
@@ -50,7 +50,7 @@ def dag_of(graph: Graph, strategy: str, limit: int) -> tuple[DagStreams, list[li
     """The DAG result of the root as the logical passes leave it (data-like nodes -1, else 0),
     with the units' node names."""
     streams = {n.name: INVALID if n.type == "Data" else 0 for n in graph.root.nodes}
-    dag = build_mini_dag(graph.root, streams, stream_labels(graph), load_profile(graph))
+    dag = build_mini_dag(graph.root, streams, default_labels(graph), load_profile(graph))
     result = dag_streams(dag, strategy, limit)
     members = residual_graph(dag).members
     names = [[graph.root.nodes[members[i]].name for i in u.nodes] for u in result.units]
@@ -151,7 +151,7 @@ def test_serial_labelled_node_gets_the_label_id() -> None:
     assert custom == (2, 3, 4) and main == 3
     graph = load_graph(DAG / "serial_label.yaml")
     streams0 = {n.name: INVALID if n.type == "Data" else 0 for n in graph.root.nodes}
-    dag = build_mini_dag(graph.root, streams0, stream_labels(graph), Profile())
+    dag = build_mini_dag(graph.root, streams0, default_labels(graph), Profile())
     assert residual_graph(dag).succs == ((1,), (2,), ())  # a -> b through s, b -> out
 
 
@@ -196,9 +196,10 @@ def test_dynamic_flow_takes_the_forced_main_rule() -> None:
     rules = builtin_rules("ge-dynamic-shape")
     plan = _plan_before(graph, "mini-dag")
     main_rule = rules.rule("dynamic-renumber")
-    default = mini_dag.apply(rules.rule("mini-dag"), graph, plan)
-    given_rule = mini_dag.apply(rules.rule("mini-dag"), graph, plan, main_rule=main_rule)
-    assert default == given_rule
+    given = mini_dag.apply(rules.rule("mini-dag"), graph, plan, default_labels(graph),
+                           main_rule=main_rule)
+    forced = [n for n in graph.all_nodes() if main_rule.matches(n)]
+    assert forced and all(given.graphs[n.graph].streams[n.name] == 0 for n in forced)
 
 
 def test_dynamic_flow_fails_on_an_invalid_mode() -> None:
@@ -258,7 +259,7 @@ def test_no_dag_mode_leaves_the_plan_unchanged(options: dict[str, str], attr: st
     assert all(t.note.rule != "mini-dag" for ts in allocation.provenance.values() for t in ts)
     plan = ModelPlan(MappingProxyType({}), 0)
     rule = builtin_rules("ge-static-multi-stream").rule("mini-dag")
-    assert mini_dag.apply(rule, graph, plan) is plan
+    assert mini_dag.apply(rule, graph, plan, default_labels(graph), main_rule=None) is plan
 
 
 def test_attribute_wins_over_the_option() -> None:
@@ -303,7 +304,7 @@ def test_profiled_zero_or_invalid_stream_is_non_weight() -> None:
     graph = _graph()
     streams = {"d": INVALID, "a": 0, "b": 0, "out": 0}
     profile = Profile(parse_csv("Op Name,Task Duration(us)\nd,5\na,0\nb,4\n", "p.csv"))
-    dag = build_mini_dag(graph.root, streams, stream_labels(graph), profile)
+    dag = build_mini_dag(graph.root, streams, default_labels(graph), profile)
     assert [(n.time, n.weighted) for n in dag.nodes] == [(0.0, False), (0.0, False),
                                                          (4.0, True), (-1.0, True)]
 

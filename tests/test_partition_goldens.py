@@ -14,6 +14,7 @@ import pytest
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import partition_model
 from streamalloc.report.graph_report import graph_summary
+from streamalloc.rules.labelling import default_labels
 
 CASES = sorted((Path(__file__).parent / "goldens" / "cases").glob("*.yaml"))
 
@@ -21,4 +22,5 @@ CASES = sorted((Path(__file__).parent / "goldens" / "cases").glob("*.yaml"))
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_partition_golden(case: Path, golden: Callable[[Path, str], None]) -> None:
     graph = load_graph(case)
-    golden(case.with_suffix(".partition.expected"), graph_summary(graph, partition_model(graph)))
+    parts = partition_model(graph, default_labels(graph))
+    golden(case.with_suffix(".partition.expected"), graph_summary(graph, parts))

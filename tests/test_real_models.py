@@ -19,6 +19,7 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.partition import partition_model
+from streamalloc.rules.labelling import default_labels
 
 MODELS = real_models()
 
@@ -41,7 +42,7 @@ def test_all_seventeen_models_are_present() -> None:
 def partition_summary(graph: Graph) -> str:
     """Nodes, subgraph count per engine and nodes left outside, per graph of the model."""
     lines = [f"model {graph.name}: {graph.node_count()} nodes, {len(graph.subgraphs)} subgraphs"]
-    for name, part in partition_model(graph).items():
+    for name, part in partition_model(graph, default_labels(graph)).items():
         engines = Counter(sg.engine_name for sg in part.subgraphs)
         lines.append(f"graph {name}: {len(part.subgraphs)} engine subgraphs, "
                      f"{len(part.outside)} nodes outside")
@@ -53,7 +54,7 @@ def partition_summary(graph: Graph) -> str:
 def test_model_loads_and_partitions(model: Path, golden: Callable[[Path, str], None]) -> None:
     graph = load_graph(model)
     assert graph.node_count() > 50
-    parts = partition_model(graph)
+    parts = partition_model(graph, default_labels(graph))
     placed = {n for p in parts.values() for sg in p.subgraphs for n in sg.nodes}
     outside = {n for p in parts.values() for n in p.outside}
     assert placed.isdisjoint(outside)

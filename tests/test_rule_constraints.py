@@ -18,11 +18,11 @@ from test_heuristic_properties import build, models
 
 from streamalloc.cli import main
 from streamalloc.errors import AllocationInfeasible, RuleConflictError, RuleSchemaError
-from streamalloc.heuristic.driver import allocate_ge, default_rule_set
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.heuristic.rule_check import placement_of
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.rules import load_rules
+from streamalloc.rules import default_rule_set, load_rules
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import (
     FORMS,

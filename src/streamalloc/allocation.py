@@ -13,7 +13,21 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from streamalloc.heuristic.plan import INVALID, Note
+from streamalloc.facts import INVALID
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One decision: `rule` put the node (or its subgraph) on `stream` because of `reason`.
+
+    `decides` is False for bookkeeping that does not choose a stream: a node taking its
+    subgraph's stream, or compaction renaming an id.
+    """
+
+    rule: str
+    stream: int
+    reason: str
+    decides: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,14 @@ from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
 from streamalloc.outputs import write_atomic
 from streamalloc.preset import preset_allocation
-from streamalloc.rules import RuleSet, rule_set
+from streamalloc.rules import RuleSet, default_rule_set, rule_set
+from streamalloc.rules.labelling import default_labels
 from streamalloc.sync.driver import SYNC_STRATEGIES, synchronize
 from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
 
-__all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "allocate", "convert_graph", "load_graph",
+__all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "allocate", "convert_graph",
+           "default_rule_set", "load_graph",
            "load_rule_set", "partition_model", "plan", "synced_graph", "synchronize",
            "with_options", "write_atomic", "write_graph"]
 
@@ -67,4 +69,4 @@ def plan(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
 
 def partitions(graph: Graph) -> dict[str, GraphPartition]:
     """GE's engine-subgraph partition of every graph of the model."""
-    return partition_model(graph)
+    return partition_model(graph, default_labels(graph))

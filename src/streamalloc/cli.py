@@ -11,7 +11,6 @@ from pathlib import Path
 
 from streamalloc import __version__, api
 from streamalloc.errors import StreamallocError, UsageError
-from streamalloc.heuristic.driver import default_rule_set
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
 from streamalloc.memory import vars_command
@@ -43,7 +42,7 @@ def _allocate(args: argparse.Namespace) -> int:
     graph, allocation = _allocated(args)
     plan = api.synchronize(graph, allocation, sync=args.sync)
     document = plan.to_json()
-    rules = api.load_rule_set(args.rules) or default_rule_set(graph)
+    rules = api.load_rule_set(args.rules) or api.default_rule_set(graph)
     verify_plan(graph, document, rules=rules if args.mode == "ge" else None).raise_for_failure()
     if args.output:
         api.write_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")

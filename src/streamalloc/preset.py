@@ -11,10 +11,9 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Allocation, NodeStream
 from streamalloc.errors import InputError
+from streamalloc.facts import INVALID
 from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph, Node
-
-INVALID = -1
 
 
 def _preset_stream(node: Node) -> int:

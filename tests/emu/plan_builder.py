@@ -19,7 +19,8 @@ import copy
 from collections import defaultdict, deque
 from typing import Any
 
-from streamalloc.ir.graph import LOOP_BACK_TYPES, Graph, Node
+from streamalloc.facts import LOOP_BACK_TYPES
+from streamalloc.ir.graph import Graph, Node
 
 
 def issues_task(graph: Graph, node: Node) -> bool:

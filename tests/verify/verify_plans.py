@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from streamalloc.ir.graph import LOOP_BACK_TYPES, Graph
+from streamalloc.facts import LOOP_BACK_TYPES
+from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders.yaml_json import load_yaml_json
 
 HEAD = "format: streamalloc.graph/v1\n"

@@ -16,6 +16,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from streamalloc.errors import InputError, OptionError
+from streamalloc.facts import (
+    AICPU_ENGINES,
+    INDEPENDENT_AICPU_TYPES,
+    NO_TASK_ENGINE,
+    OWNING_ENGINES,
+)
 from streamalloc.heuristic.assign_by_dependency import top_priority
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
@@ -23,13 +29,6 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import EngineSubgraph, GraphPartition
 from streamalloc.rules.model import Rule
-
-OWNING_ENGINES = frozenset({"AIcoreEngine", "VectorEngine", "DNN_HCCL", "DSAEngine"})
-AICPU_ENGINES = frozenset({"DNN_VM_AICPU", "DNN_VM_AICPU_FFTS_PLUS", "DNN_VM_AICPU_ASCEND",
-                           "DNN_VM_AICPU_ASCEND_FFTS_PLUS"})
-INDEPENDENT_AICPU_TYPES = frozenset({"DropOutGenMask", "DropOutDoMaskV3", "GetNext",
-                                     "DynamicGetNext", "DynamicGetNextV2"})
-NO_TASK_ENGINE = "DNN_VM_GE_LOCAL"
 
 
 @dataclass

@@ -7,11 +7,10 @@ label); `fusion` must be > 0. All transitive data descendants with a matching la
 
 from __future__ import annotations
 
+from streamalloc.facts import ALLREDUCE_TYPES
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.rules.model import Rule
-
-ALLREDUCE_TYPES = frozenset({"HcomAllReduce", "HorovodAllreduce"})
 
 
 def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:

@@ -15,25 +15,16 @@ from streamalloc.allocation import Allocation, NodeStream, Touch
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
-from streamalloc.heuristic.registry import GRAPH_STEPS, LABEL_KINDS, MODEL_STEPS
+from streamalloc.heuristic.registry import GRAPH_STEPS, MODEL_STEPS
 from streamalloc.heuristic.rule_check import check_rules
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.rules import labelling
-from streamalloc.rules.loader import builtin_rules
+from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
 Observer = Callable[[Rule, str, object], None]
-
-
-def default_rule_set(graph: Graph) -> RuleSet:
-    """The shipped rule set GE would use for this graph."""
-    if graph.dynamic_shape:
-        return builtin_rules("ge-dynamic-shape")
-    if graph.option("ge.enableSingleStream") == "true":
-        return builtin_rules("ge-static-single-stream")
-    return builtin_rules("ge-static-multi-stream")
 
 
 def allocate_ge(graph: Graph, rules: RuleSet | None = None,
@@ -41,7 +32,7 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
     """Logical streams for every node, as GE's pass chain (or the given rules) assigns them."""
     rules = rules or default_rule_set(graph)
     enabled = [r for r in rules.rules if r.enabled(graph.options)]
-    labels, label_notes = _labels(graph, enabled)
+    labels, label_notes = _labels(graph, rules)
     partitions = partition_model(graph, labels)
     graph_rules = [r for r in enabled if r.kind in GRAPH_STEPS]
     if rules.flow == "static":
@@ -63,19 +54,14 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
     return allocation
 
 
-def _labels(graph: Graph, rules: list[Rule]
+def _labels(graph: Graph, rules: RuleSet
             ) -> tuple[Mapping[str, NodeLabels], dict[str, list[Note]]]:
-    labels: Mapping[str, NodeLabels] = labelling.initial_labels(graph)
-    notes: dict[str, list[Note]] = {}
-    for rule in (r for r in rules if r.kind in LABEL_KINDS):
-        new = labelling.apply(rule, graph, labels)
-        for name, value in new.items():
-            if value != labels[name]:
-                notes.setdefault(name, []).append(Note(
-                    rule.name, INVALID, f"stream label {value.stream_label!r}"
-                    + (f", user label {value.user_stream_label!r}" if value.user_stream_label
-                       else ""), decides=False))
-        labels = new
+    labels, changes = labelling.rule_labels(rules, graph)
+    notes = {name: [Note(rule.name, INVALID, f"stream label {value.stream_label!r}"
+                         + (f", user label {value.user_stream_label!r}"
+                            if value.user_stream_label else ""), decides=False)
+                    for rule, value in steps]
+             for name, steps in changes.items()}
     return labels, notes
 
 

@@ -25,15 +25,14 @@ from streamalloc.heuristic.dag.model import DagNode, build_mini_dag
 from streamalloc.heuristic.dag.profiling import Profile, load_profile
 from streamalloc.heuristic.plan import INVALID, ModelPlan, Note
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.ir.labels import NodeLabels, stream_labels
+from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import auto_multistream_mode
-from streamalloc.rules.loader import builtin_rules
 from streamalloc.rules.model import Rule
+from streamalloc.rules.predicates import NodePredicate
 
 DAG_STRATEGIES = ("LoadBalance", "MainStream", "WeightedLoadBalance")
 _MODE = re.compile(r"^(LoadBalance|MainStream|WeightedLoadBalance):([0-9]+)$")
 RTS_LABEL_NODE = "_rts_label_node"
-FORCED_MAIN_KIND = "dynamic-renumber"
 
 Changes = dict[str, tuple[int, Note]]
 
@@ -85,26 +84,25 @@ def _writable(node: Node, stream: int, dag_node: DagNode) -> bool:
             and dag_node.weighted and stream != INVALID)
 
 
-def apply(rule: Rule, graph: Graph, plan: ModelPlan,
-          labels: Mapping[str, NodeLabels] | None = None, *,
-          main_rule: Rule | None = None) -> ModelPlan:
+def apply(rule: Rule, graph: Graph, plan: ModelPlan, labels: Mapping[str, NodeLabels], *,
+          main_rule: Rule | None) -> ModelPlan:
     """Replace engine-based streams by DAG streams when a DAG mode is set.
 
-    `labels` are the stream labels after the label rules (default: GE's own label steps);
-    `main_rule` matches the forced-main nodes of the dynamic flow's recompaction (default: the
-    `dynamic-renumber` rule of the shipped ge-dynamic-shape rules).
+    `labels` are the stream labels after the label rules; `main_rule` (the rule set's
+    `dynamic-renumber` rule) matches the forced-main nodes of the dynamic flow's recompaction;
+    None: no node is forced onto the main stream.
     """
     mode = parse_dag_mode(graph)
     if mode is None:
         return plan
     run = _Pass(rule, graph, strategy=mode[0], limit=mode[1], profile=load_profile(graph),
-                labels=stream_labels(graph) if labels is None else labels)
+                labels=labels)
     names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
     plan = _all_graphs(run, plan, names)
     if graph.dynamic_shape:
         # No node is INVALID after renumbering, so Data/NetOutput-like nodes were weighted and
         # Data got a DAG stream; recompaction puts the forced-main nodes back on 0 (spec 4.4).
-        plan = recompact(rule, graph, plan, main_rule or _shipped_main_rule())
+        plan = recompact(rule, graph, plan, main_rule.match if main_rule else _nothing)
     return plan
 
 
@@ -124,20 +122,19 @@ def _all_graphs(run: _Pass, plan: ModelPlan, names: list[str]) -> ModelPlan:
     return plan
 
 
-def _shipped_main_rule() -> Rule:
-    rules = builtin_rules("ge-dynamic-shape")
-    return next(r for r in rules.rules if r.kind == FORCED_MAIN_KIND)
+def _nothing(_: Node) -> bool:
+    return False
 
 
-def recompact(rule: Rule, graph: Graph, plan: ModelPlan, main_rule: Rule) -> ModelPlan:
+def recompact(rule: Rule, graph: Graph, plan: ModelPlan, forced_main: NodePredicate) -> ModelPlan:
     """Spec 4.4 step 5: ids used by ordinary nodes become 0..k-1 (k >= 1); the nodes left out
-    (no stream, owning subgraphs, or matched by `main_rule`) go to stream 0."""
+    (no stream, owning subgraphs, or `forced_main`) go to stream 0."""
     names = dynamic_graphs(graph)
-    used = {s for g in names for n, s in _counted(graph, plan, g, main_rule) if s != INVALID}
+    used = {s for g in names for n, s in _counted(graph, plan, g, forced_main) if s != INVALID}
     remap = {old: new for new, old in enumerate(sorted(used))}
     for g in names:
         changes: Changes = {}
-        for name, old in _counted(graph, plan, g, main_rule):
+        for name, old in _counted(graph, plan, g, forced_main):
             new = 0 if old == INVALID else remap[old]
             if new != plan.graphs[g].streams[name]:
                 why = "main stream" if old == INVALID else f"stream {old} recompacted"
@@ -147,8 +144,9 @@ def recompact(rule: Rule, graph: Graph, plan: ModelPlan, main_rule: Rule) -> Mod
     return replace(plan, next_stream=count, main_stream_num=count)
 
 
-def _counted(graph: Graph, plan: ModelPlan, name: str, main_rule: Rule) -> list[tuple[str, int]]:
+def _counted(graph: Graph, plan: ModelPlan, name: str, forced_main: NodePredicate
+             ) -> list[tuple[str, int]]:
     """(node, stream) per direct node; INVALID for the nodes the recompaction leaves out."""
     streams = plan.graphs[name].streams
-    return [(n.name, INVALID if n.subgraphs or main_rule.matches(n) else streams[n.name])
+    return [(n.name, INVALID if n.subgraphs or forced_main(n) else streams[n.name])
             for n in graph.graph(name).nodes]

@@ -13,21 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-INVALID = -1  # GE's kInvalidStream: the node has no stream
+from streamalloc.allocation import Note
+from streamalloc.facts import INVALID
 
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """One decision: `rule` put the node (or its subgraph) on `stream` because of `reason`.
-
-    `decides` is False for bookkeeping that does not choose a stream: a node taking its
-    subgraph's stream, or compaction renaming an id.
-    """
-
-    rule: str
-    stream: int
-    reason: str
-    decides: bool = True
+__all__ = ["INVALID", "GraphPlan", "ModelPlan", "Note", "initial_graph_plan"]
 
 
 def _frozen(mapping: Mapping[str, int]) -> Mapping[str, int]:

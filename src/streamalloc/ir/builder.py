@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from streamalloc.errors import GraphLoadError, OptionError
+from streamalloc.facts import LOOP_BACK_TYPES
 from streamalloc.ir import topo
 from streamalloc.ir.attrs import AttrValue, freeze_attrs
 from streamalloc.ir.engines import EngineTable, default_engine_table
 from streamalloc.ir.graph import (
-    LOOP_BACK_TYPES,
     ComputeGraph,
     Consumer,
     DataInput,

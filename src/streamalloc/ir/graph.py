@@ -17,7 +17,6 @@ from streamalloc.ir.tensor import TensorDesc
 GRAPH_FORMAT = "streamalloc.graph/v1"
 
 # Op types whose data output feeds a loop back edge; such edges do not order nodes (GE's sort).
-LOOP_BACK_TYPES = frozenset({"NextIteration", "RefNextIteration"})
 
 
 @dataclass(frozen=True, slots=True)

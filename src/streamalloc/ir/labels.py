@@ -6,17 +6,15 @@ result as a separate map instead of mutating nodes:
 2. a node with `_user_stream_label` U (with `_enable_inner_parallel` true and a stream label S,
    U becomes `U_S`) gets stream label U (`transfer_user_label`). A user label always becomes the
    stream label.
-The rule kinds `cmo-label` and `user-stream-label` apply these steps; `stream_labels` applies
-both to every node, which is what GE does.
+The rule kinds `cmo-label` and `user-stream-label` apply these steps (`rules.labelling`); the
+shipped GE rule sets run both on every node, which is what GE does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 
-from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.graph import Node
 
 STREAM_LABEL = "_stream_label"
 USER_STREAM_LABEL = "_user_stream_label"
@@ -62,13 +60,3 @@ def transfer_user_label(node: Node, labels: NodeLabels) -> NodeLabels:
         user = f"{user}_{labels.stream_label}"
     return NodeLabels(user, user, True)
 
-
-def stream_labels(graph: Graph) -> Mapping[str, NodeLabels]:
-    """GE's labels of every node of the model (both pre-processing steps applied)."""
-    result = {}
-    for node in graph.all_nodes():
-        labels = raw_labels(node)
-        if node.type == "Cmo":
-            labels = cmo_label(node, labels)
-        result[node.name] = transfer_user_label(node, labels)
-    return MappingProxyType(result)

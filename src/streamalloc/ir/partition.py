@@ -17,7 +17,7 @@ from streamalloc.errors import InputError, OptionError
 from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, seed_clusters
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph
-from streamalloc.ir.labels import NodeLabels, stream_labels
+from streamalloc.ir.labels import NodeLabels
 
 FORCE_ATTACH = "_force_attach_stream"
 NO_NEED_PARTITION = "_no_need_partition"
@@ -75,13 +75,11 @@ def auto_multistream_mode(graph: Graph) -> str:
     return graph.option("ge.autoMultistreamParallelMode")
 
 
-def partition_model(graph: Graph, labels: Mapping[str, NodeLabels] | None = None
-                    ) -> dict[str, GraphPartition]:
+def partition_model(graph: Graph, labels: Mapping[str, NodeLabels]) -> dict[str, GraphPartition]:
     """Partitions of the root and every subgraph (R-order), keyed by graph name.
 
-    `labels` are the stream labels after the label rules; by default GE's (`stream_labels`).
+    `labels` are the stream labels after the label rules (`rules.labelling.rule_labels`).
     """
-    labels = stream_labels(graph) if labels is None else labels
     max_parallel = parse_max_parallel(graph.option("ge.streamMaxParallelNum"), graph.source)
     consecutive = graph.option("ge.topoSortingMode") == "3"
     cv_mode = auto_multistream_mode(graph) == "cv"

@@ -1,6 +1,13 @@
 """Allocation policies declared in YAML: the rule vocabulary, schema, loader and predicates."""
 
-from streamalloc.rules.loader import builtin_names, builtin_rules, load_rules, rule_set
+from streamalloc.rules.loader import (
+    builtin_names,
+    builtin_rules,
+    default_rule_set,
+    load_rules,
+    rule_set,
+)
 from streamalloc.rules.model import Rule, RuleSet
 
-__all__ = ["Rule", "RuleSet", "builtin_names", "builtin_rules", "load_rules", "rule_set"]
+__all__ = ["Rule", "RuleSet", "builtin_names", "builtin_rules", "default_rule_set", "load_rules",
+           "rule_set"]

@@ -7,9 +7,9 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
 from streamalloc.rules.constraints import (
-    INVALID,
     AttachedStreams,
     Constraint,
     DedicatedStream,

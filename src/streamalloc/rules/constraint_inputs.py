@@ -17,7 +17,6 @@ from streamalloc.ir.partition import GraphPartition, auto_multistream_mode, part
 from streamalloc.rules import labelling
 from streamalloc.rules.model import Rule, RuleSet
 
-LABEL_KINDS = frozenset({"cmo-label", "user-stream-label", "stream-label"})
 # user policies that move matched nodes after GE's passes placed them
 _MOVING_POLICIES = frozenset({"same-stream", "separate-streams", "dedicated-stream",
                               "pin-stream"})
@@ -51,12 +50,8 @@ class Inputs:
         """Enabled rules (their `when:` holds) and the labels after the label rules;
         `partitions`: GE's partition under those labels when the caller has it already."""
         enabled = tuple(r for r in rules.rules if r.enabled(graph.options))
-        labels: Mapping[str, NodeLabels] = labelling.initial_labels(graph)
-        setter: dict[str, str] = {}
-        for rule in (r for r in enabled if r.kind in LABEL_KINDS):
-            new = labelling.apply(rule, graph, labels)
-            setter.update((n, rule.name) for n, v in new.items() if v != labels[n])
-            labels = new
+        labels, changes = labelling.rule_labels(rules, graph)
+        setter = {name: steps[-1][0].name for name, steps in changes.items()}
         return cls(graph, rules.flow, enabled, labels, setter, partitions)
 
     @cached_property

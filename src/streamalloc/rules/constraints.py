@@ -22,8 +22,6 @@ from streamalloc.rules.constraint_inputs import Inputs
 from streamalloc.rules.kinds import KINDS, NO_CONSTRAINT
 from streamalloc.rules.model import Rule, RuleSet
 
-INVALID = -1
-
 
 @dataclass(frozen=True, slots=True)
 class SameStream:

@@ -13,7 +13,10 @@ from types import MappingProxyType
 
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.labels import NodeLabels, cmo_label, raw_labels, transfer_user_label
-from streamalloc.rules.model import Rule
+from streamalloc.rules.loader import default_rule_set
+from streamalloc.rules.model import Rule, RuleSet
+
+LABEL_KINDS = frozenset({"cmo-label", "user-stream-label", "stream-label"})
 
 
 def initial_labels(graph: Graph) -> dict[str, NodeLabels]:
@@ -38,3 +41,24 @@ def apply(rule: Rule, graph: Graph, labels: Mapping[str, NodeLabels]) -> Mapping
             result[node.name] = replace(current, stream_label=label, user_stream_label=user,
                                         present=True)
     return MappingProxyType(result)
+
+
+def rule_labels(rules: RuleSet, graph: Graph
+                ) -> tuple[Mapping[str, NodeLabels], dict[str, list[tuple[Rule, NodeLabels]]]]:
+    """Labels after the enabled label rules of `rules`, and per node the rules that changed its
+    labels (in order, with the labels each gave)."""
+    labels: Mapping[str, NodeLabels] = initial_labels(graph)
+    changes: dict[str, list[tuple[Rule, NodeLabels]]] = {}
+    for rule in rules.rules:
+        if rule.kind in LABEL_KINDS and rule.enabled(graph.options):
+            new = apply(rule, graph, labels)
+            for name, value in new.items():
+                if value != labels[name]:
+                    changes.setdefault(name, []).append((rule, value))
+            labels = new
+    return labels, changes
+
+
+def default_labels(graph: Graph) -> Mapping[str, NodeLabels]:
+    """GE's labels: those of the shipped rule set GE would use for the graph."""
+    return rule_labels(default_rule_set(graph), graph)[0]

@@ -21,6 +21,7 @@ import networkx as nx
 import yaml
 
 from streamalloc.errors import RuleSchemaError
+from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
 from streamalloc.rules.kinds import KINDS, MATCH_REF
 from streamalloc.rules.model import Rule, RuleSet
@@ -49,6 +50,15 @@ def builtin_rules(name: str) -> RuleSet:
     if name not in builtin_names():
         raise RuleSchemaError(f"unknown rule set {name!r}; shipped: {', '.join(builtin_names())}")
     return _load_text(_builtin_text(name), f"<builtin {name}>", 0)
+
+
+def default_rule_set(graph: Graph) -> RuleSet:
+    """The shipped rule set GE would use for this graph."""
+    if graph.dynamic_shape:
+        return builtin_rules("ge-dynamic-shape")
+    if graph.option("ge.enableSingleStream") == "true":
+        return builtin_rules("ge-static-single-stream")
+    return builtin_rules("ge-static-multi-stream")
 
 
 def rule_set(path_or_name: str | Path) -> RuleSet:

@@ -19,7 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from streamalloc.errors import InputError, LimitExceeded
-from streamalloc.ir.graph import LOOP_BACK_TYPES, Graph, Node
+from streamalloc.facts import LOOP_BACK_TYPES
+from streamalloc.ir.graph import Graph, Node
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.plan import Plan, SyncNode

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from streamalloc.errors import AllocationInfeasible
+from streamalloc.facts import INVALID
 from streamalloc.sync.context import SyncContext
-from streamalloc.sync.model import INVALID, SyncMaps, Task
+from streamalloc.sync.model import SyncMaps, Task
 
 
 def _labels(ctx: SyncContext, name: str) -> list[str]:

@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible, LimitExceeded, UsageError
+from streamalloc.facts import INVALID, RESERVED_UNITS
 from streamalloc.ir.graph import Graph
 from streamalloc.sync import activation
 from streamalloc.sync.context import SyncContext
@@ -16,7 +17,7 @@ from streamalloc.sync.generate import Namer, check_pairs, sync_task
 from streamalloc.sync.insert import insert_pairs
 from streamalloc.sync.limits import Limits, limits_of
 from streamalloc.sync.minimal import minimize
-from streamalloc.sync.model import INVALID, SyncMaps, Task
+from streamalloc.sync.model import SyncMaps, Task
 from streamalloc.sync.multiplexing import multiplex_events
 from streamalloc.sync.numbering import renumber, reuse_multi_dims
 from streamalloc.sync.optimize import optimize
@@ -155,7 +156,8 @@ def _capacity(graph: Graph, allocation: Allocation, tasks: list[Task],
     if allocation.main_stream_num > 1:
         raise AllocationInfeasible(f"single-stream mode but {allocation.main_stream_num} main "
                                    "streams")
-    estimate = sum(sum(task_units(graph, t).values()) for t in tasks if t.stream != INVALID) + 27
+    estimate = sum(sum(task_units(graph, t).values()) for t in tasks if t.stream != INVALID) \
+        + RESERVED_UNITS
     if estimate > limits.max_task_per_stream:
         return limits.max_task_per_huge_stream, (0,)
     return limits.max_task_per_stream, ()
@@ -220,7 +222,8 @@ def _check_limits(plan: SyncPlan, limits: Limits, capacity: tuple[int, dict[int,
             raise LimitExceeded(f"the plan needs {value} {what}, over the limit of {limit} "
                                 f"(option streamalloc.{option})")
     for stream, used in sorted(counted.items()):
-        if used + 27 > max_task:
-            raise LimitExceeded(f"physical stream {stream} needs {used} task units + 27 reserved, "
+        if used + RESERVED_UNITS > max_task:
+            raise LimitExceeded(f"physical stream {stream} needs {used} task units + "
+                                f"{RESERVED_UNITS} reserved, "
                                 f"over the capacity of {max_task} (a single node larger than "
                                 "the capacity cannot be split)")

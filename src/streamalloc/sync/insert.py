@@ -8,11 +8,11 @@ removes the redundant ones.
 from __future__ import annotations
 
 from streamalloc.errors import AllocationInfeasible
+from streamalloc.facts import ENTER_TYPES, INVALID
 from streamalloc.ir.graph import Node
 from streamalloc.sync.context import FFTS_ATTRS, SyncContext
-from streamalloc.sync.model import INVALID, SyncMaps
+from streamalloc.sync.model import SyncMaps
 
-ENTER_TYPES = frozenset({"Enter", "RefEnter"})
 THREAD_SCOPE = "_thread_scope_id"
 SUBGRAPH_END = "_subgraph_end_node"
 

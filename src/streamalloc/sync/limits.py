@@ -5,15 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamalloc.errors import OptionError
+from streamalloc.facts import LIMIT_DEFAULTS as DEFAULTS
 from streamalloc.ir.graph import Graph
-
-DEFAULTS = {
-    "streamalloc.max_streams": 2024,          # V2 runtime stream pool slots (ge-sync 9.1)
-    "streamalloc.max_events": 65535,
-    "streamalloc.max_notifies": 1024,         # kMaxNotifyNum, checked at the end of Phase B
-    "streamalloc.max_task_per_stream": 1024,  # runtime stub normal stream depth (ge-sync 5.3)
-    "streamalloc.max_task_per_huge_stream": 8192,
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from streamalloc.facts import INVALID
 from streamalloc.sync.context import SyncContext
-from streamalloc.sync.model import INVALID, SyncMaps
+from streamalloc.sync.model import SyncMaps
 from streamalloc.sync.switch import SwitchState, handle_switches
 
 Pair = tuple[int, str, str]  # (sync id, sender, receiver)

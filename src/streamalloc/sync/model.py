@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from streamalloc.errors import InternalError
 
-INVALID = -1
 RECV_TYPES = frozenset({"Recv", "RecvNotify", "RecvMem"})
 SEND_TYPES = frozenset({"Send", "SendNotify"})
 

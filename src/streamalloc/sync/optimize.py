@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from streamalloc.facts import LOOP_BACK_TYPES
 from streamalloc.sync.context import SyncContext
 from streamalloc.sync.model import SyncMaps, in_n_order
-
-NEXT_ITERATION = frozenset({"NextIteration", "RefNextIteration"})
 
 
 def optimize(ctx: SyncContext, maps: SyncMaps) -> None:
@@ -76,7 +75,7 @@ def _activated_before(ctx: SyncContext, u: str, r: str) -> bool:
             if a in visited or node.attr("is_loop_active") is True:
                 return False
             controls = node.control_inputs
-            if controls and all(ctx.node(c).type in NEXT_ITERATION for c in controls):
+            if controls and all(ctx.node(c).type in LOOP_BACK_TYPES for c in controls):
                 continue
             visited.add(a)
             for p in [*(s.src for s in node.data_sources()), *controls]:

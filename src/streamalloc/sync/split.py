@@ -12,11 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from streamalloc.errors import InternalError
+from streamalloc.facts import INVALID, RESERVED_UNITS
 from streamalloc.ir.graph import Graph
-from streamalloc.sync.model import INVALID, Task
+from streamalloc.sync.model import Task
 from streamalloc.sync.tasks import assigned
 
-RESERVED_UNITS = 27  # 7 profiling trace points + 20 spare (kReservedTaskNum)
 NO_SPLIT_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex"})
 CONTINUOUS_LABEL = "_continuous_stream_label"
 

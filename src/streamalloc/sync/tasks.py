@@ -12,12 +12,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.sync.model import INVALID, Task
-
-HCCL_TYPES = frozenset({"HcomBroadcast", "HcomAllGather", "HcomAllReduce", "HcomReduceScatter",
-                        "HcomReduce", "HcomAllToAllV", "HcomGatherAllToAllV", "HcomAllToAllVC",
-                        "HcomAllToAll"})
+from streamalloc.sync.model import Task
 
 
 def own_units(graph: Graph, node: Node) -> int:
@@ -35,7 +32,7 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
     value = 0
     if node.has_attr("_node_sqe_num"):
         value = node.int_attr("_node_sqe_num")
-    elif node.type in HCCL_TYPES or node.engine == "DNN_HCCL":
+    elif is_hccl(node.type, node.engine):
         key = "_hccl_attached_task_num" if attached else "_hccl_task_num"
         value = node.int_attr(key)
     if value > 0 and node.type in ("Recv", "RecvMem"):
@@ -46,8 +43,7 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
 def task_units(graph: Graph, task: Task) -> dict[int, int]:
     """{stream: units} the task's records take (before GE's explicit overrides)."""
     if task.is_sync:  # a generated StreamActive: one unit here, replaced in `collect`
-        wait = task.type == "Recv"
-        return {task.stream: 2 if wait else 1}
+        return {task.stream: SYNC_UNITS.get(task.type, 1)}
     units = {task.stream: own_units(graph, graph.node(task.name))}
     for a in task.attached:
         units[a] = units.get(a, 0) + own_units(graph, graph.node(task.name))

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from streamalloc.ir.graph import LOOP_BACK_TYPES, Graph, Node
+from streamalloc.facts import ENTER_TYPES, LOOP_BACK_TYPES
+from streamalloc.ir.graph import Graph, Node
 
-ENTER_TYPES = frozenset({"Enter", "RefEnter"})
 FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
 THREAD_SCOPE = "_thread_scope_id"
 END_NODE = "_subgraph_end_node"

@@ -25,17 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streamalloc.errors import InputError
+from streamalloc.facts import LIMIT_DEFAULTS as DEFAULTS
+from streamalloc.facts import PROFILING_UNITS, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.verify.context import Context
-
-PROFILING_UNITS = 7  # kDfxTaskNum: trace points the runtime adds to every stream
-DEFAULTS = {"streamalloc.max_streams": 2024, "streamalloc.max_events": 65535,
-            "streamalloc.max_notifies": 1024, "streamalloc.max_task_per_stream": 1024,
-            "streamalloc.max_task_per_huge_stream": 8192}
-SYNC_UNITS = {"Send": 1, "Recv": 2, "SendNotify": 1, "RecvNotify": 1}
-HCCL_TYPES = frozenset({"HcomBroadcast", "HcomAllGather", "HcomAllReduce", "HcomReduceScatter",
-                        "HcomReduce", "HcomAllToAllV", "HcomGatherAllToAllV", "HcomAllToAllVC",
-                        "HcomAllToAll"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,4 +126,4 @@ def node_units(graph: Graph, node: Node) -> int:
 
 
 def _is_hccl(node: Node) -> bool:
-    return node.type in HCCL_TYPES or node.engine == "DNN_HCCL"
+    return is_hccl(node.type, node.engine)

@@ -1,0 +1,47 @@
+"""GE facts that several layers read, from one table (`ge_facts.yaml`, package data).
+
+>>> INVALID, RESERVED_UNITS, LIMIT_DEFAULTS["streamalloc.max_task_per_stream"]
+(-1, 27, 1024)
+>>> "HcomAllReduce" in HCCL_TYPES
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+
+def _load() -> Mapping[str, Any]:
+    text = resources.files("streamalloc").joinpath("ge_facts.yaml").read_text(encoding="utf-8")
+    data: Mapping[str, Any] = yaml.safe_load(text)
+    return data
+
+
+_FACTS = _load()
+
+INVALID: int = int(_FACTS["invalid_stream"])
+LIMIT_DEFAULTS: Mapping[str, int] = MappingProxyType(
+    {k: int(v) for k, v in _FACTS["limits"].items()})
+PROFILING_UNITS: int = int(_FACTS["task_units"]["profiling"])
+RESERVED_UNITS: int = PROFILING_UNITS + int(_FACTS["task_units"]["spare"])
+SYNC_UNITS: Mapping[str, int] = MappingProxyType(dict(_FACTS["task_units"]["sync"]))
+HCCL_TYPES: frozenset[str] = frozenset(_FACTS["op_types"]["hccl"])
+ALLREDUCE_TYPES: frozenset[str] = frozenset(_FACTS["op_types"]["allreduce"])
+ENTER_TYPES: frozenset[str] = frozenset(_FACTS["op_types"]["enter"])
+LOOP_BACK_TYPES: frozenset[str] = frozenset(_FACTS["op_types"]["loop_back"])
+OWNING_ENGINES: frozenset[str] = frozenset(_FACTS["dynamic_allocator"]["owning_engines"])
+AICPU_ENGINES: frozenset[str] = frozenset(_FACTS["dynamic_allocator"]["aicpu_engines"])
+NO_TASK_ENGINE: str = str(_FACTS["dynamic_allocator"]["no_task_engine"])
+INDEPENDENT_AICPU_TYPES: frozenset[str] = frozenset(
+    _FACTS["dynamic_allocator"]["independent_aicpu_types"])
+HCCL_ENGINE: str = str(_FACTS["hccl_engine"])
+
+
+def is_hccl(op_type: str, engine: str) -> bool:
+    """An HCCL task: its units are its _hccl_task_num (sync spec 5.4)."""
+    return op_type in HCCL_TYPES or engine == HCCL_ENGINE
