@@ -10,6 +10,7 @@ import pytest
 
 from streamalloc.api import with_options
 from streamalloc.ir import DataInput, Graph, GraphBuilder
+from streamalloc.ir.attrs import AttrValue
 from streamalloc.runtime_emu.command import ge_plan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
@@ -33,16 +34,20 @@ def make_plan() -> PlanMaker:
     return ge_mode_plan
 
 
-def chain_graph(name: str, costs: dict[str, float], edges: list[tuple[str, str]]) -> Graph:
-    """A graph of Relu nodes with the given costs (insertion order) and data edges."""
+def chain_graph(name: str, costs: dict[str, float], edges: list[tuple[str, str]],
+                dims: dict[str, int] | None = None) -> Graph:
+    """A graph of Relu nodes with the given costs (insertion order), data edges and block dims
+    (the `block_dim` attribute; without one a node with a cost takes one AI core)."""
     b = GraphBuilder(name)
     b.add_node("data", "Data")
     inputs: dict[str, list[str]] = {n: [] for n in costs}
     for src, dst in edges:
         inputs[dst].append(src)
     for node, cost in costs.items():
+        dim = (dims or {}).get(node)
+        attrs = None if dim is None else {"block_dim": AttrValue("int", dim)}
         b.add_node(node, "Relu", inputs=[DataInput(s) for s in inputs[node] or ["data"]],
-                   cost_us=cost)
+                   cost_us=cost, attrs=attrs)
     return b.build()
 
 

@@ -18,9 +18,20 @@ from streamalloc.runtime_emu.cost_table import default_cost_table
 SHIPPED = resources.files("streamalloc.runtime_emu").joinpath("costs.yaml").read_text("utf-8")
 
 
+def line_of(text: str) -> int:
+    """The 1-based line of the shipped table that starts with `text` (after indentation)."""
+    lines = SHIPPED.splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith(text))
+
+
 def test_the_shipped_table_describes_an_ascend_910() -> None:
     table = default_cost_table()
     assert table.engine("AIcoreEngine").units == 32
+    # AI Core kernels spread over the cores; AI CPU, HCCL and runtime tasks take one unit
+    assert table.engine("AIcoreEngine").min_core_us == 2.0
+    assert table.engine("DNN_VM_AICPU_ASCEND").min_core_us is None
+    assert table.engine("DNN_HCCL").min_core_us is None
+    assert table.default_engine.min_core_us is None
     assert table.engine("DNN_HCCL").units == 3
     assert table.engine("DNN_VM_AICPU_ASCEND").units == 16
     assert table.engine("SomeCustomEngine") == table.default_engine
@@ -115,8 +126,10 @@ def test_input_descs_of_the_node_win_over_the_producer_outputs() -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "message"), [
-    ("format: streamalloc.costs/v1", "format: costs/v0", ":14: format: expected"),
-    ("launch_us: 2.0", "launch_us: fast", ":17: device.launch_us: expected a number >= 0"),
+    ("format: streamalloc.costs/v1", "format: costs/v0",
+     f":{line_of('format:')}: format: expected"),
+    ("launch_us: 2.0", "launch_us: fast",
+     f":{line_of('launch_us:')}: device.launch_us: expected a number >= 0"),
     ("units: 32, flops_per_s: 8.0e+12", "units: 0, flops_per_s: 8.0e+12",
      "engines.AIcoreEngine.units: expected an integer >= 1"),
     ("flops_per_s: 8.0e+12", "flops_per_s: 8.0e12",
@@ -133,6 +146,15 @@ def test_input_descs_of_the_node_win_over_the_producer_outputs() -> None:
      "a parameter of bytes (no parameters)"),
     ("format: streamalloc.costs/v1", "format: streamalloc.costs/v1\nextra: 1",
      "extra: expected one of the keys format"),
+    ("min_core_us: 2.0}", "min_core_us: 0}",
+     "engines.AIcoreEngine.min_core_us: expected a number > 0"),
+    ("fallback_us: 50.0}", "fallback_us: 50.0, min_core: 1}",
+     "engines.DNN_HCCL.min_core: expected one of the keys units, flops_per_s, bytes_per_s, "
+     "fallback_us, min_core_us"),
+    ("Conv: conv", "Conv: {formula: conv, block_dim: 0}",
+     "ops.Conv.block_dim: expected an integer >= 1"),
+    ("Conv: conv", "Conv: {formula: conv, block_dim: 2.5}",
+     "ops.Conv.block_dim: expected an integer >= 1"),
 ])
 def test_bad_cost_tables_name_file_line_and_field(tmp_path: Path, old: str, new: str,
                                                   message: str) -> None:

@@ -1,4 +1,5 @@
-"""The discrete-event kernel: ordering by (time, priority, seq), events, resources, deadlock."""
+"""The discrete-event kernel: ordering by (time, priority, seq), events, resources (one unit or
+several at once, strictly first come first served), deadlock."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 
 import pytest
 
-from streamalloc.runtime_emu.kernel import PARK, Environment, Event, ProcessGen, Resource
+from streamalloc.runtime_emu.kernel import PARK, Environment, Event, ProcessGen, Request, Resource
 
 
 def test_timeouts_resume_in_time_order_and_ties_in_scheduling_order() -> None:
@@ -84,6 +85,53 @@ def test_resource_units_go_first_come_first_served() -> None:
         env.process(user(name, hold), name)
     env.run()
     assert log == [(0.0, "a"), (5.0, "b"), (6.0, "c")] and res.free == 1
+
+
+def test_requests_take_several_units_strictly_in_arrival_order() -> None:
+    # 4 units: a holds 3 for 5; b wants 2 and waits; c wants 1, which is free, but queues
+    # behind b; d wants 1 and comes after c. At 5 one release serves b, c and d at once.
+    env, res, log = Environment(), Resource("cores", 4), []
+
+    def user(name: str, count: int, hold: float) -> ProcessGen:
+        claim = res.request(count)
+        yield claim
+        log.append((env.now, name, res.free))
+        yield hold
+        claim.release(env)
+
+    for name, count, hold in (("a", 3, 5.0), ("b", 2, 1.0), ("c", 1, 1.0), ("d", 1, 2.0)):
+        env.process(user(name, count, hold), name)
+    env.run()
+    assert log == [(0.0, "a", 1), (5.0, "b", 0), (5.0, "c", 0), (5.0, "d", 0)]
+    assert res.free == 4 and env.now == 7.0
+
+
+def test_a_wide_request_is_not_overtaken_by_later_narrow_ones() -> None:
+    # 2 units: a holds 1 for 10; w wants 2 from time 1; n1 and n2 want 1 each from 2 and 3, and
+    # one unit is free then, but w is first in line: a narrow stream cannot starve it.
+    env, res, log = Environment(), Resource("cores", 2), []
+
+    def user(name: str, count: int, delay: float, hold: float) -> ProcessGen:
+        yield delay
+        claim = res.request(count)
+        yield claim
+        log.append((env.now, name))
+        yield hold
+        claim.release(env)
+
+    for name, count, delay, hold in (("a", 1, 0.0, 10.0), ("w", 2, 1.0, 1.0),
+                                     ("n1", 1, 2.0, 1.0), ("n2", 1, 3.0, 1.0)):
+        env.process(user(name, count, delay, hold), name)
+    env.run()
+    assert log == [(0.0, "a"), (10.0, "w"), (11.0, "n1"), (11.0, "n2")]
+
+
+def test_requests_are_checked_against_the_capacity() -> None:
+    res = Resource("cores", 4)
+    assert Request(res, 4).take() is None and res.request(1).take() is PARK
+    for count in (0, 5):
+        with pytest.raises(ValueError, match="cannot give"):
+            res.request(count)
 
 
 def test_a_wait_that_can_never_be_satisfied_is_left_parked_with_its_event() -> None:

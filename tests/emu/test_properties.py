@@ -2,6 +2,8 @@
 
 * every plan of the `make_plan` fixture (the ge-mode allocator once it lands) runs without
   deadlock or violation, and never faster than either lower bound;
+* random graphs carry random block dims (1 to 64, capped at the engine's units), so wide tasks
+  wait for units in every property below;
 * the round-robin builder's plans too, on 1-5 streams, with events or notifies, with stream
   activation, and with few engine units (contention);
 * removing the events of a plan with a cross-stream edge is always reported, never run as fine;
@@ -18,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamalloc.ir import DataInput, Graph, GraphBuilder, TensorDesc
+from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.runtime_emu import emulate, parse_cost_table, report_json
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -40,8 +43,10 @@ def graphs(draw: st.DrawFn) -> Graph:
         controls = draw(st.lists(st.sampled_from(names[1:]), max_size=1)) if i > 1 else []
         controls = [c for c in controls if c not in inputs]
         cost = draw(st.one_of(st.none(), st.sampled_from([0.5, 1.0, 3.0, 10.0])))
+        dim = draw(st.one_of(st.none(), st.sampled_from([1, 8, 17, 32, 64])))
         b.add_node(name, draw(st.sampled_from(OPS)), inputs=[DataInput(s) for s in inputs],
                    control_inputs=controls, cost_us=cost,
+                   attrs=None if dim is None else {"block_dim": AttrValue("int", dim)},
                    outputs=[TensorDesc((4, 64), "float16")])
         names.append(name)
     return b.build()

@@ -2,8 +2,9 @@
 
 * critical path: the longest chain of graph tasks over graph edges, each weighted by its task
   time (launch + execution); sync tasks and nodes without tasks weigh nothing;
-* work over units: per engine, the task time of its graph tasks divided by its units; the
-  largest engine wins (every unit runs one task at a time).
+* work over units: per engine, the unit-time of its graph tasks (block dim x task time, summed)
+  divided by its units; the largest engine wins (a unit serves one task at a time, so an
+  engine cannot do more than `units` unit-microseconds per microsecond).
 
 A run whose status is ok is never shorter than either (tests check it as a property).
 """
@@ -28,14 +29,14 @@ class LowerBounds:
 def lower_bounds(program: Program, table: CostTable) -> LowerBounds:
     """Both bounds of a compiled program."""
     finish = [0.0] * program.task_count()
-    durations, preds = program.durations, program.preds
+    durations, widths, preds = program.durations, program.widths, program.preds
     for tid in program.topo:  # a topological order, so every predecessor is done
         ready = max((finish[p] for p in preds[tid]), default=0.0)
         finish[tid] = ready + (durations[tid] if program.kinds[tid] == TASK else 0.0)
     work: dict[str, float] = {}
     for tid, engine in enumerate(program.engines):
         if engine is not None and program.kinds[tid] == TASK:
-            work[engine] = work.get(engine, 0.0) + durations[tid]
+            work[engine] = work.get(engine, 0.0) + widths[tid] * durations[tid]
     per_unit = {e: w / table.engine(e).units for e, w in sorted(work.items())}
     bottleneck = max(per_unit, key=lambda e: (per_unit[e], e), default=None)
     return LowerBounds(critical_path_us=max(finish, default=0.0),

@@ -1,10 +1,16 @@
-"""Execution time of a node: its `cost_us`, else its op formula on the cost table, else fallback.
+"""Execution time and block dim of a node's task, from its op formula on the cost table.
 
-Time is a roofline: `max(FLOPs / flops_per_s, bytes / bytes_per_s)` with the per-unit numbers
-of the node's engine. FLOPs come from the op formula and the tensor descriptions (a node's
-`input_descs` when the loader kept them, as GE dumps do, else the producer's output
-descriptions, as for ONNX models); bytes are the input plus output bytes. When a formula needs
-a shape that is unknown, the engine's `fallback_us` is used.
+Work is a roofline on ONE unit of the node's engine: `max(FLOPs / flops_per_s, bytes /
+bytes_per_s)` with the per-unit numbers. FLOPs come from the op formula and the tensor
+descriptions (a node's `input_descs` when the loader kept them, as GE dumps do, else the
+producer's output descriptions, as for ONNX models); bytes are the input plus output bytes.
+When a formula needs a shape that is unknown, the engine's `fallback_us` is used.
+
+A task runs on `block_dim` units for `work / block_dim`. The block dim is the node's
+`block_dim` (or GE's `tvm_blockdim`) attribute, else the op's `block_dim` in the table, else
+enough units that each gets at least the engine's `min_core_us` of work, at most all of them.
+A node's `cost_us` is its task's time as given; its block dim then comes from the attribute or
+the table, else 1 (a given time says nothing about the cores it used).
 
 >>> from streamalloc.ir import GraphBuilder, DataInput, TensorDesc
 >>> b = GraphBuilder("g")
@@ -16,20 +22,47 @@ a shape that is unknown, the engine's `fallback_us` is used.
 >>> model = CostModel(b.build(), default_cost_table())
 >>> round(model.exec_us(model.node("mm")), 2)   # 2 MiB of weights at 37.5 GB/s per core
 56.03
+>>> time, dim = model.kernel(model.node("mm"))   # ceil(56.03 / 2 us) cores
+>>> dim, round(time, 2)
+(29, 1.93)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.tensor import TensorDesc
-from streamalloc.runtime_emu.cost_table import CostTable, OpFormula
+from streamalloc.runtime_emu.cost_table import CostTable, EngineParams, OpFormula
 
 # Attributes that transpose the first MatMul operand (ONNX Gemm, GE MatMul, GE BatchMatMul).
 _TRANSPOSE_A = ("transA", "transpose_x1", "adj_x1")
 _CHANNEL_LAST = ("NHWC", "NDHWC")
 _UNKNOWN = TensorDesc()
+# The block dim attribute: this project's name, then GE's (TVM_ATTR_NAME_BLOCKDIM, set on
+# compiled AI Core nodes); values below 1 (GE writes -1 for "unset") are ignored.
+BLOCK_DIM_ATTRS = ("block_dim", "tvm_blockdim")
+# ceil() of a quotient that float division pushed just above an integer (1.1 / 0.1 gives
+# 11.000000000000002) would add a core: the quotient is shrunk by this relative margin first.
+_CEIL_MARGIN = 1e-12
+
+
+def block_dim_attr(node: Node) -> int | None:
+    """The block dim the graph gives the node, or None."""
+    for key in BLOCK_DIM_ATTRS:
+        value = node.int_attr(key, 0)
+        if value >= 1:
+            return value
+    return None
+
+
+def derived_block_dim(work_us: float, engine: EngineParams) -> int:
+    """Units for `work_us` of one-unit work: at least `min_core_us` each, at most all units."""
+    if engine.min_core_us is None or work_us <= 0:
+        return 1
+    wanted = math.ceil(work_us / engine.min_core_us * (1 - _CEIL_MARGIN))
+    return max(1, min(wanted, engine.units))
 
 
 def channels(desc: TensorDesc) -> int | None:
@@ -55,8 +88,20 @@ class CostModel:
         """The graph node called `name`."""
         return self._nodes[name]
 
+    def kernel(self, node: Node) -> tuple[float, int]:
+        """(execution time, block dim) of one task of `node`: it holds block dim units of its
+        engine for the time (launch overhead not included)."""
+        engine = self.table.engine(node.engine)
+        given = block_dim_attr(node) or self.table.formula(node.type).block_dim
+        if node.cost_us is not None:
+            return float(node.cost_us), min(given or 1, engine.units)
+        work = self.exec_us(node)
+        dim = min(given, engine.units) if given else derived_block_dim(work, engine)
+        return work / dim, dim
+
     def exec_us(self, node: Node) -> float:
-        """Execution time of one task of `node` in microseconds (launch overhead not included)."""
+        """Work of one task of `node` on one unit in microseconds (`cost_us` as given; launch
+        overhead not included)."""
         if node.cost_us is not None:
             return float(node.cost_us)
         formula = self.table.formula(node.type)

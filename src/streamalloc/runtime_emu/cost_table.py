@@ -30,27 +30,36 @@ FORMULAS: Mapping[str, Mapping[str, float]] = MappingProxyType({
 DEVICE_TIMES = ("launch_us", "event_record_us", "event_wait_us", "notify_record_us",
                 "notify_wait_us")
 ENGINE_KEYS = ("units", "flops_per_s", "bytes_per_s", "fallback_us")
+OPTIONAL_ENGINE_KEYS = ("min_core_us",)
 TOP_KEYS = ("format", "device", "engines", "default_engine", "ops", "default_formula")
 
 
 @dataclass(frozen=True, slots=True)
 class EngineParams:
-    """One engine: units (parallel tasks) and per-unit throughput, bandwidth, fallback time."""
+    """One engine: units and per-unit throughput, bandwidth, fallback time.
+
+    `min_core_us` is the least work per unit worth splitting a kernel for: a task takes
+    `ceil(work on one unit / min_core_us)` units (its block dim), at most `units`. None: every
+    task takes one unit (engines whose tasks run on one core, link or queue).
+    """
 
     units: int
     flops_per_s: float
     bytes_per_s: float
     fallback_us: float
+    min_core_us: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class OpFormula:
-    """How an op type's execution time is computed (see `cost_model`)."""
+    """How an op type's execution time is computed (see `cost_model`); `block_dim`, when set,
+    is the op's block dim (else the node's attribute or the engine's `min_core_us` decide)."""
 
     formula: str
     factor: float = 1.0
     latency_us: float = 0.0
     us: float = 0.0
+    block_dim: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,15 +183,18 @@ def _memory(read: _Reader, raw: Any) -> Mapping[str, int]:
 
 
 def _engine(read: _Reader, raw: Any, path: list[Any]) -> EngineParams:
-    row = read.mapping(raw, path, ENGINE_KEYS)
+    row = read.mapping(raw, path, (*ENGINE_KEYS, *OPTIONAL_ENGINE_KEYS))
     missing = [k for k in ENGINE_KEYS if k not in row]
     if missing:
         raise read.fail(path, "the keys " + ", ".join(ENGINE_KEYS), f"no {missing[0]}")
+    min_core = row.get("min_core_us")
     return EngineParams(units=read.count(row["units"], [*path, "units"]),
                         flops_per_s=read.number(row["flops_per_s"], [*path, "flops_per_s"]),
                         bytes_per_s=read.number(row["bytes_per_s"], [*path, "bytes_per_s"],
                                                 positive=True),
-                        fallback_us=read.number(row["fallback_us"], [*path, "fallback_us"]))
+                        fallback_us=read.number(row["fallback_us"], [*path, "fallback_us"]),
+                        min_core_us=None if min_core is None else
+                        read.number(min_core, [*path, "min_core_us"], positive=True))
 
 
 def _formula(read: _Reader, raw: Any, path: list[Any]) -> OpFormula:
@@ -194,10 +206,13 @@ def _formula(read: _Reader, raw: Any, path: list[Any]) -> OpFormula:
         raise read.fail([*path, "formula"], "one of " + ", ".join(FORMULAS), name)
     params = dict(FORMULAS[name])
     for key, value in row.items():
-        if key == "formula":
+        if key in ("formula", "block_dim"):
             continue
         if key not in params:
             allowed = ", ".join(params) or "no parameters"
-            raise read.fail([*path, key], f"a parameter of {name} ({allowed})", key)
+            raise read.fail([*path, key], f"a parameter of {name} ({allowed}) or block_dim",
+                            key)
         params[key] = read.number(value, [*path, key])
-    return OpFormula(formula=name, **params)
+    block_dim = row.get("block_dim")
+    return OpFormula(formula=name, **params, block_dim=None if block_dim is None else
+                     read.count(block_dim, [*path, "block_dim"]))

@@ -5,8 +5,11 @@ queue (from the kernel), one `Resource` per engine, one kernel `Event` per event
 notify id, one activation event per activated stream, and the timeline. Each stream is a
 process that walks its task list in order:
 
-* a task waits for a unit of its engine, holds it for its time, releases it, then records the
-  activation events of the streams it activates;
+* a task waits until its block dim of units of its engine are free, holds them for its time,
+  releases them, then records the activation events of the streams it activates. An engine
+  serves its tasks strictly in arrival order: a wide task waiting for units holds back every
+  later one, so narrow tasks of other streams cannot starve it (a kernel starts on all its
+  cores at once; strict FIFO is the simplest deterministic rule that never starves one);
 * a Send (SendNotify) takes its record latency, then records its event; a Recv (RecvNotify)
   waits until its event is recorded, which resets it, then takes its wait latency;
 * a stream that some node activates first waits for that activation.
@@ -34,7 +37,15 @@ from streamalloc.errors import InternalError
 from streamalloc.ir.graph import Graph
 from streamalloc.runtime_emu.bounds import lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
-from streamalloc.runtime_emu.kernel import Environment, Event, Process, ProcessGen, Resource
+from streamalloc.runtime_emu.kernel import (
+    PARK,
+    Environment,
+    Event,
+    Process,
+    ProcessGen,
+    Request,
+    Resource,
+)
 from streamalloc.runtime_emu.memory import DeviceMemory, VariableLoader, load_variables
 from streamalloc.runtime_emu.plan import Plan, plan_from_dict
 from streamalloc.runtime_emu.program import (
@@ -95,6 +106,7 @@ class EmulatedDevice(Environment):
         self.activated_at: dict[int, tuple[int, float]] = {}  # stream -> (activator tid, time)
         self.violations: list[tuple[str, int, int]] = []      # (kind, producer, consumer)
         self.stream_of: dict[Process, int] = {}
+        self.claims: dict[tuple[str, int], Request] = {}  # (engine, block dim) -> its claim
 
     def check(self, tid: int, clock: list[int], checks: tuple[tuple[int, int, int], ...]) -> None:
         """Record a violation for each producer not complete, or not ordered, before `tid`."""
@@ -108,11 +120,10 @@ class EmulatedDevice(Environment):
     def items(self, sid: int) -> list[tuple[Any, ...]]:
         """The tasks of stream `sid` as `StreamRunner` runs them, bound to this run's objects."""
         program = self.program
-        kinds, durations, engines, checks = (program.kinds, program.durations, program.engines,
-                                             program.checks)
+        kinds, durations, checks = program.kinds, program.durations, program.checks
         acts = {tid: tuple(self.activation[s] for s in targets if s in self.activation)
                 for tid, targets in program.activates.items()}
-        units, none = self.units, ()
+        none = ()
         items: list[tuple[Any, ...]] = []
         for tid in program.stream_tids[sid]:
             kind = kinds[tid]
@@ -121,16 +132,25 @@ class EmulatedDevice(Environment):
                 records, wait = ((event,), None) if kind == SEND else (none, event)
                 items.append((tid, durations[tid], None, none, records, wait))
             else:
-                engine = engines[tid]
-                items.append((tid, durations[tid], None if engine is None else units[engine],
-                              checks[tid], acts.get(tid, none), None))
+                items.append((tid, durations[tid], self.claim(tid), checks[tid],
+                              acts.get(tid, none), None))
         return items
+
+    def claim(self, tid: int) -> Request | None:
+        """The units task `tid` holds (None: no engine); one shared claim per engine and width."""
+        engine = self.program.engines[tid]
+        if engine is None:
+            return None
+        key = (engine, self.program.widths[tid])
+        if key not in self.claims:
+            self.claims[key] = self.units[engine].request(key[1])
+        return self.claims[key]
 
 
 class StreamRunner:
     """The process of one stream: its vector clock and the loop over its tasks.
 
-    Every task has the same shape, `(tid, duration, unit, checks, records, wait)`: a Recv is a
+    Every task has the same shape, `(tid, duration, claim, checks, records, wait)`: a Recv is a
     task that first waits for its event (`wait`), a Send a task that records its event when it
     ends (`records`), an activator a task that records the activation events of its streams.
     One uniform loop is what makes the emulator fast: no dispatch on the kind of task.
@@ -148,24 +168,22 @@ class StreamRunner:
         start, end, sender_of = dev.start, dev.end, dev.sender_of
         if items and self.sid in dev.activation:
             yield from self.activated()
-        for pos, (tid, duration, unit, checks, records, wait) in enumerate(items):
+        for pos, (tid, duration, claim, checks, records, wait) in enumerate(items):
             start[tid] = dev.now
             if wait is not None:
                 sender_of[tid], snapshot = yield wait  # the wait also resets the event
                 self.waited(wait, snapshot, tid, pos)
-            if unit is not None:
-                if unit.free:
-                    unit.free -= 1
-                else:
-                    yield unit  # resumed holding a unit
-                    start[tid] = dev.now
+            # taken here when free (no round trip through the queue), else queued in the kernel
+            if claim is not None and claim.take() is PARK:
+                yield claim  # resumed holding the units
+                start[tid] = dev.now
             if checks:
                 dev.check(tid, clock, checks)
             if duration:
                 yield duration
             end[tid] = dev.now
-            if unit is not None:
-                unit.release(dev)
+            if claim is not None:
+                claim.release(dev)
             if records:
                 self.record(records, tid, pos)
 

@@ -6,7 +6,11 @@ run is deterministic. Processes are generators that yield what they wait for:
 
 * a number `d` (int or float): resume after `d` time units (SimPy's `Timeout`);
 * an `Event`: resume when it is recorded, with the recorded value;
-* a `Resource`: resume holding one unit (give it back with `Resource.release`).
+* a `Resource`: resume holding one unit (give it back with `Resource.release`);
+* a `Request` (`resource.request(n)`): resume holding `n` units (give them back with
+  `Request.release`). A resource serves its requests strictly first come, first served: a
+  request that does not fit blocks every later one, so a stream of narrow requests cannot
+  starve a wide one.
 
 Unlike SimPy's one-shot events, `Event` behaves like a device event: `record` sets it, a wait
 consumes it (the event is reset and can be recorded again), and a record with a waiter present
@@ -88,12 +92,21 @@ class Event:
         value, self.value = self.value, None
         return value
 
+    def park(self, proc: Process) -> None:
+        """Queue `proc` for the next record (the kernel calls this after `take` said PARK)."""
+        self.waiters.append(proc)
+
     def __repr__(self) -> str:
         return f"Event({self.name!r})"
 
 
 class Resource:
-    """`capacity` identical units handed out first come, first served (SimPy's Resource)."""
+    """`capacity` identical units handed out strictly first come, first served.
+
+    SimPy's Resource, with requests for several units at once: a request is served when it is
+    the first in line and enough units are free. `waiters` holds (process, units) in arrival
+    order; a release serves them from the front for as long as they fit.
+    """
 
     __slots__ = ("capacity", "free", "name", "waiters")
 
@@ -103,27 +116,70 @@ class Resource:
         self.name = name
         self.capacity = capacity
         self.free = capacity
-        self.waiters: deque[Process] = deque()
+        self.waiters: deque[tuple[Process, int]] = deque()
 
-    def take(self) -> Any:
-        """Take one unit (returns None), or return `PARK` when all are in use."""
-        if not self.free:
+    def request(self, count: int) -> Request:
+        """A reusable claim of `count` units (1 <= count <= capacity) to yield."""
+        return Request(self, count)
+
+    def acquire(self, count: int) -> Any:
+        """Take `count` units (returns None), or return `PARK` when they are not free or
+        someone is already waiting (strict FIFO: nobody overtakes a waiting request)."""
+        if self.waiters or self.free < count:
             return PARK
-        self.free -= 1
+        self.free -= count
         return None
 
-    def release(self, env: Environment) -> None:
-        """Give a unit back: straight to the first waiter if there is one."""
-        if self.waiters:
-            env.wake(self.waiters.popleft(), None)
-        else:
-            self.free += 1
+    def take(self) -> Any:
+        """Take one unit (returns None), or return `PARK` (see `acquire`)."""
+        return self.acquire(1)
+
+    def park(self, proc: Process) -> None:
+        """Queue `proc` for one unit (the kernel calls this after `take` said PARK)."""
+        self.waiters.append((proc, 1))
+
+    def release(self, env: Environment, count: int = 1) -> None:
+        """Give `count` units back, then serve the waiters in order while the first fits."""
+        self.free += count
+        waiters = self.waiters
+        while waiters and waiters[0][1] <= self.free:
+            proc, wanted = waiters.popleft()
+            self.free -= wanted
+            env.wake(proc, None)
 
     def __repr__(self) -> str:
         return f"Resource({self.name!r}, {self.capacity})"
 
 
+class Request:
+    """`count` units of one resource, as one claim: yield it, later `release` it."""
+
+    __slots__ = ("count", "resource")
+
+    def __init__(self, resource: Resource, count: int) -> None:
+        if not 1 <= count <= resource.capacity:
+            raise ValueError(f"{resource!r} cannot give {count} units at once")
+        self.resource = resource
+        self.count = count
+
+    def take(self) -> Any:
+        """Take the units now (returns None), or return `PARK`."""
+        return self.resource.acquire(self.count)
+
+    def park(self, proc: Process) -> None:
+        """Queue `proc` for the units, behind every earlier request of the resource."""
+        self.resource.waiters.append((proc, self.count))
+
+    def release(self, env: Environment) -> None:
+        """Give the units back."""
+        self.resource.release(env, self.count)
+
+    def __repr__(self) -> str:
+        return f"Request({self.resource.name!r}, {self.count})"
+
+
 PARK: Any = object()  # "not available": the process must wait
+Waitable = Event | Resource | Request  # what a process can park on
 
 
 class Environment:
@@ -134,7 +190,7 @@ class Environment:
         self._queue: list[tuple[float, int, int, Process, Any]] = []
         self._seq = 0
         self.processes: list[Process] = []
-        self.parked: dict[Process, Event | Resource] = {}
+        self.parked: dict[Process, Waitable] = {}
         self.steps = 0  # queue entries processed, for benchmarks
 
     def process(self, gen: ProcessGen, name: str) -> Process:
@@ -181,12 +237,12 @@ class Environment:
                     continue
                 value = target.take()
                 if value is PARK:
-                    target.waiters.append(proc)
+                    target.park(proc)
                     parked[proc] = target
                     break
         self.steps += steps
 
-    def blocked(self) -> list[tuple[Process, Event | Resource]]:
+    def blocked(self) -> list[tuple[Process, Waitable]]:
         """Parked processes in start order, with what each waits for."""
         order = {p: i for i, p in enumerate(self.processes)}
         return sorted(self.parked.items(), key=lambda item: order[item[0]])

@@ -3,8 +3,8 @@
 Every entry of a stream list becomes one task, numbered `tid` stream by stream in ascending
 stream id. Kinds:
 
-* `TASK`: a graph node with device work (or a generated StreamActive): holds one unit of its
-  engine for `launch_us` + its execution time;
+* `TASK`: a graph node with device work (or a generated StreamActive): holds its block dim
+  of units of its engine for `launch_us` + its execution time (`cost_model.CostModel.kernel`);
 * `NOP`: a graph node listed on a stream that issues no device work (task count 0, e.g. GE-local
   Reshape or NetOutput): zero time, no unit, but it keeps its place in the stream order;
 * `SEND` / `RECV`: event (space 0) or notify (space 1) record and wait.
@@ -32,6 +32,9 @@ KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
 # by events (the loop construct orders them), so they are neither checked nor on the critical path.
 UNSYNCED_SOURCES = frozenset({"Enter", "RefEnter"})
 RTS_ENGINE = "DNN_VM_RTS"
+# One task while compiling: name, kind, type, stream, position, engine, duration, sync id,
+# id space, block dim (the tid is the row's index).
+Row = tuple[str, int, str, int, int, str | None, float, int, int, int]
 DEFAULT_LIMITS = {"streamalloc.max_events": 65535, "streamalloc.max_notifies": 1024,
                   "streamalloc.max_streams": 2024}
 
@@ -50,6 +53,7 @@ class Program:
     positions: tuple[int, ...]
     engines: tuple[str | None, ...]
     durations: tuple[float, ...]
+    widths: tuple[int, ...]        # block dim: units of its engine a task holds, 0 without one
     sync_ids: tuple[int, ...]      # event/notify id, -1 for non-sync tasks
     spaces: tuple[int, ...]        # EVENT_SPACE / NOTIFY_SPACE for sync tasks
     preds: tuple[tuple[int, ...], ...]   # task predecessors over graph edges
@@ -80,7 +84,7 @@ class _Compiler:
         self.costs = CostModel(graph, table)
         self.nodes = {n.name: n for n in graph.all_nodes()}
         self.tid_of: dict[str, int] = {}
-        self.rows: list[tuple[str, int, str, int, int, str | None, float, int, int]] = []
+        self.rows: list[Row] = []
         self.sync_kinds = {  # type -> (kind, id space, latency)
             "Send": (SEND, EVENT_SPACE, table.event_record_us),
             "Recv": (RECV, EVENT_SPACE, table.event_wait_us),
@@ -92,16 +96,17 @@ class _Compiler:
         self._check_sync_nodes()
         events, notifies = self._sync_counts()
         preds, topo = self._preds()
-        (names, kinds, types, streams, positions, engines, durations, sync_ids,
-         spaces) = (tuple(col) for col in zip(*self.rows, strict=True)) if self.rows else \
-            ((),) * 9
+        (names, kinds, types, streams, positions, engines, durations, sync_ids, spaces,
+         widths) = (tuple(col) for col in zip(*self.rows, strict=True)) if self.rows else \
+            ((),) * 10
         return Program(
             graph=self.graph.name, stream_ids=tuple(self.plan.streams),
             stream_tids=self._stream_tids(),
             names=names, kinds=kinds, types=types, streams=streams, positions=positions,
-            engines=engines, durations=durations, sync_ids=sync_ids, spaces=spaces,
-            preds=preds, checks=self._checks(preds), topo=topo, activates=self._activates(),
-            activators=self._activators(), event_count=events, notify_count=notifies,
+            engines=engines, durations=durations, widths=widths, sync_ids=sync_ids,
+            spaces=spaces, preds=preds, checks=self._checks(preds), topo=topo,
+            activates=self._activates(), activators=self._activators(), event_count=events,
+            notify_count=notifies,
             requested_streams=self._requested_streams())
 
     def _stream_tids(self) -> dict[int, tuple[int, ...]]:
@@ -131,7 +136,7 @@ class _Compiler:
                 else:  # Send/Recv, inlined: plans carry many
                     kind, space, latency = sync_kinds[sync.type]
                     rows.append((name, kind, sync.type, sid, pos, None, latency, sync.event,
-                                 space))
+                                 space, 0))
                 tid_of[name] = len(rows) - 1
 
     def _checks(self, preds: tuple[tuple[int, ...], ...]
@@ -157,27 +162,27 @@ class _Compiler:
                          f"task {name!r} is listed twice (first on stream {first[3]} at position "
                          f"{first[4]}); each task runs on one stream")
 
-    def _node_row(self, sid: int, pos: int, node: Node
-                  ) -> tuple[str, int, str, int, int, str | None, float, int, int]:
+    def _node_row(self, sid: int, pos: int, node: Node) -> Row:
         engine = self.graph.engines.get(node.engine)
         count = node.task_count if node.task_count is not None else \
             (engine.default_task_count if engine is not None else 1)
         if count == 0 and node.cost_us is None:
-            return (node.name, NOP, node.type, sid, pos, None, 0.0, -1, 0)
-        duration = self.table.launch_us + self.costs.exec_us(node)
-        return (node.name, TASK, node.type, sid, pos, node.engine, duration, -1, 0)
+            return (node.name, NOP, node.type, sid, pos, None, 0.0, -1, 0, 0)
+        run, width = self.costs.kernel(node)
+        return (node.name, TASK, node.type, sid, pos, node.engine, self.table.launch_us + run,
+                -1, 0, width)
 
-    def _generated_row(self, sid: int, pos: int, sync: SyncNode
-                       ) -> tuple[str, int, str, int, int, str | None, float, int, int]:
+    def _generated_row(self, sid: int, pos: int, sync: SyncNode) -> Row:
         if sync.stream != sid:
             raise self._fail(f"streams[{str(sid)!r}][{pos}]",
                              f"sync node {sync.name!r} says stream {sync.stream} in sync_nodes "
                              f"but is listed on stream {sid}")
-        # a generated StreamActive: a runtime task on the RTS engine
+        # a generated StreamActive: a runtime task on the RTS engine, one unit
         table = self.table
         formula = table.formula(sync.type)
         run = formula.us if formula.formula == "fixed" else table.engine(RTS_ENGINE).fallback_us
-        return (sync.name, TASK, sync.type, sid, pos, RTS_ENGINE, table.launch_us + run, -1, 0)
+        return (sync.name, TASK, sync.type, sid, pos, RTS_ENGINE, table.launch_us + run, -1, 0,
+                1)
 
     def _check_sync_nodes(self) -> None:
         for i, name in enumerate(self.plan.sync_nodes):

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from streamalloc.runtime_emu.bounds import LowerBounds
 from streamalloc.runtime_emu.cost_table import CostTable
-from streamalloc.runtime_emu.kernel import Event, Process, Resource
+from streamalloc.runtime_emu.kernel import Event, Process, Waitable
 from streamalloc.runtime_emu.program import NOTIFY_SPACE, RECV, SEND, TASK, Program
 
 
@@ -64,7 +64,8 @@ class EmulationResult:
         return sum(program.durations[t] for t in program.stream_tids[sid] if end[t] < math.inf)
 
     def engine_stats(self) -> dict[str, dict[str, float | int]]:
-        """Per engine: units, tasks run, busy unit-time and utilization over the makespan."""
+        """Per engine: units, tasks run, busy unit-time (block dim x task time, summed) and
+        utilization (busy unit-time over units x makespan)."""
         stats: dict[str, dict[str, float | int]] = {}
         program = self.program
         for tid, engine in enumerate(program.engines):
@@ -73,7 +74,7 @@ class EmulationResult:
             row = stats.setdefault(engine, {"units": self.table.engine(engine).units,
                                             "tasks": 0, "busy_us": 0.0})
             row["tasks"] += 1
-            row["busy_us"] += program.durations[tid]
+            row["busy_us"] += program.widths[tid] * program.durations[tid]
         for row in stats.values():
             capacity = row["units"] * self.makespan_us
             row["utilization"] = row["busy_us"] / capacity if capacity else 0.0
@@ -111,7 +112,7 @@ class _Stopped(Protocol):
     @property
     def stream_of(self) -> Mapping[Process, int]: ...
 
-    def blocked(self) -> list[tuple[Process, Event | Resource]]: ...
+    def blocked(self) -> list[tuple[Process, Waitable]]: ...
 
 
 def blocked_streams(dev: _Stopped, program: Program) -> tuple[Blocked, ...]:

@@ -1,7 +1,8 @@
 """Chrome trace event JSON of a run, for Perfetto (ui.perfetto.dev) and chrome://tracing.
 
 One process (the device), one track (tid) per stream named "stream N", one complete ("X")
-event per task that ran (a Recv spans its wait), and flow arrows ("s" -> "f"): from each Send
+event per task that ran (a Recv spans its wait; an engine task's args carry its `block_dim`,
+the units it held), and flow arrows ("s" -> "f"): from each Send
 to the Recv that consumed its record (category "event" or "notify"), and from each activator
 to the streams it started (category "activation"). Timestamps are microseconds, the trace
 format's unit.
@@ -50,6 +51,8 @@ def _slices(result: EmulationResult) -> list[dict[str, Any]]:
         args: dict[str, Any] = {"type": program.types[tid]}
         if kind in (SEND, RECV):
             args["id"] = program.sync_ids[tid]
+        elif program.widths[tid]:
+            args["block_dim"] = program.widths[tid]
         slices.append({"ph": "X", "pid": PID, "tid": program.streams[tid], "name": name,
                        "cat": category, "ts": _us(begin), "dur": _us(finish - begin),
                        "args": args})
