@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from streamalloc.errors import InputError, OptionError
 from streamalloc.heuristic import mini_dag
+from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.dag.allocate import DagStreams, dag_streams
 from streamalloc.heuristic.dag.model import DagNode, MiniDag, build_mini_dag
 from streamalloc.heuristic.dag.path_cover import min_path_cover
@@ -29,9 +30,10 @@ from streamalloc.ir.builder import GraphBuilder
 from streamalloc.ir.graph import DataInput, Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.loaders.yaml_json import load_yaml_json
+from streamalloc.ir.partition import partition_model
 from streamalloc.rules.labelling import default_labels
 from streamalloc.rules.loader import builtin_rules
-from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassRecord
 
 DAG = Path(__file__).parent / "goldens" / "dag"
 CASES = Path(__file__).parent / "goldens" / "cases"
@@ -196,8 +198,9 @@ def test_dynamic_flow_takes_the_forced_main_rule() -> None:
     rules = builtin_rules("ge-dynamic-shape")
     plan = _plan_before(graph, "mini-dag")
     main_rule = rules.rule("dynamic-renumber")
-    given = mini_dag.apply(rules.rule("mini-dag"), graph, plan, default_labels(graph),
-                           main_rule=main_rule)
+    ctx = ModelContext(graph, partition_model(graph, default_labels(graph)),
+                       default_labels(graph), forced_main=main_rule)
+    given = mini_dag.MiniDagStream(rules.rule("mini-dag")).apply(ctx, plan).plan
     forced = [n for n in graph.all_nodes() if main_rule.matches(n)]
     assert forced and all(given.graphs[n.graph].streams[n.name] == 0 for n in forced)
 
@@ -214,11 +217,12 @@ def _plan_before(graph: Graph, rule_name: str) -> ModelPlan:
     order = [r.name for r in builtin_rules("ge-dynamic-shape").rules]
     previous = order[order.index(rule_name) - 1]
 
-    def observe(rule: Rule, _graph: str, plan: object) -> None:
-        if rule.name == previous and isinstance(plan, ModelPlan):
-            seen["plan"] = plan
+    class Observe:
+        def after_pass(self, record: PassRecord) -> None:
+            if record.name == previous and isinstance(record.plan, ModelPlan):
+                seen["plan"] = record.plan
 
-    allocate_ge(graph, observer=observe)
+    allocate_ge(graph, observer=Observe())
     return seen["plan"]
 
 
@@ -259,7 +263,10 @@ def test_no_dag_mode_leaves_the_plan_unchanged(options: dict[str, str], attr: st
     assert all(t.note.rule != "mini-dag" for ts in allocation.provenance.values() for t in ts)
     plan = ModelPlan(MappingProxyType({}), 0)
     rule = builtin_rules("ge-static-multi-stream").rule("mini-dag")
-    assert mini_dag.apply(rule, graph, plan, default_labels(graph), main_rule=None) is plan
+    ctx = ModelContext(graph, partition_model(graph, default_labels(graph)),
+                       default_labels(graph))
+    result = mini_dag.MiniDagStream(rule).apply(ctx, plan)
+    assert result.plan is plan and not result.changed
 
 
 def test_attribute_wins_over_the_option() -> None:

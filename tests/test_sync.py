@@ -227,8 +227,8 @@ def test_switch_label_with_two_streams_gets_a_stream_active(tmp_path: Path) -> N
 
 def test_event_multiplexing_collapses_declared_pairs(tmp_path: Path) -> None:
     """4.3: pairs declaring the same k share one id (applied above the threshold only)."""
-    from streamalloc.sync.context import SyncContext
-    from streamalloc.sync.insert import insert_pairs
+    from streamalloc.sync.context import SyncModel
+    from streamalloc.sync.insert import insert_cross_stream_pairs
     from streamalloc.sync.model import SyncMaps
     from streamalloc.sync.multiplexing import multiplex_events
     from streamalloc.sync.numbering import renumber
@@ -240,28 +240,27 @@ def test_event_multiplexing_collapses_declared_pairs(tmp_path: Path) -> None:
          "attrs": {"_event_multiplexing": ["SendTo;d;0"]}},
         {"name": "b", "type": "Relu", "inputs": ["a"], "stream_id": 1},
         {"name": "d", "type": "Relu", "inputs": ["c"], "stream_id": 2}])
-    ctx = SyncContext(g, {n.name: n.stream_id or 0 for n in g.all_nodes()},
-                      {n.name: [] for n in g.all_nodes()})
+    model = SyncModel.of(g, {n.name: () for n in g.all_nodes()})
     maps = SyncMaps()
-    insert_pairs(ctx, maps)
+    insert_cross_stream_pairs(model, {n.name: n.stream_id or 0 for n in g.all_nodes()}, {}, maps)
     maps.counter = renumber(maps)
     assert maps.counter == 2
-    multiplex_events(ctx, maps)  # 2 events: under GE's threshold of 65500, nothing changes
+    multiplex_events(model, maps)  # 2 events: under GE's threshold of 65500, nothing changes
     assert maps.counter == 2
-    multiplex_events(ctx, maps, threshold=0)
+    multiplex_events(model, maps, threshold=0)
     assert maps.counter == 1 and maps.send["a"] == maps.send["c"] == [0]
     assert maps.recv["b"] == maps.recv["d"] == [0]
 
 
 def test_malformed_event_multiplexing_is_an_input_error(tmp_path: Path) -> None:
     from streamalloc.errors import InputError
-    from streamalloc.sync.context import SyncContext
+    from streamalloc.sync.context import SyncModel
     from streamalloc.sync.model import SyncMaps
     from streamalloc.sync.multiplexing import multiplex_events
 
     g = graph_of(tmp_path, [
         {"name": "a", "type": "Relu", "stream_id": 0, "attrs": {"_event_multiplexing": ["To;b"]}},
         {"name": "b", "type": "Relu", "inputs": ["a"], "stream_id": 1}])
-    ctx = SyncContext(g, {"a": 0, "b": 1}, {"a": [], "b": []})
+    model = SyncModel.of(g, {"a": (), "b": ()})
     with pytest.raises(InputError, match="SendTo;<peer>;<id>"):
-        multiplex_events(ctx, SyncMaps(counter=1), threshold=0)
+        multiplex_events(model, SyncMaps(counter=1), threshold=0)

@@ -6,18 +6,24 @@ import argparse
 import json
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from streamalloc import __version__, api
 from streamalloc.errors import StreamallocError, UsageError
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
+from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET, training_step
 from streamalloc.memory import vars_command
 from streamalloc.report.allocation_report import explain_node, stream_table, sync_summary
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
+from streamalloc.rules import RuleSet, builtin_names
 from streamalloc.rules.schema import RULES_SCHEMA
 from streamalloc.runtime_emu import emulate_command
+from streamalloc.sync.driver import SYNC_STAGE_NAMES
+from streamalloc.sync.passes import PassPrinter
 from streamalloc.verify import verify_command, verify_plan
 
 SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
@@ -38,11 +44,32 @@ def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
     return graph, api.allocate(graph, api.load_rule_set(args.rules), args.mode)
 
 
+def _pass_printer(args: argparse.Namespace, graph: api.Graph,
+                  rules: RuleSet | None) -> PassPrinter | None:
+    """The instrument of --print-after and --dump-dir (None without them)."""
+    if args.print_after is None and args.dump_dir is None:
+        return None
+    names = None
+    if args.print_after not in (None, "all"):
+        ran = (rules or api.default_rule_set(graph)).rules if args.mode == "ge" else ()
+        valid = [*(r.name for r in ran), *SYNC_STAGE_NAMES]
+        if args.print_after not in valid:
+            raise UsageError(f"--print-after {args.print_after!r}: no pass of that name; valid: "
+                             f"all, {', '.join(valid)}")
+        names = {args.print_after}
+    return PassPrinter(names, sys.stderr if args.print_after else None,
+                       Path(args.dump_dir) if args.dump_dir else None)
+
+
 def _allocate(args: argparse.Namespace) -> int:
-    graph, allocation = _allocated(args)
-    plan = api.synchronize(graph, allocation, sync=args.sync)
+    graph = api.with_options(api.load_graph(args.graph), _settings(args.set))
+    given = api.load_rule_set(args.rules)
+    printer = _pass_printer(args, graph, given)
+    allocation = allocate_ge(graph, given, observer=printer) if args.mode == "ge" else \
+        api.allocate(graph, given, args.mode)
+    plan = api.synchronize(graph, allocation, sync=args.sync, observer=printer)
     document = plan.to_json()
-    rules = api.load_rule_set(args.rules) or api.default_rule_set(graph)
+    rules = given or api.default_rule_set(graph)
     verify_plan(graph, document, rules=rules if args.mode == "ge" else None).raise_for_failure()
     if args.output:
         api.write_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
@@ -91,6 +118,26 @@ def _rules_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rules_list(args: argparse.Namespace) -> int:
+    if args.ruleset is None:
+        for name in builtin_names():
+            rules = api.load_rule_set(name)
+            assert rules is not None
+            print(f"{name:<26}  {rules.flow} flow, {len(rules.rules)} rules")
+        return 0
+    rules = api.load_rule_set(args.ruleset)
+    assert rules is not None
+    print(f"rule set {rules.name!r} ({rules.flow} flow), passes in run order "
+          "(the names --print-after takes):")
+    for rule in rules.rules:
+        gate = " (gated)" if rule.when_block else ""
+        print(f"  {rule.priority:>6}  {rule.name}  [{rule.kind}, {rule.spec.scope}]{gate}")
+    print("sync stages:")
+    for name in SYNC_STAGE_NAMES:
+        print(f"          {name}")
+    return 0
+
+
 def _show(args: argparse.Namespace) -> int:
     graph = api.load_graph(args.graph)
     if args.canonical:
@@ -108,6 +155,16 @@ def _import(args: argparse.Namespace) -> int:
     graph = api.convert_graph(args.model, args.output)
     print(f"wrote {args.output}: graph {graph.name}, {graph.node_count()} nodes, "
           f"{len(graph.subgraphs)} subgraphs")
+    return 0
+
+
+def _train_step(args: argparse.Namespace) -> int:
+    graph = training_step(api.load_graph(args.model), allreduce=args.allreduce,
+                          bucket=args.bucket, aicpu_ops=args.aicpu_ops, seed=args.seed)
+    api.write_graph(graph, Path(args.output))
+    engines = Counter(n.engine for n in graph.all_nodes())
+    print(f"wrote {args.output}: graph {graph.name}, {graph.node_count()} nodes: "
+          + ", ".join(f"{engine} {count}" for engine, count in sorted(engines.items())))
     return 0
 
 
@@ -156,6 +213,36 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     var.set_defaults(run=_vars)
 
 
+def _generator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """train-step: the commands that make graphs from models."""
+    train = sub.add_parser("train-step", help="one synthetic data-parallel training step of a "
+                                              "model: forward, backward, AllReduce, update")
+    train.add_argument("model", help="the model (forward pass): graph file, .onnx or GE dump")
+    train.add_argument("-o", "--output", required=True, help="graph file to write (.yaml/.json)")
+    train.add_argument("--allreduce", default="per-gradient", choices=list(ALLREDUCE_MODES),
+                       help="one HcomAllReduce per weight gradient, or per bucket of them")
+    train.add_argument("--bucket", type=int, default=DEFAULT_BUCKET, metavar="N",
+                       help=f"weights per AllReduce with --allreduce bucketed ({DEFAULT_BUCKET})")
+    train.add_argument("--aicpu-ops", type=int, default=3, metavar="N",
+                       help="AI CPU overflow checks on the backward chain (3)")
+    train.add_argument("--seed", type=int, default=0, help="where the AI CPU checks go (0)")
+    train.set_defaults(run=_train_step)
+
+
+def _rules_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """rules check, rules list."""
+    rules = sub.add_parser("rules", help="rule files")
+    rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    check = rules_sub.add_parser("check", help="validate a rule file and print its rule order")
+    check.add_argument("file", help="rule file (YAML) or a shipped rule set name")
+    check.set_defaults(run=_rules_check)
+    listing = rules_sub.add_parser("list", help="the shipped rule sets; or one rule set's passes "
+                                                "in run order, then the sync stages")
+    listing.add_argument("ruleset", nargs="?", metavar="RULESET|FILE",
+                         help="a shipped rule set name or a rule file")
+    listing.set_defaults(run=_rules_list)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="streamalloc", description=__doc__)
@@ -183,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("--sync", default="ge", choices=list(api.SYNC_STRATEGIES),
                        help="event elimination: ge (GE's optimisations) or minimal (only the "
                             "events no other ordering implies)")
+    alloc.add_argument("--print-after", metavar="NAME",
+                       help="print the plan text after the pass NAME (a rule of the rule set or "
+                            "a sync stage; see `rules list`), or after every pass (all), to "
+                            "stderr")
+    alloc.add_argument("--dump-dir", metavar="DIR",
+                       help="write the plan text after every pass to DIR/NN-<name>.txt")
     alloc.set_defaults(run=_allocate)
 
     explain = sub.add_parser("explain", help="which rules placed a node where it is, and why")
@@ -191,12 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.set_defaults(run=_explain)
 
     _plan_commands(sub)
+    _generator_commands(sub)
 
-    rules = sub.add_parser("rules", help="rule files")
-    rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
-    check = rules_sub.add_parser("check", help="validate a rule file and print its rule order")
-    check.add_argument("file", help="rule file (YAML) or a shipped rule set name")
-    check.set_defaults(run=_rules_check)
+    _rules_commands(sub)
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a file format")
     schema.add_argument("kind", choices=sorted(SCHEMAS))

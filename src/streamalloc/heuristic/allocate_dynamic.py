@@ -11,7 +11,6 @@ own numbering; they are left on their initial stream here.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -23,12 +22,13 @@ from streamalloc.facts import (
     OWNING_ENGINES,
 )
 from streamalloc.heuristic.assign_by_dependency import top_priority
-from streamalloc.heuristic.context import GraphContext, is_unknown_shape
+from streamalloc.heuristic.context import GraphContext, ModelContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.labels import NodeLabels
-from streamalloc.ir.partition import EngineSubgraph, GraphPartition
+from streamalloc.ir.partition import EngineSubgraph
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass
@@ -58,20 +58,23 @@ def dynamic_graphs(graph: Graph) -> list[str]:
                                if is_unknown_shape(graph, graph.subgraphs[g]))]
 
 
-def engine_streams(rule: Rule, graph: Graph, plan: ModelPlan,
-                   partitions: Mapping[str, GraphPartition],
-                   labels: Mapping[str, NodeLabels]) -> ModelPlan:
-    """Spec 4.3 for every dynamic graph; ids are not final until `renumber`."""
-    ac_parallel = _ac_parallel(graph)
-    owners = _Owners()
-    graphs = dict(plan.graphs)
-    for name in dynamic_graphs(graph):
-        ctx = GraphContext(graph, graph.graph(name), partitions[name], labels)
-        graphs[name] = _one_graph(rule, ctx, owners, ac_parallel)
-    owned = tuple([("engine", e, s) for e, s in owners.engines.items()]
-                  + [("label", k, s) for k, s in owners.labels.items()])
-    return replace(plan, graphs=MappingProxyType(graphs), next_stream=owners.next_stream,
-                   owners=owned)
+@dataclass(frozen=True, slots=True)
+class DynamicEngineStreams(RulePass):
+    """dynamic-engine-streams (DynamicStreamAllocator): streams per engine and label."""
+
+    def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
+        """Spec 4.3 for every dynamic graph; ids are not final until `dynamic-renumber`."""
+        graph = ctx.graph
+        ac_parallel = _ac_parallel(graph)
+        owners = _Owners()
+        graphs = dict(plan.graphs)
+        for name in dynamic_graphs(graph):
+            one = GraphContext(graph, graph.graph(name), ctx.partitions[name], ctx.labels)
+            graphs[name] = _one_graph(self.rule, one, owners, ac_parallel)
+        owned = tuple([("engine", e, s) for e, s in owners.engines.items()]
+                      + [("label", k, s) for k, s in owners.labels.items()])
+        return outcome(plan, replace(plan, graphs=MappingProxyType(graphs),
+                                     next_stream=owners.next_stream, owners=owned))
 
 
 def _ac_parallel(graph: Graph) -> bool:
@@ -170,8 +173,17 @@ def _could_reuse(ctx: GraphContext, sg: EngineSubgraph, peer: EngineSubgraph,
     return root is not None and ctx.subgraphs[root].engine_name == sg.engine_name
 
 
-def renumber(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
-    """Spec 4.4 steps 1-3: engines by (cost, name), then labels by name; forced main to 0."""
+@dataclass(frozen=True, slots=True)
+class DynamicRenumber(RulePass):
+    """dynamic-renumber (DynamicStreamAllocator's renumbering); matched nodes: main stream."""
+
+    def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
+        """Spec 4.4 steps 1-3: engines by (cost, name), then labels by name; forced main
+        to 0."""
+        return outcome(plan, _renumber(self.rule, ctx.graph, plan))
+
+
+def _renumber(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     names = dynamic_graphs(graph)
     used = Counter(s for g in names for s in plan.graphs[g].streams.values() if s != INVALID)
     engines = [(key, s) for kind, key, s in plan.owners if kind == "engine" and used[s]]

@@ -7,14 +7,26 @@ label); `fusion` must be > 0. All transitive data descendants with a matching la
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.facts import ALLREDUCE_TYPES
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Collect successors of every fused AllReduce, then renumber them per old stream."""
+@dataclass(frozen=True, slots=True)
+class AllReduceParallel(RulePass):
+    """allreduce-parallel (AllReduceParallelPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Collect successors of every fused AllReduce, then renumber them per old stream."""
+        return outcome(plan, _move_successors(self.rule, ctx, plan))
+
+
+def _move_successors(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     successors: set[str] = set()
     for node in ctx.nodes:
         if rule.matches(node) and _fusion(ctx, node.name) > 0:

@@ -8,11 +8,14 @@ default stream the counter steps back by one even if nothing fresh was handed ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Self
 
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.partition import EngineSubgraph
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 MEMORY_PRIORITY = "MemoryPriority"
 _COST_CEILING = 10  # GE's starting best cost in the ranking: a cost-10 candidate wins only first
@@ -28,10 +31,29 @@ class _State:
     pairs: list[tuple[int, int]] = field(default_factory=list)
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Main loop in L-order, then finalize."""
+@dataclass(frozen=True, slots=True)
+class AssignByDependency(RulePass):
+    """assign-by-dependency (AssignByDependencyPass); option `memory_priority`: True or False,
+    or None ("auto", the default): GE's ge.exec.memoryOptimizationPolicy is MemoryPriority."""
+
+    memory_priority: bool | None = None
+
+    @classmethod
+    def from_rule(cls, rule: Rule) -> Self:
+        """The pass with the rule's `memory_priority` option ("auto" -> None)."""
+        setting = rule.options.get("memory_priority", "auto")
+        return cls(rule, None if setting == "auto" else bool(setting))
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Main loop in L-order, then finalize."""
+        memory_priority = self.memory_priority
+        if memory_priority is None:
+            memory_priority = ctx.option("ge.exec.memoryOptimizationPolicy") == MEMORY_PRIORITY
+        return outcome(plan, _assign(self.rule, ctx, plan, memory_priority))
+
+
+def _assign(rule: Rule, ctx: GraphContext, plan: GraphPlan, memory_priority: bool) -> GraphPlan:
     state = _State(list(plan.sg_streams), list(plan.sg_reused))
-    memory_priority = _memory_priority(rule, ctx)
     for sg in ctx.subgraphs:
         if state.streams[sg.index] != INVALID or not ctx.subgraph_matches(rule, sg):
             continue
@@ -47,13 +69,6 @@ def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
         state.reused[sg.index] = root
         state.pairs.append((sg.index, root))
     return _finalize(rule, ctx, plan, state)
-
-
-def _memory_priority(rule: Rule, ctx: GraphContext) -> bool:
-    setting = rule.options.get("memory_priority", "auto")
-    if setting == "auto":
-        return ctx.option("ge.exec.memoryOptimizationPolicy") == MEMORY_PRIORITY
-    return bool(setting)
 
 
 def _new_temp_stream(sg: EngineSubgraph, state: _State) -> None:

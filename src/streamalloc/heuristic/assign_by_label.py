@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """First occurrence of a label in L-order takes the next id."""
+@dataclass(frozen=True, slots=True)
+class AssignByLabel(RulePass):
+    """assign-by-label (AssignByLabelPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """First occurrence of a label in L-order takes the next id."""
+        return outcome(plan, _by_label(self.rule, ctx, plan))
+
+
+def _by_label(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     label_to_stream: dict[str, int] = {}
     changes: dict[int, tuple[int, Note]] = {}
     for sg in ctx.subgraphs:

@@ -8,18 +8,29 @@ group -> (key, count) -> nodes; keys ascending get consecutive ids.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
+from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import ModelPlan
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.attached import DISABLE, requests
 from streamalloc.ir.graph import Graph
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
-def apply(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
-    """Assign per graph in the order the per-graph stage ran (root, then R-order)."""
+@dataclass(frozen=True, slots=True)
+class AttachedStreams(RulePass):
+    """attached-streams (AssignAttachedStreamPass)."""
+
+    def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
+        """Assign per graph in the order the per-graph stage ran (root, then R-order)."""
+        return outcome(plan, _attach(self.rule, ctx.graph, plan))
+
+
+def _attach(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     attached = dict(plan.attached)
     next_stream = plan.next_stream
     # dynamic flow: per root and unknown-shape subgraph; known-shape ones are built on their own

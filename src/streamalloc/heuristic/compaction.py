@@ -6,12 +6,15 @@ an unknown-shape root only its direct nodes count. The result is `main_stream_nu
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import GraphPlan, ModelPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
 def counted_graphs(graph: Graph, plan: ModelPlan) -> list[str]:
@@ -21,8 +24,16 @@ def counted_graphs(graph: Graph, plan: ModelPlan) -> list[str]:
     return list(plan.graphs)
 
 
-def apply(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
-    """Rank the used ids; nodes keep their relative allocation order."""
+@dataclass(frozen=True, slots=True)
+class Compact(RulePass):
+    """compact (GE's RefreshContinuousStreams)."""
+
+    def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
+        """Rank the used ids; nodes keep their relative allocation order."""
+        return outcome(plan, _compact(self.rule, ctx.graph, plan))
+
+
+def _compact(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     limit = plan.next_stream
     names = counted_graphs(graph, plan)
     used = sorted({s for g in names for s in plan.graphs[g].streams.values() if 0 <= s < limit})

@@ -1,4 +1,5 @@
-"""What a pass may read: the graph, its partition, labels, options and neighbour helpers."""
+"""What a pass may read: the graph, its partition, labels, options and neighbour helpers
+(`GraphContext` for the per-graph passes, `ModelContext` for the model-scope ones)."""
 
 from __future__ import annotations
 
@@ -87,3 +88,17 @@ class GraphContext:
     def subgraph_matches(self, rule: Rule, sg: EngineSubgraph) -> bool:
         """A subgraph-level rule applies to a subgraph when it matches every node of it."""
         return all(rule.matches(self.compute.node(n)) for n in sg.nodes)
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """The whole model as the model-scope passes see it (read-only).
+
+    `forced_main` is the rule set's `dynamic-renumber` rule, whose matches mini-dag's
+    recompaction puts on the main stream (None: no node is forced there).
+    """
+
+    graph: Graph
+    partitions: Mapping[str, GraphPartition]
+    labels: Mapping[str, NodeLabels]
+    forced_main: Rule | None = None

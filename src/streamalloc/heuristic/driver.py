@@ -1,67 +1,131 @@
 """The heuristic allocator: label rules, GE's partition, the per-graph chain, model rules.
 
-`allocate_ge(graph, rules)` folds the enabled rules (their `when:` holds for the graph's
-options) over immutable plans, in rule order, and returns an `Allocation`. Which shipped rule
-set applies by default: `ge-dynamic-shape` for dynamic-shape graphs, `ge-static-single-stream`
-when ge.enableSingleStream is "true", else `ge-static-multi-stream`.
+`allocate_ge(graph, rules)` folds the passes of the enabled rules (their `when:` holds for the
+graph's options; `registry.py` makes each rule's pass) over immutable plans, in rule order, and
+returns an `Allocation`. Which shipped rule set applies by default: `ge-dynamic-shape` for
+dynamic-shape graphs, `ge-static-single-stream` when ge.enableSingleStream is "true", else
+`ge-static-multi-stream`. An observer (`streamalloc.sync.passes.PassObserver`) is told after
+every pass; the text of a record is the canonical allocation text of the whole model after the
+pass (graphs not reached yet on their initial streams), or the stream labels after a label pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
+from typing import Any
 
 from streamalloc.allocation import Allocation, NodeStream, Touch
 from streamalloc.errors import InputError
-from streamalloc.heuristic.context import GraphContext, is_unknown_shape
+from streamalloc.heuristic.context import GraphContext, ModelContext, is_unknown_shape
+from streamalloc.heuristic.label_rules import labels_text
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
-from streamalloc.heuristic.registry import GRAPH_STEPS, MODEL_STEPS
+from streamalloc.heuristic.registry import GRAPH_PASSES, LABEL_PASSES, MODEL_PASSES
 from streamalloc.heuristic.rule_check import check_rules
+from streamalloc.heuristic.rule_pass import GraphPass, Labels
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import GraphPartition, partition_model
+from streamalloc.report.allocation_text import allocation_text
 from streamalloc.rules import labelling
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
-
-Observer = Callable[[Rule, str, object], None]
+from streamalloc.sync.passes import PassObserver, PassRecord, PassResult
 
 
 def allocate_ge(graph: Graph, rules: RuleSet | None = None,
-                observer: Observer | None = None) -> Allocation:
+                observer: PassObserver | None = None) -> Allocation:
     """Logical streams for every node, as GE's pass chain (or the given rules) assigns them."""
-    rules = rules or default_rule_set(graph)
-    enabled = [r for r in rules.rules if r.enabled(graph.options)]
-    labels, label_notes = _labels(graph, rules)
-    partitions = partition_model(graph, labels)
-    graph_rules = [r for r in enabled if r.kind in GRAPH_STEPS]
-    if rules.flow == "static":
-        plan = _static_graphs(graph, partitions, labels, graph_rules, observer)
-    else:
-        plan = _initial_model(graph)
+    run = _Run(graph, rules or default_rule_set(graph), observer)
+    enabled = [r for r in run.rules.rules if r.enabled(graph.options)]
+    labels, label_notes = _labels(run, [r for r in enabled if r.kind in LABEL_PASSES])
     main_rule = next((r for r in enabled if r.kind == "dynamic-renumber"), None)
-    for rule in (r for r in enabled if r.kind in MODEL_STEPS):
-        if rule.kind == "dynamic-engine-streams":
-            plan = MODEL_STEPS[rule.kind](rule, graph, plan, partitions, labels)
-        elif rule.kind == "mini-dag":
-            plan = MODEL_STEPS[rule.kind](rule, graph, plan, labels, main_rule=main_rule)
-        else:
-            plan = MODEL_STEPS[rule.kind](rule, graph, plan)
-        if observer:
-            observer(rule, graph.name, plan)
-    allocation = _allocation(graph, rules, plan, partitions, (labels, label_notes))
-    check_rules(graph, rules, allocation, partitions)
+    run = replace(run, model=ModelContext(graph, partition_model(graph, labels), labels,
+                                          forced_main=main_rule), label_notes=label_notes)
+    graph_passes = [GRAPH_PASSES[r.kind](r) for r in enabled if r.kind in GRAPH_PASSES]
+    plan = _static_graphs(run, graph_passes) if run.rules.flow == "static" else \
+        _initial_model(graph)
+    for model_pass in [MODEL_PASSES[r.kind](r) for r in enabled if r.kind in MODEL_PASSES]:
+        result = model_pass.apply(run.context, plan)
+        plan = result.plan
+        run.tell_model(model_pass.name, "", result, plan)
+    allocation = run.allocation(plan)
+    check_rules(graph, run.rules, allocation, run.context.partitions)
     return allocation
 
 
-def _labels(graph: Graph, rules: RuleSet
-            ) -> tuple[Mapping[str, NodeLabels], dict[str, list[Note]]]:
-    labels, changes = labelling.rule_labels(rules, graph)
-    notes = {name: [Note(rule.name, INVALID, f"stream label {value.stream_label!r}"
-                         + (f", user label {value.user_stream_label!r}"
-                            if value.user_stream_label else ""), decides=False)
-                    for rule, value in steps]
-             for name, steps in changes.items()}
+@dataclass(frozen=True)
+class _Run:
+    """One allocation: the graph, its rule set, the observer; after the label passes, what the
+    graph and model passes read and the label rules' notes."""
+
+    graph: Graph
+    rules: RuleSet
+    observer: PassObserver | None
+    model: ModelContext | None = None
+    label_notes: Mapping[str, list[Note]] = field(default_factory=dict)
+
+    @property
+    def context(self) -> ModelContext:
+        """What the model passes read (set once the labels are known)."""
+        assert self.model is not None, "the label passes run first"
+        return self.model
+
+    def tell(self, name: str, graph_name: str, result: PassResult[Any],
+             render: Callable[[], str]) -> None:
+        """Report one pass to the observer, if any."""
+        if self.observer is not None:
+            self.observer.after_pass(PassRecord(name, graph_name, result.changed, result.plan,
+                                                render))
+
+    def tell_model(self, name: str, graph_name: str, result: PassResult[Any],
+                   plan: ModelPlan) -> None:
+        """Report a pass whose state is the model plan `plan`."""
+        self.tell(name, graph_name, result, lambda: allocation_text(self.allocation(plan)))
+
+    def tell_graph(self, name: str, result: PassResult[GraphPlan],
+                   done: Mapping[str, GraphPlan]) -> None:
+        """Report a per-graph pass: the graphs done so far, this one, the rest as given."""
+        if self.observer is None:
+            return
+        plan = result.plan
+        graphs = {**_initial_model(self.graph).graphs, **done, plan.graph: plan}
+        model = ModelPlan(MappingProxyType(graphs), plan.next_stream)
+        partition = self.context.partitions[plan.graph]
+        self.tell(name, plan.graph, result, lambda: allocation_text(self.allocation(model))
+                  + subgraphs_text(partition, plan))
+
+    def allocation(self, plan: ModelPlan) -> Allocation:
+        """The allocation a model plan stands for."""
+        return _allocation(self.graph, self.rules, plan, self.context, self.label_notes)
+
+
+def subgraphs_text(partition: GraphPartition, plan: GraphPlan) -> str:
+    """The streams of one graph's partition subgraphs (L-order), which the per-graph passes
+    before node-stream-update decide and the node lines do not show yet."""
+    lines = [f"// subgraph streams of graph {plan.graph}"]
+    lines += [f"subgraph {sg.id} {stream}" + (f" reuses {partition.subgraphs[root].id}"
+                                              if root is not None and root != sg.index else "")
+              for sg, stream, root in zip(partition.subgraphs, plan.sg_streams, plan.sg_reused,
+                                          strict=True)]
+    return "\n".join(lines) + "\n"
+
+
+def _labels(run: _Run, rules: list[Rule]) -> tuple[Labels, dict[str, list[Note]]]:
+    """Labels after the label passes, and per node a note for each rule that changed them."""
+    labels: Labels = labelling.initial_labels(run.graph)
+    notes: dict[str, list[Note]] = {}
+    for rule in rules:
+        result = LABEL_PASSES[rule.kind](rule).apply(run.graph, labels)
+        for name, value in result.plan.items():
+            if value != labels[name]:
+                notes.setdefault(name, []).append(Note(
+                    rule.name, INVALID, f"stream label {value.stream_label!r}"
+                    + (f", user label {value.user_stream_label!r}"
+                       if value.user_stream_label else ""), decides=False))
+        labels = result.plan
+        run.tell(rule.name, "", result, partial(labels_text, run.graph, labels))
     return labels, notes
 
 
@@ -75,23 +139,22 @@ def _default_stream(graph: Graph, plans: Mapping[str, GraphPlan], graph_name: st
     return plans[parent.graph].streams[parent.name]
 
 
-def _static_graphs(graph: Graph, partitions: Mapping[str, GraphPartition],
-                   labels: Mapping[str, NodeLabels], rules: list[Rule],
-                   observer: Observer | None) -> ModelPlan:
+def _static_graphs(run: _Run, passes: list[GraphPass]) -> ModelPlan:
+    graph, model = run.graph, run.context
     plans: dict[str, GraphPlan] = {}
     next_stream = 0
     for name in [graph.root.name, *graph.r_order()]:
-        if name not in partitions:
+        if name not in model.partitions:
             raise InputError(f"{graph.source}: graph {name!r} has no engine partition (it is "
                              "flagged _no_need_partition); GE's static allocator cannot find it")
-        ctx = GraphContext(graph, graph.graph(name), partitions[name], labels)
+        ctx = GraphContext(graph, graph.graph(name), model.partitions[name], model.labels)
         plan = initial_graph_plan(name, ((n.name, _initial(n.stream_id)) for n in ctx.nodes),
                                   len(ctx.subgraphs), _default_stream(graph, plans, name),
                                   next_stream)
-        for rule in rules:
-            plan = GRAPH_STEPS[rule.kind](rule, ctx, plan)
-            if observer:
-                observer(rule, name, plan)
+        for graph_pass in passes:
+            result = graph_pass.apply(ctx, plan)
+            plan = result.plan
+            run.tell_graph(graph_pass.name, result, plans)
         plans[name] = plan
         next_stream = plan.next_stream
     return ModelPlan(MappingProxyType(plans), next_stream)
@@ -110,11 +173,9 @@ def _initial_model(graph: Graph) -> ModelPlan:
     return ModelPlan(MappingProxyType(plans), 1)
 
 
-def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan,
-                partitions: Mapping[str, GraphPartition],
-                label_info: tuple[Mapping[str, NodeLabels], dict[str, list[Note]]]
-                ) -> Allocation:
-    labels, label_notes = label_info
+def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelContext,
+                label_notes: Mapping[str, list[Note]]) -> Allocation:
+    partitions, labels = model.partitions, model.labels
     order = {r.name: i for i, r in enumerate(rules.rules)}
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}

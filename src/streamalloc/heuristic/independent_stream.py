@@ -6,13 +6,25 @@ only a user label keeps an independent subgraph on the shared label stream.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """One id per (engine, stream label) key, by first occurrence in L-order."""
+@dataclass(frozen=True, slots=True)
+class IndependentStream(RulePass):
+    """independent-stream (IndependentStreamPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """One id per (engine, stream label) key, by first occurrence in L-order."""
+        return outcome(plan, _independent(self.rule, ctx, plan))
+
+
+def _independent(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     key_to_stream: dict[tuple[str, str], int] = {}
     changes: dict[int, tuple[int, Note]] = {}
     for sg in ctx.subgraphs:

@@ -6,16 +6,28 @@ the advanced stream counter (the ids vanish at compaction).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 NEW_STREAM_ID = "NewStreamId"
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Bucket matched nodes by their current stream; one new id per (stream, group)."""
+@dataclass(frozen=True, slots=True)
+class MdeGroup(RulePass):
+    """mde-group (UpdateForMdeGroupPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Bucket matched nodes by their current stream; one new id per (stream, group)."""
+        return outcome(plan, _reserve(self.rule, ctx, plan))
+
+
+def _reserve(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     changes: dict[str, tuple[int, Note]] = {}
     for stream, names in ctx.buckets(rule, plan.streams):
         group_to_new: dict[int, int] = {}

@@ -20,15 +20,18 @@ from dataclasses import dataclass, replace
 
 from streamalloc.errors import OptionError
 from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
+from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.dag.allocate import dag_streams
 from streamalloc.heuristic.dag.model import DagNode, build_mini_dag
 from streamalloc.heuristic.dag.profiling import Profile, load_profile
 from streamalloc.heuristic.plan import INVALID, ModelPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import auto_multistream_mode
 from streamalloc.rules.model import Rule
 from streamalloc.rules.predicates import NodePredicate
+from streamalloc.sync.passes import PassResult, outcome
 
 DAG_STRATEGIES = ("LoadBalance", "MainStream", "WeightedLoadBalance")
 _MODE = re.compile(r"^(LoadBalance|MainStream|WeightedLoadBalance):([0-9]+)$")
@@ -52,7 +55,7 @@ def parse_dag_mode(graph: Graph) -> tuple[str, int] | None:
 
 
 @dataclass(frozen=True)
-class _Pass:
+class _Run:
     """What every graph of one run shares: the rule, the mode, labels and profile."""
 
     rule: Rule
@@ -84,29 +87,35 @@ def _writable(node: Node, stream: int, dag_node: DagNode) -> bool:
             and dag_node.weighted and stream != INVALID)
 
 
-def apply(rule: Rule, graph: Graph, plan: ModelPlan, labels: Mapping[str, NodeLabels], *,
-          main_rule: Rule | None) -> ModelPlan:
-    """Replace engine-based streams by DAG streams when a DAG mode is set.
+@dataclass(frozen=True, slots=True)
+class MiniDagStream(RulePass):
+    """mini-dag (MiniDAGStreamPass); its mode comes from the graph (`parse_dag_mode`)."""
 
-    `labels` are the stream labels after the label rules; `main_rule` (the rule set's
-    `dynamic-renumber` rule) matches the forced-main nodes of the dynamic flow's recompaction;
-    None: no node is forced onto the main stream.
-    """
-    mode = parse_dag_mode(graph)
-    if mode is None:
-        return plan
-    run = _Pass(rule, graph, strategy=mode[0], limit=mode[1], profile=load_profile(graph),
-                labels=labels)
-    names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
-    plan = _all_graphs(run, plan, names)
-    if graph.dynamic_shape:
-        # No node is INVALID after renumbering, so Data/NetOutput-like nodes were weighted and
-        # Data got a DAG stream; recompaction puts the forced-main nodes back on 0 (spec 4.4).
-        plan = recompact(rule, graph, plan, main_rule.match if main_rule else _nothing)
-    return plan
+    def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
+        """Replace engine-based streams by DAG streams when a DAG mode is set.
+
+        Reads the stream labels after the label rules from `ctx.labels`; in the dynamic flow
+        `ctx.forced_main` (the rule set's `dynamic-renumber` rule) matches the nodes the
+        recompaction forces onto the main stream (None: none).
+        """
+        graph = ctx.graph
+        mode = parse_dag_mode(graph)
+        if mode is None:
+            return PassResult(plan, False)
+        run = _Run(self.rule, graph, strategy=mode[0], limit=mode[1],
+                   profile=load_profile(graph), labels=ctx.labels)
+        names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
+        new = _all_graphs(run, plan, names)
+        if graph.dynamic_shape:
+            # No node is INVALID after renumbering, so Data/NetOutput-like nodes were weighted
+            # and Data got a DAG stream; recompaction puts the forced-main nodes back on 0
+            # (spec 4.4).
+            forced = ctx.forced_main.match if ctx.forced_main else _nothing
+            new = recompact(self.rule, graph, new, forced)
+        return outcome(plan, new)
 
 
-def _all_graphs(run: _Pass, plan: ModelPlan, names: list[str]) -> ModelPlan:
+def _all_graphs(run: _Run, plan: ModelPlan, names: list[str]) -> ModelPlan:
     """Spec 3.4 + 6 per graph: ids from current max + 1 on, recorded as the custom ids."""
     first = plan.next_stream  # GE: current max = next_stream - 1, each new id is ++current max
     current = first

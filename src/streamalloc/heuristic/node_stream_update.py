@@ -7,17 +7,29 @@ in the root graph; the NetOutput of a While body in an unknown-shape graph gets 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.errors import InternalError
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 RTS_LABEL_NODE = "_rts_label_node"
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Reset every direct node, then copy subgraph streams to their nodes."""
+@dataclass(frozen=True, slots=True)
+class NodeStreamUpdate(RulePass):
+    """node-stream-update (NodeStreamUpdatePass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Reset every direct node, then copy subgraph streams to their nodes."""
+        return outcome(plan, _update(self.rule, ctx, plan))
+
+
+def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     changes = {n.name: (INVALID, Note(rule.name, INVALID, "reset before copying subgraph "
                                       "streams", decides=False)) for n in ctx.nodes}
     while_body_output = _in_unknown_while_body(ctx)

@@ -9,17 +9,28 @@ from __future__ import annotations
 
 from bisect import bisect_right, insort
 from collections import defaultdict
+from dataclasses import dataclass
 
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 _PINNED_ATTRS = ("NewStreamId", "_parallel_group")
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Visit nodes in G-order and move those that qualify."""
+@dataclass(frozen=True, slots=True)
+class OptimizeIneffective(RulePass):
+    """optimize-ineffective (OptimizeIneffectiveMultiStreamPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Visit nodes in G-order and move those that qualify."""
+        return outcome(plan, _optimize(self.rule, ctx, plan))
+
+
+def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = dict(plan.streams)
     by_stream: dict[int, list[int]] = defaultdict(list)
     for node in ctx.nodes:

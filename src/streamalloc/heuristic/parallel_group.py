@@ -6,16 +6,28 @@ one; otherwise it falls back to a group stream.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 PARALLEL_GROUP = "_parallel_group"
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Bucket matched nodes by stream (ascending), then by group name within a bucket."""
+@dataclass(frozen=True, slots=True)
+class ParallelGroup(RulePass):
+    """parallel-group (UpdateForParallelGroupPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Bucket matched nodes by stream (ascending), then by group name within a bucket."""
+        return outcome(plan, _regroup(self.rule, ctx, plan))
+
+
+def _regroup(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = dict(plan.streams)
     changes: dict[str, tuple[int, Note]] = {}
     for stream, names in ctx.buckets(rule, plan.streams):

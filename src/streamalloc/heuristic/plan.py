@@ -2,9 +2,9 @@
 
 `GraphPlan` is one graph's state during its pass chain: stream ids of its partition subgraphs
 and of its direct nodes, the reuse roots of AssignByDependency, the stream counter and the
-default stream. `ModelPlan` is the whole model after the per-graph stage. Passes return new
-plans (`dataclasses.replace`); every stream they set is recorded as a `Note`, which
-`streamalloc explain` shows.
+default stream. `ModelPlan` is the whole model after the per-graph stage. Passes
+(`rule_pass.py`) return new plans (`dataclasses.replace`) in a `PassResult`; every stream they
+set is recorded as a `Note`, which `streamalloc explain` shows.
 """
 
 from __future__ import annotations

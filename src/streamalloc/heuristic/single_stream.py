@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.errors import OptionError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.partition import auto_multistream_mode
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Give every unassigned subgraph the single stream; labels are GE's error E10055."""
+@dataclass(frozen=True, slots=True)
+class SingleStream(RulePass):
+    """single-stream (SingleStreamPass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Give every unassigned subgraph the single stream; labels are GE's error E10055."""
+        return outcome(plan, _single(self.rule, ctx, plan))
+
+
+def _single(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     mode = auto_multistream_mode(ctx.graph)
     if mode:  # checked before the labels, as GE does (E10056)
         raise OptionError(f"{ctx.graph.source}: ge.enableSingleStream is \"true\" and "

@@ -7,13 +7,25 @@ Decisions see earlier updates (G-order, progressive).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
+from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.rules.model import Rule
+from streamalloc.sync.passes import PassResult, outcome
 
 
-def apply(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    """Fold candidates in G-order."""
+@dataclass(frozen=True, slots=True)
+class SkippedEngine(RulePass):
+    """skipped-engine (UpdateForSkippedEnginePass)."""
+
+    def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
+        """Fold candidates in G-order."""
+        return outcome(plan, _fold(self.rule, ctx, plan))
+
+
+def _fold(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     candidates = {n for sg in ctx.subgraphs if sg.engine.skip_assign_stream and not sg.stream_label
                   for n in sg.nodes if plan.streams[n] != INVALID}
     streams = dict(plan.streams)

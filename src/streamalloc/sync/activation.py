@@ -1,80 +1,139 @@
 """Stream activation (spec 6): by label (6.1), for subgraphs (6.2), the loop activator (6.4)
-and the post-split update (6.5). Lists are written to `ctx.active_stream_list`.
+and the post-split update (6.5).
+
+`LabelActivation` is what 6.1 and 6.2 fix once (labels' streams, activators, first-active
+nodes); `Activation` holds the activation lists as later steps extend them. A stage changes
+its own `copy()` of an `Activation`, never the one in the state it was given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID
-from streamalloc.sync.context import SyncContext
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, Task
 
 
-def _labels(ctx: SyncContext, name: str) -> list[str]:
-    value = ctx.node(name).attr("_active_label_list", ())
+@dataclass(frozen=True)
+class LabelActivation:
+    """Fixed by 6.1 and 6.2: the streams of each stream label (a label some node activates but
+    none carries has none), the nodes activating each label, the activators of each stream,
+    and each subgraph's first-active node."""
+
+    labeled_streams: Mapping[str, frozenset[int]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    activated_labels: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    stream_activators: Mapping[int, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    first_active: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass
+class Activation:
+    """The activation lists (`active_stream_list`: activator -> streams it starts), the streams
+    some node activates, and the StreamActive nodes 6.3 made (name -> task)."""
+
+    active_stream_list: dict[str, list[int]] = field(default_factory=dict)
+    activated_streams: set[int] = field(default_factory=set)
+    generated: dict[str, Task] = field(default_factory=dict)
+
+    def copy(self) -> Activation:
+        """A copy the caller owns (the generated tasks are shared)."""
+        return Activation({n: list(s) for n, s in self.active_stream_list.items()},
+                          set(self.activated_streams), dict(self.generated))
+
+
+def _labels(model: SyncModel, name: str) -> list[str]:
+    value = model.node(name).attr("_active_label_list", ())
     return [str(v) for v in value] if isinstance(value, tuple) else []
 
 
-def by_label(ctx: SyncContext) -> None:
+def label_activation(model: SyncModel, streams: Mapping[str, int]
+                     ) -> tuple[LabelActivation, Activation]:
+    """A3 and A4: activation by label, then for subgraphs."""
+    labeled: dict[str, set[int]] = {}
+    for name in model.order:
+        label = model.label(name)
+        if label and streams[name] != INVALID:
+            labeled.setdefault(label, set()).add(streams[name])
+    activation = Activation()
+    activated_labels, activators = _by_label(model, labeled, activation)
+    first_active = _for_subgraphs(model, streams, activation)
+    fixed = LabelActivation(
+        MappingProxyType({k: frozenset(v) for k, v in labeled.items()}),
+        MappingProxyType({k: tuple(v) for k, v in activated_labels.items()}),
+        MappingProxyType({k: tuple(v) for k, v in activators.items()}),
+        MappingProxyType(first_active))
+    return fixed, activation
+
+
+def _by_label(model: SyncModel, labeled: dict[str, set[int]], activation: Activation
+              ) -> tuple[dict[str, list[str]], dict[int, list[str]]]:
     """A3: nodes listing labels in `_active_label_list` activate those labels' streams."""
-    for name in ctx.order:
-        label = ctx.label(name)
-        if label and ctx.stream[name] != INVALID:
-            ctx.labeled_streams.setdefault(label, set()).add(ctx.stream[name])
-    for name in ctx.order:
-        labels = _labels(ctx, name)
+    activated_labels: dict[str, list[str]] = {}
+    activators: dict[int, list[str]] = {}
+    for name in model.order:
+        labels = _labels(model, name)
         if not labels:
             continue
         streams = []
         for label in labels:
-            ctx.activated_labels.setdefault(label, []).append(name)
-            for s in sorted(ctx.labeled_streams.setdefault(label, set())):
+            activated_labels.setdefault(label, []).append(name)
+            for s in sorted(labeled.setdefault(label, set())):
                 streams.append(s)
-                ctx.activated_streams.add(s)
-                ctx.stream_activators[s].append(name)
-        ctx.active_stream_list[name] = streams
+                activation.activated_streams.add(s)
+                activators.setdefault(s, []).append(name)
+        activation.active_stream_list[name] = streams
+    return activated_labels, activators
 
 
-def for_subgraphs(ctx: SyncContext) -> None:
+def _for_subgraphs(model: SyncModel, streams: Mapping[str, int],
+                   activation: Activation) -> dict[str, str]:
     """A4: a subgraph's `subgraph_first_active` StreamActive starts its other streams."""
-    for sub in ctx.graph.r_order():
-        streams: set[int] = set()
+    first_active: dict[str, str] = {}
+    for sub in model.graph.r_order():
+        started: set[int] = set()
         first = None
-        for node in ctx.graph.subgraphs[sub].nodes:
-            if ctx.label(node.name):
+        for node in model.graph.subgraphs[sub].nodes:
+            if model.label(node.name):
                 continue
-            streams |= {ctx.stream[node.name], *ctx.attached.get(node.name, ())} - {INVALID}
+            started |= {streams[node.name], *model.attached.get(node.name, ())} - {INVALID}
             if node.attr("subgraph_first_active") is True:
                 first = node.name  # the last such node wins
         if first is None:
             continue
-        ctx.first_active[sub] = first
-        streams.discard(ctx.stream[first])
-        ctx.active_stream_list[first] = [*ctx.active_stream_list.get(first, []),
-                                         *sorted(streams)]
-        ctx.activated_streams |= streams
+        first_active[sub] = first
+        started.discard(streams[first])
+        activation.active_stream_list[first] = [*activation.active_stream_list.get(first, []),
+                                                *sorted(started)]
+        activation.activated_streams |= started
+    return first_active
 
 
-def loop_activation(ctx: SyncContext, maps: SyncMaps, stream_num: int,
-                    split: Sequence[set[int]] | None) -> None:
+def loop_activation(model: SyncModel, streams: Mapping[str, int], activation: Activation,
+                    maps: SyncMaps, stream_num: int, *,
+                    split: Sequence[set[int]] | None = None) -> None:
     """6.4: the first `is_loop_active` node starts every stream nobody else activates and gets
     one event from the last root-graph node of each loop stream to the iteration switch."""
-    loop_streams = [s for s in range(stream_num) if s not in ctx.activated_streams]
-    last, has_switch = _last_nodes(ctx, set(loop_streams))
-    for name in ctx.order:
-        node = ctx.node(name)
+    loop_streams = [s for s in range(stream_num) if s not in activation.activated_streams]
+    last, has_switch = _last_nodes(model, streams, set(loop_streams))
+    for name in model.order:
+        node = model.node(name)
         if node.attr("is_loop_active") is not True:
             continue
-        switch = _iteration_switch(ctx, name)
-        if _labels(ctx, name):
+        switch = _iteration_switch(model, name)
+        if _labels(model, name):
             continue
-        ctx.active_stream_list[name] = loop_streams
+        activation.active_stream_list[name] = loop_streams
         for s in sorted(last):
             if split is not None and s < len(split) and not split[s]:
                 continue
-            if s in has_switch or ctx.node(last[s]).graph != ctx.graph.root.name:
+            if s in has_switch or model.node(last[s]).graph != model.graph.root.name:
                 continue
             if switch is None:
                 raise AllocationInfeasible(f"loop activator {name!r} has no StreamSwitch among "
@@ -83,58 +142,85 @@ def loop_activation(ctx: SyncContext, maps: SyncMaps, stream_num: int,
         break
 
 
-def _last_nodes(ctx: SyncContext, streams: set[int]) -> tuple[dict[int, str], set[int]]:
+def _last_nodes(model: SyncModel, streams: Mapping[str, int], wanted: set[int]
+                ) -> tuple[dict[int, str], set[int]]:
     """The last node (T-order) of each stream, and the streams that hold a StreamSwitch."""
     last: dict[int, str] = {}
     has_switch: set[int] = set()
-    for name in ctx.order:
-        s = ctx.stream[name]
-        if s in streams:
+    for name in model.order:
+        s = streams[name]
+        if s in wanted:
             last[s] = name
-            if ctx.node(name).type == "StreamSwitch":
+            if model.node(name).type == "StreamSwitch":
                 has_switch.add(s)
     return last, has_switch
 
 
-def _iteration_switch(ctx: SyncContext, name: str) -> str | None:
-    for p in ctx.node(name).control_inputs:
-        if ctx.node(p).type == "StreamSwitch":
+def _iteration_switch(model: SyncModel, name: str) -> str | None:
+    for p in model.node(name).control_inputs:
+        if model.node(p).type == "StreamSwitch":
             return p
-        for q in ctx.node(p).control_inputs:
-            if ctx.node(q).type == "StreamSwitch":
+        for q in model.node(p).control_inputs:
+            if model.node(q).type == "StreamSwitch":
                 return q
     return None
 
 
-def after_split(ctx: SyncContext, split: Sequence[set[int]], opened_by: dict[int, Task]) -> None:
-    """6.5 steps 1-3 and 5: activation lists learn the streams the split opened."""
+@dataclass(frozen=True)
+class _AfterSplit:
+    """What 6.5 reads besides the activation it extends."""
+
+    model: SyncModel
+    streams: Mapping[str, int]
+    first_active: Mapping[str, str]
+
+    def graph_of(self, activation: Activation, name: str) -> str:
+        """The owner graph of a graph node or a generated node."""
+        made = activation.generated.get(name)
+        return made.graph if made is not None else self.model.node(name).graph
+
+    def stream_of(self, activation: Activation, name: str) -> int:
+        """The current stream of a graph node or a generated node."""
+        made = activation.generated.get(name)
+        return made.stream if made is not None else self.streams[name]
+
+
+def after_split(model: SyncModel, streams: Mapping[str, int], first_active: Mapping[str, str],
+                activation: Activation, *, split: Sequence[set[int]],
+                opened_by: dict[int, Task]) -> None:
+    """6.5 steps 1-3 and 5: activation lists learn the streams the split opened (`streams`:
+    the physical streams of the graph nodes)."""
+    view = _AfterSplit(model, streams, first_active)
     for i, new in enumerate(split):
-        if new and i in ctx.activated_streams:
-            ctx.activated_streams |= new
-    for name, streams in list(ctx.active_stream_list.items()):
+        if new and i in activation.activated_streams:
+            activation.activated_streams |= new
+    for name, listed in list(activation.active_stream_list.items()):
         extra = []
-        for t in streams:
+        for t in listed:
             if t >= len(split):
                 raise AllocationInfeasible(f"{name!r} activates stream {t}, which is not a "
                                            "logical stream")
-            extra += [p for p in sorted(split[t]) if opened_by[p].graph == ctx.graph_of(name)]
-        ctx.active_stream_list[name] = [*streams, *extra]
+            extra += [p for p in sorted(split[t])
+                      if opened_by[p].graph == view.graph_of(activation, name)]
+        activation.active_stream_list[name] = [*listed, *extra]
     for p, trigger in sorted(opened_by.items()):
-        _subgraph_first_active(ctx, p, trigger)
-    for name, streams in ctx.active_stream_list.items():
-        if ctx.stream_of(name) in streams:
+        _subgraph_first_active(view, activation, p, trigger)
+    for name, listed in activation.active_stream_list.items():
+        if view.stream_of(activation, name) in listed:
             raise AllocationInfeasible(f"{name!r} would activate its own stream "
-                                       f"{ctx.stream_of(name)}")
+                                       f"{view.stream_of(activation, name)}")
 
 
-def _subgraph_first_active(ctx: SyncContext, p: int, trigger: Task) -> None:
+def _subgraph_first_active(view: _AfterSplit, activation: Activation, p: int,
+                           trigger: Task) -> None:
     graph = trigger.graph
-    first = ctx.first_active.get(graph)
-    labelled = not trigger.is_sync and ctx.label(trigger.name)
-    if graph == ctx.graph.root.name or labelled or first is None:
+    first = view.first_active.get(graph)
+    labelled = not trigger.is_sync and view.model.label(trigger.name)
+    if graph == view.model.graph.root.name or labelled or first is None:
         return
-    if any(p in streams for streams in ctx.active_stream_list.values()):
+    if any(p in listed for listed in activation.active_stream_list.values()):
         return
-    ctx.activated_streams.add(p)
-    if p != ctx.stream[first]:
-        ctx.active_stream_list[first] = sorted({*ctx.active_stream_list.get(first, []), p})
+    activation.activated_streams.add(p)
+    if p != view.streams[first]:
+        activation.active_stream_list[first] = sorted(
+            {*activation.active_stream_list.get(first, []), p})

@@ -1,50 +1,42 @@
-"""Read-only facts the sync phases share: T-order, node ids, streams, activation state."""
+"""The read-only facts every sync stage reads: the graph, T-order, node ids, attached streams."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
+from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.sync.model import Task
 
 FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
 
 
-@dataclass
-class SyncContext:
-    """The graph, each node's logical stream and attached streams, ids in T-order, activation."""
+@dataclass(frozen=True)
+class SyncModel:
+    """The graph, each node's attached streams, node names in T-order and their ids (positions
+    in T-order). Streams and activation change from stage to stage; they live in the state."""
 
     graph: Graph
-    stream: dict[str, int]
-    attached: dict[str, list[int]]
-    order: list[str] = field(default_factory=list)
-    ids: dict[str, int] = field(default_factory=dict)
-    labeled_streams: dict[str, set[int]] = field(default_factory=dict)
-    activated_labels: dict[str, list[str]] = field(default_factory=dict)
-    activated_streams: set[int] = field(default_factory=set)
-    stream_activators: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
-    active_stream_list: dict[str, list[int]] = field(default_factory=dict)
-    first_active: dict[str, str] = field(default_factory=dict)
-    generated: dict[str, Task] = field(default_factory=dict)  # StreamActive nodes made by 6.3
+    attached: Mapping[str, tuple[int, ...]]
+    order: tuple[str, ...]
+    ids: Mapping[str, int]
 
-    def __post_init__(self) -> None:
-        self.order = [n.name for n in self.graph.all_nodes()]
-        self.ids = {name: i for i, name in enumerate(self.order)}
+    @classmethod
+    def of(cls, graph: Graph, attached: Mapping[str, tuple[int, ...]]) -> SyncModel:
+        """The facts of `graph` with the attached streams of its allocation."""
+        order = tuple(n.name for n in graph.all_nodes())
+        return cls(graph, MappingProxyType(dict(attached)), order,
+                   MappingProxyType({name: i for i, name in enumerate(order)}))
+
+    @classmethod
+    def of_allocation(cls, graph: Graph, allocation: Allocation) -> SyncModel:
+        """The facts of `graph` and the allocation made for it."""
+        return cls.of(graph, {n: a.attached for n, a in allocation.nodes.items()})
 
     def node(self, name: str) -> Node:
         """A graph node by name."""
         return self.graph.node(name)
-
-    def graph_of(self, name: str) -> str:
-        """The owner graph of a graph node or a generated node."""
-        made = self.generated.get(name)
-        return made.graph if made is not None else self.node(name).graph
-
-    def stream_of(self, name: str) -> int:
-        """The current stream of a graph node or a generated node."""
-        made = self.generated.get(name)
-        return made.stream if made is not None else self.stream[name]
 
     def t_prime_order(self) -> list[Node]:
         """T-order without descending into FFTS subgraphs (spec 0)."""
@@ -72,3 +64,4 @@ class SyncContext:
         """The node's `_stream_label` attribute (empty when absent)."""
         value = self.node(name).attr("_stream_label", "")
         return value if isinstance(value, str) else str(value)
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from streamalloc.errors import InternalError
 from streamalloc.sync.model import Task
@@ -18,14 +19,19 @@ from streamalloc.sync.model import Task
 Around = dict[str, tuple[list[Task], list[Task]]]  # node -> (recvs before, sends after)
 
 
+@dataclass
 class Namer:
-    """GE's sync node names with the `_Reuse_<k>` suffix for repeats."""
+    """GE's sync node names with the `_Reuse_<k>` suffix for repeats (`count`: names given)."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.count: dict[str, int] = defaultdict(int)
+    root: str
+    count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def copy(self) -> Namer:
+        """A copy the caller owns."""
+        return Namer(self.root, defaultdict(int, self.count))
 
     def name(self, kind: str, x: int) -> str:
+        """The next name for a sync node of `kind` with id `x`."""
         base = f"{self.root}_{kind}_{x}"
         self.count[base] += 1
         k = self.count[base] - 1

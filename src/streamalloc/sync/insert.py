@@ -7,28 +7,45 @@ removes the redundant ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import ENTER_TYPES, INVALID
 from streamalloc.ir.graph import Node
-from streamalloc.sync.context import FFTS_ATTRS, SyncContext
+from streamalloc.sync.context import FFTS_ATTRS, SyncModel
 from streamalloc.sync.model import SyncMaps
 
 THREAD_SCOPE = "_thread_scope_id"
 SUBGRAPH_END = "_subgraph_end_node"
 
 
-def insert_pairs(ctx: SyncContext, maps: SyncMaps) -> None:
-    """All cross-stream pairs of the model into `maps`."""
-    for node in ctx.t_prime_order():
-        for consumer in ctx.consumers(node):
-            _pair(ctx, maps, node, ctx.node(consumer))
-        for successor in ctx.control_successors(node):
-            _pair(ctx, maps, node, ctx.node(successor))
-    _boundary_pairs(ctx, maps)
+@dataclass(frozen=True)
+class _Insertion:
+    """What insertion reads, and the maps it fills."""
+
+    model: SyncModel
+    streams: Mapping[str, int]
+    activated_labels: Mapping[str, tuple[str, ...]]
+    maps: SyncMaps
 
 
-def _pair(ctx: SyncContext, maps: SyncMaps, u: Node, v: Node) -> None:
-    su, sv = ctx.stream[u.name], ctx.stream[v.name]
+def insert_cross_stream_pairs(model: SyncModel, streams: Mapping[str, int],
+                              activated_labels: Mapping[str, tuple[str, ...]],
+                              maps: SyncMaps) -> None:
+    """All cross-stream pairs of the model into `maps` (`activated_labels`: label -> the nodes
+    activating it, spec 6.1)."""
+    ins = _Insertion(model, streams, activated_labels, maps)
+    for node in model.t_prime_order():
+        for consumer in model.consumers(node):
+            _pair(ins, node, model.node(consumer))
+        for successor in model.control_successors(node):
+            _pair(ins, node, model.node(successor))
+    _boundary_pairs(ins)
+
+
+def _pair(ins: _Insertion, u: Node, v: Node) -> None:
+    su, sv = ins.streams[u.name], ins.streams[v.name]
     if su in (INVALID, sv):
         return
     if u.type in ENTER_TYPES and v.type != "StreamActive":
@@ -38,34 +55,36 @@ def _pair(ctx: SyncContext, maps: SyncMaps, u: Node, v: Node) -> None:
             return
         raise AllocationInfeasible(f"node {v.name!r} consumes {u.name!r} (stream {su}) but has no "
                                    "stream; GE cannot synchronize a consumer without a stream")
-    if _activated_after(ctx, u, v):
+    if _activated_after(ins, u, v):
         return
-    maps.pair(u.name, v.name)
+    ins.maps.pair(u.name, v.name)
 
 
-def _activated_after(ctx: SyncContext, u: Node, v: Node) -> bool:
+def _activated_after(ins: _Insertion, u: Node, v: Node) -> bool:
     """Rule 5: v's label stream is started by an activator issued later on u's own stream."""
-    label = ctx.label(v.name)
-    if not label or label not in ctx.activated_labels:
+    label = ins.model.label(v.name)
+    if not label or label not in ins.activated_labels:
         return False
-    return any(ctx.node(a).graph == u.graph and ctx.stream[a] == ctx.stream[u.name]
-               and ctx.ids[u.name] <= ctx.ids[a] for a in ctx.activated_labels[label])
+    ids = ins.model.ids
+    return any(ins.model.node(a).graph == u.graph and ins.streams[a] == ins.streams[u.name]
+               and ids[u.name] <= ids[a] for a in ins.activated_labels[label])
 
 
-def _boundary_pairs(ctx: SyncContext, maps: SyncMaps) -> None:
-    graph = ctx.graph
+def _boundary_pairs(ins: _Insertion) -> None:
+    graph = ins.model.graph
     for sub in graph.r_order():
         compute = graph.subgraphs[sub]
         parent = graph.node(compute.parent) if compute.parent else None
         if parent is None or any(parent.has_attr(a) for a in (*FFTS_ATTRS, THREAD_SCOPE)):
             continue
         for node in compute.nodes:
-            if ctx.stream[node.name] != INVALID and not any(node.data_sources()) \
+            if ins.streams[node.name] != INVALID and not any(node.data_sources()) \
                     and not node.control_inputs:
                 for producer in [*(r.src for r in parent.data_sources()),
                                  *parent.control_inputs]:
-                    _pair(ctx, maps, ctx.node(producer), node)
+                    _pair(ins, graph.node(producer), node)
             if node.attr(SUBGRAPH_END) is True:
-                for consumer in [*ctx.consumers(parent), *ctx.control_successors(parent)]:
-                    _pair(ctx, maps, node, ctx.node(consumer))
+                for consumer in [*ins.model.consumers(parent),
+                                 *ins.model.control_successors(parent)]:
+                    _pair(ins, node, graph.node(consumer))
                 break  # GE stops scanning the subgraph at its first end node

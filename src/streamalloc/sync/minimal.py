@@ -17,30 +17,33 @@ for nodes a later node reads, until their last reader: O(N + E*S) time, O(S^2 + 
 
 from __future__ import annotations
 
-import copy
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from streamalloc.facts import INVALID
-from streamalloc.sync.context import SyncContext
+from streamalloc.sync.activation import Activation, LabelActivation
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps
 from streamalloc.sync.switch import SwitchState, handle_switches
 
 Pair = tuple[int, str, str]  # (sync id, sender, receiver)
 
 
-def minimize(ctx: SyncContext, maps: SyncMaps) -> None:
+def minimize(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
+             activation: Activation, maps: SyncMaps) -> None:
     """Remove every inserted pair that program order, activation or other pairs imply."""
-    pairs = _pairs(ctx, maps)
-    keep = _Sweep(ctx, pairs, activation_edges(ctx)).run()
+    pairs = _pairs(maps)
+    edges = activation_edges(model, streams, labels, activation)
+    keep = _Sweep(model, streams, pairs, edges).run()
     for x, u, v in pairs:
         if x not in keep:
             maps.remove(x, u, v)
 
 
-def _pairs(ctx: SyncContext, maps: SyncMaps) -> list[Pair]:
+def _pairs(maps: SyncMaps) -> list[Pair]:
     """Inserted pairs in insertion order (ids ascend with insertion, spec 2.4)."""
     senders, receivers = maps.senders(), maps.receivers()
     return [(x, senders[x], receivers[x]) for x in sorted(senders)]
@@ -50,19 +53,20 @@ def _pairs(ctx: SyncContext, maps: SyncMaps) -> list[Pair]:
 class _Sweep:
     """One pass over T-order keeping running reach rows per stream."""
 
-    ctx: SyncContext
+    model: SyncModel
+    streams: Mapping[str, int]
     pairs: list[Pair]
     activators: dict[str, list[str]]
     keep: set[int] = field(default_factory=set)
     snaps: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        used = sorted({s for s in self.ctx.stream.values() if s != INVALID})
+        used = sorted({s for s in self.streams.values() if s != INVALID})
         self.col = {s: i for i, s in enumerate(used)}
         self.rows = np.full((len(used), len(used)), -1, dtype=np.int32)
         self.pos: dict[str, int] = {}
         self.incoming: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        ids = self.ctx.ids
+        ids = self.model.ids
         for x, u, v in self.pairs:
             # A loop back edge (NextIteration -> Merge) points backwards in T-order: it orders
             # the next iteration, which the loop's restart already does (the verifier and the
@@ -75,8 +79,8 @@ class _Sweep:
     def run(self) -> set[int]:
         """The ids of the pairs to keep."""
         count = [0] * len(self.col)
-        for name in self.ctx.order:
-            s = self.ctx.stream[name]
+        for name in self.model.order:
+            s = self.streams[name]
             if s == INVALID:
                 continue
             k = self.col[s]
@@ -101,7 +105,7 @@ class _Sweep:
         """Keep the pairs into v that no other direct predecessor of v implies."""
         latest: dict[int, tuple[int, str]] = {}
         for x, u in incoming:  # per source stream only the latest source can matter
-            c = self.col[self.ctx.stream[u]]
+            c = self.col[self.streams[u]]
             if c not in latest or self.pos[u] > self.pos[latest[c][1]]:
                 latest[c] = (x, u)
         cols = np.array(list(latest), dtype=np.intp)
@@ -122,42 +126,44 @@ class _Sweep:
             del self.snaps[w]
 
 
-def activation_edges(ctx: SyncContext) -> dict[str, list[str]]:
+def activation_edges(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
+                     activation: Activation) -> dict[str, list[str]]:
     """First node of an activated stream -> the activators it starts after, as the verifier
     credits them: never the loop activator (it restarts streams; the first iteration starts
     with the model), never an activator later in T-order than the stream's first node."""
     first: dict[int, str] = {}
-    for name in ctx.order:
-        if ctx.stream[name] != INVALID:
-            first.setdefault(ctx.stream[name], name)
+    for name in model.order:
+        if streams[name] != INVALID:
+            first.setdefault(streams[name], name)
     edges: dict[str, list[str]] = defaultdict(list)
-    for a, streams in sorted(_final_lists(ctx).items(), key=lambda i: ctx.ids[i[0]]):
-        own = ctx.stream[a]
-        if own == INVALID or ctx.node(a).attr("is_loop_active") is True:
+    final = _final_lists(model, streams, labels, activation)
+    for a, listed in sorted(final.items(), key=lambda i: model.ids[i[0]]):
+        own = streams[a]
+        if own == INVALID or model.node(a).attr("is_loop_active") is True:
             continue
-        for s in dict.fromkeys(streams):
+        for s in dict.fromkeys(listed):
             f = first.get(s)
-            if f is not None and s != own and ctx.ids[a] < ctx.ids[f]:
+            if f is not None and s != own and model.ids[a] < model.ids[f]:
                 edges[f].append(a)
     return edges
 
 
-def _final_lists(ctx: SyncContext) -> dict[str, list[int]]:
+def _final_lists(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
+                 activation: Activation) -> dict[str, list[int]]:
     """Activation lists of graph nodes as the plan will carry them after switch handling (6.3),
     run here on a scratch copy: a switch whose label covers several streams activates them
     through a new StreamActive (counted as the switch's own activation), and its list is then
     overwritten, so its single-stream labels are no longer activated by it (GE quirk). Using the
     lists of 6.1/6.2 as they stand would credit orderings the final plan does not have."""
-    scratch = copy.copy(ctx)
-    scratch.active_stream_list = dict(ctx.active_stream_list)
-    scratch.activated_streams = set(ctx.activated_streams)
+    scratch = activation.copy()
     scratch.generated = {}
-    base = 1 + max([*ctx.stream.values(), *(a for v in ctx.attached.values() for a in v), 0])
-    made = {t.stream: t.name for t in handle_switches(scratch, SwitchState(), base)}
+    base = 1 + max([*streams.values(), *(a for v in model.attached.values() for a in v), 0])
+    made = {t.stream: t.name for t in handle_switches(model, labels.labeled_streams, scratch,
+                                                      SwitchState(), base)}
 
     def through_made(s: int) -> list[int]:
         """A made StreamActive's stream stands for the streams it activates."""
         return scratch.active_stream_list[made[s]] if s in made else [s]
 
-    return {name: [t for s in streams for t in through_made(s)]
-            for name, streams in scratch.active_stream_list.items() if name in ctx.ids}
+    return {name: [t for s in listed for t in through_made(s)]
+            for name, listed in scratch.active_stream_list.items() if name in model.ids}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from streamalloc.errors import InternalError
 
@@ -18,9 +18,14 @@ RECV_TYPES = frozenset({"Recv", "RecvNotify", "RecvMem"})
 SEND_TYPES = frozenset({"Send", "SendNotify"})
 
 
-@dataclass(eq=False)
+@dataclass
 class Task:
-    """One entry of the task order: a graph node, or a sync node made by this layer."""
+    """One entry of the task order: a graph node, or a sync node made by this layer.
+
+    Compared by value (two states' task orders are equal when their tasks are); the split
+    relies on identity (`is`, `id()`) to find a task in the order, so a stage that changes
+    tasks works on its own copies (`copy()`).
+    """
 
     name: str
     type: str
@@ -32,6 +37,10 @@ class Task:
     sync_kind: str = ""  # "event" | "notify" for sync nodes
     peer: str = ""  # the graph node a Send follows / a Recv precedes
     is_sync: bool = False
+
+    def copy(self) -> Task:
+        """A copy the caller owns."""
+        return replace(self, attached=list(self.attached))
 
 
 def in_n_order(names: Iterable[str]) -> list[str]:
@@ -71,6 +80,12 @@ class SyncMaps:
     def ids(self) -> set[int]:
         """Every id in use."""
         return {x for ids in self.send.values() for x in ids}
+
+    def copy(self) -> SyncMaps:
+        """A copy the caller owns."""
+        return SyncMaps(defaultdict(list, {n: list(x) for n, x in self.send.items()}),
+                        defaultdict(list, {n: list(x) for n, x in self.recv.items()}),
+                        self.counter)
 
 
 def _owners(maps: dict[str, list[int]]) -> dict[int, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from streamalloc.errors import InputError
-from streamalloc.sync.context import SyncContext
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps
 from streamalloc.sync.numbering import renumber
 
@@ -23,45 +23,45 @@ _MAX_INT32 = 2**31 - 1
 Entry = tuple[str, str, str, int]  # (node, keyword, peer, k)
 
 
-def multiplex_events(ctx: SyncContext, maps: SyncMaps,
+def multiplex_events(model: SyncModel, maps: SyncMaps,
                      threshold: int = EVENT_REUSE_THRESHOLD) -> None:
     """Apply the declared sharing when the event count is over `threshold`."""
     if maps.counter <= threshold:
         return
-    entries = _parse(ctx)
+    entries = _parse(model)
     if not entries:
         return
     for keyword in ("SendTo", "RecvFrom"):
         for node, kind, peer, k in entries:
             if kind == keyword:
-                _share(ctx, maps, (node, peer) if kind == "SendTo" else (peer, node), k)
+                _share(model, maps, (node, peer) if kind == "SendTo" else (peer, node), k)
     maps.counter = renumber(maps)
 
 
-def _parse(ctx: SyncContext) -> list[Entry]:
+def _parse(model: SyncModel) -> list[Entry]:
     entries: list[Entry] = []
-    for name in ctx.order:
-        value = ctx.node(name).attr(ATTR, ())
+    for name in model.order:
+        value = model.node(name).attr(ATTR, ())
         for item in value if isinstance(value, tuple) else ():
-            entries.append(_entry(ctx, name, str(item)))
+            entries.append(_entry(model, name, str(item)))
     return entries
 
 
-def _entry(ctx: SyncContext, name: str, item: str) -> Entry:
+def _entry(model: SyncModel, name: str, item: str) -> Entry:
     fields = item.split(";")
     number = _LEADING_INT.match(fields[2]) if len(fields) == 3 else None
     if number is None or fields[0] not in ("SendTo", "RecvFrom") or \
             int(number.group()) > _MAX_INT32:
-        raise InputError(f"{ctx.graph.source}: node {name!r} attribute {ATTR} entry {item!r}: "
+        raise InputError(f"{model.graph.source}: node {name!r} attribute {ATTR} entry {item!r}: "
                          "expected 'SendTo;<peer>;<id>' or 'RecvFrom;<peer>;<id>' with a "
                          "non-negative 32-bit id")
-    if fields[1] not in ctx.ids:
-        raise InputError(f"{ctx.graph.source}: node {name!r} attribute {ATTR} names unknown "
+    if fields[1] not in model.ids:
+        raise InputError(f"{model.graph.source}: node {name!r} attribute {ATTR} names unknown "
                          f"peer {fields[1]!r}")
     return name, fields[0], fields[1], int(number.group())
 
 
-def _share(ctx: SyncContext, maps: SyncMaps, ends: tuple[str, str], k: int) -> None:
+def _share(model: SyncModel, maps: SyncMaps, ends: tuple[str, str], k: int) -> None:
     sender, receiver = ends
     sends = maps.send.get(sender, [])
     common = [x for x in maps.recv.get(receiver, []) if x in sends]

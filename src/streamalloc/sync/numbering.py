@@ -7,7 +7,7 @@ only inside one dim (branch) of a multi-batch Case can share numbers with the ot
 from __future__ import annotations
 
 from streamalloc.errors import AllocationInfeasible, InternalError
-from streamalloc.sync.context import SyncContext
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, in_n_order
 
 MAX_SUBGRAPH_DEPTH = 10
@@ -38,18 +38,18 @@ def _apply(maps: SyncMaps, mapping: dict[int, int]) -> None:
         maps.recv[node] = [mapping[x] for x in ids]
 
 
-def reuse_multi_dims(ctx: SyncContext, maps: SyncMaps) -> None:
+def reuse_multi_dims(model: SyncModel, maps: SyncMaps) -> None:
     """Share ids between the dims of multi-batch Case nodes (`_batch_num`)."""
     senders, receivers = maps.senders(), maps.receivers()
     seen: dict[int, int] = {}
     max_id = 0
-    for name in ctx.order:
-        node = ctx.node(name)
+    for name in model.order:
+        node = model.node(name)
         if node.type != "Case" or not node.has_attr("_batch_num"):
             continue
         case_max = max_id
         for _, dim in node.subgraphs:
-            walker = _DimWalk(ctx, maps, (senders, receivers), seen, max_id)
+            walker = _DimWalk(model, maps, (senders, receivers), seen, max_id)
             walker.walk(dim, 0)
             case_max = max(case_max, walker.cur)
         max_id = case_max
@@ -76,22 +76,22 @@ def _number_the_rest(maps: SyncMaps, seen: dict[int, int], start: int) -> None:
 class _DimWalk:
     """Number the ids both of whose ends are direct nodes of one dim graph."""
 
-    def __init__(self, ctx: SyncContext, maps: SyncMaps,
+    def __init__(self, model: SyncModel, maps: SyncMaps,
                  ends: tuple[dict[int, str], dict[int, str]], seen: dict[int, int],
                  base: int) -> None:
-        self.ctx, self.maps, self.ends, self.seen, self.cur = ctx, maps, ends, seen, base
+        self.model, self.maps, self.ends, self.seen, self.cur = model, maps, ends, seen, base
 
     def walk(self, graph_name: str, depth: int) -> None:
         if depth > MAX_SUBGRAPH_DEPTH:
             raise AllocationInfeasible(f"multi-dims subgraphs nest deeper than "
                                        f"{MAX_SUBGRAPH_DEPTH} levels (at {graph_name!r})")
         senders, receivers = self.ends
-        for node in self.ctx.graph.graph(graph_name).nodes:
+        for node in self.model.graph.graph(graph_name).nodes:
             for x in self.maps.send.get(node.name, ()):
-                if self.ctx.node(receivers[x]).graph == graph_name:
+                if self.model.node(receivers[x]).graph == graph_name:
                     self._assign(x)
             for x in self.maps.recv.get(node.name, ()):
-                if self.ctx.node(senders[x]).graph == graph_name:
+                if self.model.node(senders[x]).graph == graph_name:
                     self._assign(x)
             for _, sub in node.subgraphs:
                 self.walk(sub, depth + 1)

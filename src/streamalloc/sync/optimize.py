@@ -4,21 +4,35 @@ the purge of StreamSwitch sends. Only the cross-stream pairs of insertion are op
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from streamalloc.facts import LOOP_BACK_TYPES
-from streamalloc.sync.context import SyncContext
+from streamalloc.sync.activation import Activation, LabelActivation
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, in_n_order
 
 
-def optimize(ctx: SyncContext, maps: SyncMaps) -> None:
-    """Run the four optimisations in GE's order."""
+@dataclass(frozen=True)
+class _Order:
+    """What the activation optimisation reads: the facts, the streams, each stream's
+    activators (spec 6.1)."""
+
+    model: SyncModel
+    streams: Mapping[str, int]
+    activators: Mapping[int, tuple[str, ...]]
+
+
+def optimize(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
+             _activation: Activation, maps: SyncMaps) -> None:
+    """Run the four optimisations in GE's order (the activation lists are not read)."""
     by_stream: dict[int, list[str]] = defaultdict(list)
-    for name in ctx.order:
-        by_stream[ctx.stream[name]].append(name)
+    for name in model.order:
+        by_stream[streams[name]].append(name)
     _by_send(maps, by_stream)
     _by_recv(maps, by_stream)
-    _by_activation(ctx, maps)
-    _purge_switch_sends(ctx, maps)
+    _by_activation(_Order(model, streams, labels.stream_activators), maps)
+    _purge_switch_sends(model, maps)
 
 
 def _by_send(maps: SyncMaps, by_stream: dict[int, list[str]]) -> None:
@@ -49,7 +63,7 @@ def _by_recv(maps: SyncMaps, by_stream: dict[int, list[str]]) -> None:
                 last[receiver] = (x, sender)
 
 
-def _by_activation(ctx: SyncContext, maps: SyncMaps) -> None:
+def _by_activation(ctx: _Order, maps: SyncMaps) -> None:
     """Drop a pair when the receiver's stream is started by an activator running after u (3.3)."""
     receivers = maps.receivers()
     for sender in in_n_order(maps.send):
@@ -59,45 +73,46 @@ def _by_activation(ctx: SyncContext, maps: SyncMaps) -> None:
                 maps.remove(x, sender, receiver)
 
 
-def _activated_before(ctx: SyncContext, u: str, r: str) -> bool:
-    if not ctx.node(r).has_attr("_stream_label"):
+def _activated_before(ctx: _Order, u: str, r: str) -> bool:
+    model, ids = ctx.model, ctx.model.ids
+    if not model.node(r).has_attr("_stream_label"):
         return False
-    su, graph = ctx.stream[u], ctx.node(u).graph
+    su, graph = ctx.streams[u], model.node(u).graph
     # [P-order] GE walks the activator sets in pointer order; we walk them by node id.
-    frontier = sorted(ctx.stream_activators.get(ctx.stream[r], ()), key=ctx.ids.__getitem__)
+    frontier = sorted(ctx.activators.get(ctx.streams[r], ()), key=ids.__getitem__)
     visited = {r}
     while frontier:
         nxt: set[str] = set()
         for a in frontier:
-            node = ctx.node(a)
+            node = model.node(a)
             if node.graph != graph:
                 continue
             if a in visited or node.attr("is_loop_active") is True:
                 return False
             controls = node.control_inputs
-            if controls and all(ctx.node(c).type in LOOP_BACK_TYPES for c in controls):
+            if controls and all(model.node(c).type in LOOP_BACK_TYPES for c in controls):
                 continue
             visited.add(a)
             for p in [*(s.src for s in node.data_sources()), *controls]:
-                if ctx.stream[p] == su and ctx.ids[p] >= ctx.ids[u]:
+                if ctx.streams[p] == su and ids[p] >= ids[u]:
                     return True
-                if u in _predecessors(ctx, p):
+                if u in _predecessors(model, p):
                     return True
-            nxt |= set(ctx.stream_activators.get(ctx.stream[a], ()))
-        frontier = sorted(nxt, key=ctx.ids.__getitem__)
+            nxt |= set(ctx.activators.get(ctx.streams[a], ()))
+        frontier = sorted(nxt, key=ids.__getitem__)
     return False
 
 
-def _predecessors(ctx: SyncContext, name: str) -> list[str]:
-    node = ctx.node(name)
+def _predecessors(model: SyncModel, name: str) -> list[str]:
+    node = model.node(name)
     return [*(s.src for s in node.data_sources()), *node.control_inputs]
 
 
-def _purge_switch_sends(ctx: SyncContext, maps: SyncMaps) -> None:
+def _purge_switch_sends(model: SyncModel, maps: SyncMaps) -> None:
     """A StreamSwitch never sends: its activation orders the branches (3.4)."""
     receivers = maps.receivers()
     for sender in in_n_order(maps.send):
-        if ctx.node(sender).type == "StreamSwitch":
+        if model.node(sender).type == "StreamSwitch":
             for x in list(maps.send[sender]):
                 maps.remove(x, sender, receivers[x])
 

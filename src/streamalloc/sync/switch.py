@@ -8,10 +8,13 @@ The created nodes get no events: sync insertion has already run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from streamalloc.errors import AllocationInfeasible
-from streamalloc.sync.context import SyncContext
+from streamalloc.ir.graph import Graph
+from streamalloc.sync.activation import Activation
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import Task
 
 
@@ -23,27 +26,36 @@ class SwitchState:
     done: dict[str, set[str]] = field(default_factory=dict)
     created: dict[str, set[str]] = field(default_factory=dict)
 
+    def copy(self) -> SwitchState:
+        """A copy the caller owns."""
+        return SwitchState({k: list(v) for k, v in self.labels.items()},
+                           {k: set(v) for k, v in self.done.items()},
+                           {k: set(v) for k, v in self.created.items()})
 
-def handle_switches(ctx: SyncContext, state: SwitchState, stream_num: int) -> list[Task]:
+
+def handle_switches(model: SyncModel, labeled_streams: Mapping[str, frozenset[int]],
+                    activation: Activation, state: SwitchState, stream_num: int) -> list[Task]:
     """Run 6.3 for every StreamSwitch in T-order; returns the StreamActive tasks it created
-    (their `stream` is set; the caller advances the stream count by their number)."""
+    (their `stream` is set; the caller advances the stream count by their number). The new
+    nodes join `activation.generated` and activate the label streams (`labeled_streams`)."""
     made: list[Task] = []
-    for name in ctx.order:
-        if ctx.node(name).type != "StreamSwitch":
+    for name in model.order:
+        if model.node(name).type != "StreamSwitch":
             continue
-        created = _one_switch(ctx, state, name)
+        created = _one_switch(model, labeled_streams, activation, state, name)
         for task in created:
             task.stream = stream_num + len(made)
-            ctx.activated_streams.add(task.stream)
-            ctx.generated[task.name] = task
+            activation.activated_streams.add(task.stream)
+            activation.generated[task.name] = task
             made.append(task)
         if created:
-            ctx.active_stream_list[name] = [t.stream for t in created]
+            activation.active_stream_list[name] = [t.stream for t in created]
     return made
 
 
-def _one_switch(ctx: SyncContext, state: SwitchState, switch: str) -> list[Task]:
-    value = ctx.node(switch).attr("_active_label_list", ())
+def _one_switch(model: SyncModel, labeled_streams: Mapping[str, frozenset[int]],
+                activation: Activation, state: SwitchState, switch: str) -> list[Task]:
+    value = model.node(switch).attr("_active_label_list", ())
     given = [str(v) for v in value] if isinstance(value, tuple) else []
     labels = state.labels.setdefault(switch, given)
     if not labels:
@@ -53,24 +65,29 @@ def _one_switch(ctx: SyncContext, state: SwitchState, switch: str) -> list[Task]
     new_labels: list[str] = []
     created: list[Task] = []
     for i, label in enumerate(labels):
-        if label not in ctx.labeled_streams:
+        if label not in labeled_streams:
             if label not in created_labels:
                 raise AllocationInfeasible(f"StreamSwitch {switch!r} activates label {label!r}, "
                                            "which no node carries")
             new_labels.append(label)
             continue
-        if len(ctx.labeled_streams[label]) <= 1 or label in done:
+        if len(labeled_streams[label]) <= 1 or label in done:
             new_labels.append(label)
             continue
         done.add(label)
-        active = Task(f"{switch}_StreamActive_{i}", "StreamActive", ctx.node(switch).graph, -1,
-                      is_sync=True, peer=switch)
+        active = Task(f"{switch}_StreamActive_{i}", "StreamActive", model.node(switch).graph,
+                      -1, is_sync=True, peer=switch)
         created_labels.add(active.name)
-        ctx.active_stream_list[active.name] = sorted(ctx.labeled_streams[label])
+        activation.active_stream_list[active.name] = sorted(labeled_streams[label])
         new_labels.append(active.name)
         created.append(active)
     state.labels[switch] = new_labels
     return created
+
+
+def graph_parents(graph: Graph) -> dict[str, str | None]:
+    """Each graph's enclosing graph (None for the root)."""
+    return {c.name: graph.node(c.parent).graph if c.parent else None for c in graph.graphs()}
 
 
 def place_after_graph(tasks: list[Task], made: list[Task], descends: dict[str, str | None]

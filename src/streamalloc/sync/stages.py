@@ -1,0 +1,229 @@
+"""Phase A's stages in GE's order (spec 1.5): activation, event insertion, elimination,
+numbering, switch and loop activation, attached-stream events, the task order with Send/Recv.
+
+Each stage is a pass (`streamalloc.sync.passes`): a frozen dataclass with a `name`, its typed
+options as fields, and `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that
+works on its own copies of what it changes. Phase B (`split`, `limits`) is in `physical.py`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from streamalloc.errors import UsageError
+from streamalloc.facts import INVALID
+from streamalloc.sync.activation import (
+    Activation,
+    LabelActivation,
+    label_activation,
+    loop_activation,
+)
+from streamalloc.sync.context import SyncModel
+from streamalloc.sync.generate import Namer, sync_task
+from streamalloc.sync.insert import insert_cross_stream_pairs
+from streamalloc.sync.minimal import minimize
+from streamalloc.sync.model import SyncMaps, Task
+from streamalloc.sync.multiplexing import EVENT_REUSE_THRESHOLD, multiplex_events
+from streamalloc.sync.numbering import renumber, reuse_multi_dims
+from streamalloc.sync.optimize import optimize
+from streamalloc.sync.passes import PassResult, outcome
+from streamalloc.sync.state import AttachedSend, SyncInputs, SyncState
+from streamalloc.sync.switch import graph_parents, handle_switches, place_after_graph
+
+Eliminator = Callable[[SyncModel, Mapping[str, int], LabelActivation, Activation, SyncMaps],
+                      None]
+
+# A7, the elimination of redundant pairs: GE's four optimisations (spec 3), or the transitive
+# reduction of program order + activation + pairs (`minimal`). Everything else is shared.
+ELIMINATION: Mapping[str, Eliminator] = {"ge": optimize, "minimal": minimize}
+SYNC_STRATEGIES = tuple(ELIMINATION)
+
+
+@dataclass(frozen=True)
+class Activate:
+    """A3, A4 (spec 6.1, 6.2): activation by label and for subgraphs."""
+
+    name = "activate"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The label activation and the first activation lists."""
+        labels, activation = label_activation(ctx.model, plan.streams)
+        return outcome(plan, replace(plan, labels=labels, activation=activation))
+
+
+@dataclass(frozen=True)
+class Insert:
+    """A6 (spec 2.1-2.3): one pair per cross-stream edge, subgraph boundaries included."""
+
+    name = "insert"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The pairs, numbered in insertion order."""
+        pairs = SyncMaps()
+        insert_cross_stream_pairs(ctx.model, plan.streams, plan.labels.activated_labels, pairs)
+        return outcome(plan, replace(plan, pairs=pairs))
+
+
+@dataclass(frozen=True)
+class Eliminate:
+    """A7 (spec 3): redundant pairs go; `strategy` "ge" (GE's four optimisations) or
+    "minimal" (only the pairs no other ordering implies)."""
+
+    strategy: str = "ge"
+    name = "eliminate"
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ELIMINATION:
+            raise UsageError(f"sync strategy {self.strategy!r} is not available; valid: "
+                             f"{', '.join(SYNC_STRATEGIES)}")
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The pairs that survive."""
+        pairs = plan.pairs.copy()
+        ELIMINATION[self.strategy](ctx.model, plan.streams, plan.labels, plan.activation, pairs)
+        return outcome(plan, replace(plan, pairs=pairs))
+
+
+@dataclass(frozen=True)
+class Renumber:
+    """4.1: continuous ids in sender name order."""
+
+    name = "renumber"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The pairs renumbered from 0."""
+        pairs = plan.pairs.copy()
+        pairs.counter = renumber(pairs)
+        return outcome(plan, replace(plan, pairs=pairs))
+
+
+@dataclass(frozen=True)
+class MultiDimsReuse:
+    """4.2: ids used inside one dim of a multi-batch Case are shared with the other dims."""
+
+    name = "multi-dims-reuse"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The pairs with shared ids."""
+        pairs = plan.pairs.copy()
+        reuse_multi_dims(ctx.model, pairs)
+        return outcome(plan, replace(plan, pairs=pairs))
+
+
+@dataclass(frozen=True)
+class Multiplex:
+    """4.3: `_event_multiplexing` sharing when the events number over `threshold` (events
+    only: nothing in notify mode)."""
+
+    threshold: int = EVENT_REUSE_THRESHOLD
+    name = "multiplex"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The pairs with the declared sharing."""
+        if ctx.notify:
+            return PassResult(plan, False)
+        pairs = plan.pairs.copy()
+        multiplex_events(ctx.model, pairs, self.threshold)
+        return outcome(plan, replace(plan, pairs=pairs))
+
+
+@dataclass(frozen=True)
+class Switch:
+    """6.3 (A12): StreamSwitch branch activation through new StreamActive nodes."""
+
+    name = "switch"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """New StreamActive nodes on new streams, and the switches' new lists."""
+        activation, switches = plan.activation.copy(), plan.switches.copy()
+        made = handle_switches(ctx.model, plan.labels.labeled_streams, activation, switches,
+                               plan.stream_num)
+        return outcome(plan, replace(plan, activation=activation, switches=switches,
+                                     stream_num=plan.stream_num + len(made)))
+
+
+@dataclass(frozen=True)
+class LoopActivation:
+    """6.4: the loop activator starts the streams nobody else does; events to the switch. These
+    events are numbered after Phase A's (from 0 in notify mode, whose pairs are notifies)."""
+
+    name = "loop-activation"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The loop activator's list and the loop events."""
+        events = SyncMaps(counter=0 if ctx.notify else plan.pairs.counter)
+        activation = plan.activation.copy()
+        loop_activation(ctx.model, plan.streams, activation, events, plan.stream_num)
+        # changed: a list or an event was added (not merely the id space's start set)
+        return PassResult(replace(plan, activation=activation, events=events),
+                          activation != plan.activation or bool(events.ids()))
+
+
+@dataclass(frozen=True)
+class AttachedEvents:
+    """A13 (spec 2.7): the last user of each attached stream signals its graph's NetOutput."""
+
+    name = "attached-events"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """One event per attached stream with a last user."""
+        events = plan.events.copy()
+        sends = _attached_sends(ctx.model, events)
+        return outcome(plan, replace(plan, events=events, attached_sends=sends))
+
+
+def _attached_sends(model: SyncModel, events: SyncMaps) -> tuple[AttachedSend, ...]:
+    last: dict[int, str] = {}
+    for name in model.order:
+        for a in model.attached.get(name, ()):
+            if a != INVALID:
+                last[a] = name
+    sends = []
+    for a in sorted(last):
+        graph = model.graph.graph(model.node(last[a]).graph)
+        out = next((n.name for n in graph.nodes if n.type == "NetOutput"), None)
+        if out is not None:
+            x = events.counter
+            events.counter += 1
+            events.recv[out].append(x)
+            sends.append(AttachedSend(x, last[a], a))
+    return tuple(sends)
+
+
+@dataclass(frozen=True)
+class SyncTasks:
+    """A14 (spec 7): every graph node as a task, its Recvs before it, its Sends after it; the
+    StreamActive nodes of 6.3 after the last task of their graph."""
+
+    name = "sync-tasks"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The task order of Phase A."""
+        namer = plan.namer.copy()
+        tasks = place_after_graph(_phase_a_tasks(ctx, plan, namer),
+                                  list(plan.activation.generated.values()),
+                                  graph_parents(ctx.graph))
+        return outcome(plan, replace(plan, tasks=tuple(tasks), namer=namer))
+
+
+def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]:
+    model, pairs, events = ctx.model, plan.pairs, plan.events
+    kind = ("Send_Notify", "Recv_Notify") if ctx.notify else ("Send", "Recv")
+    extra_sends: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for send in plan.attached_sends:
+        extra_sends[send.sender].append((send.id, send.stream))
+    ordered: list[Task] = []
+    for name in model.order:
+        node = model.node(name)
+        task = Task(name, node.type, node.graph, plan.streams[name], list(model.attached[name]))
+        sends = [sync_task(namer, kind[0], x, task.stream, task) for x in pairs.send.get(name, ())]
+        sends += [sync_task(namer, "Send", x, task.stream, task)
+                  for x in events.send.get(name, ())]
+        sends += [sync_task(namer, "Send", x, s, task) for x, s in extra_sends[name]]
+        recvs = [sync_task(namer, kind[1], x, task.stream, task) for x in pairs.recv.get(name, ())]
+        recvs += [sync_task(namer, "Recv", x, task.stream, task)
+                  for x in events.recv.get(name, ())]
+        ordered += [*recvs, task, *sends]
+    return ordered
