@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from real_models import real_models
 
+from streamalloc.allocation import allocation_text
 from streamalloc.api import plan, with_options
 from streamalloc.ir.loaders import load_graph
-from streamalloc.report.allocation_text import allocation_text
 
 FULL_DIR = Path(__file__).parent / "goldens" / "full"
 MODELS = real_models()

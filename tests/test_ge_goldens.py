@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from streamalloc.allocation import allocation_text
 from streamalloc.errors import StreamallocError
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders import load_graph
-from streamalloc.report.allocation_text import allocation_text
 
 CASES = sorted((Path(__file__).parent / "goldens" / "cases").glob("*.yaml"))
 

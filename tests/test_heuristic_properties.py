@@ -21,13 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamalloc.allocation import Allocation
+from streamalloc.allocation import Allocation, allocation_text
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir import AttrValue, DataInput, GraphBuilder, NamedAttrs
 from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.partition import partition_model
 from streamalloc.ir.synthetic import layered_graph
-from streamalloc.report.allocation_text import allocation_text
 from streamalloc.rules.labelling import default_labels
 
 SETTINGS = settings(max_examples=120, derandomize=True, deadline=None, database=None,

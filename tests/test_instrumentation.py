@@ -15,10 +15,10 @@ from streamalloc.cli import main
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.heuristic.plan import GraphPlan, ModelPlan
 from streamalloc.heuristic.registry import GRAPH_PASSES, LABEL_PASSES, MODEL_PASSES
+from streamalloc.passes import Pass, PassPrinter, PassRecord
 from streamalloc.rules import builtin_names, builtin_rules, load_rules
 from streamalloc.rules.kinds import KINDS
 from streamalloc.sync.driver import SYNC_STAGE_NAMES, sync_stages
-from streamalloc.sync.passes import Pass, PassPrinter, PassRecord
 from streamalloc.sync.state import SyncState
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml"

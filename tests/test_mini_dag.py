@@ -31,9 +31,9 @@ from streamalloc.ir.graph import DataInput, Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.loaders.yaml_json import load_yaml_json
 from streamalloc.ir.partition import partition_model
+from streamalloc.passes import PassRecord
 from streamalloc.rules.labelling import default_labels
 from streamalloc.rules.loader import builtin_rules
-from streamalloc.sync.passes import PassRecord
 
 DAG = Path(__file__).parent / "goldens" / "dag"
 CASES = Path(__file__).parent / "goldens" / "cases"

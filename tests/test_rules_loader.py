@@ -75,7 +75,8 @@ def streams(allocation: Allocation) -> dict[str, int]:
 # --- shipped rule sets --------------------------------------------------------------------------
 
 def test_shipped_names() -> None:
-    assert tuple(builtin_names()) == SHIPPED
+    assert tuple(builtin_names()) == ("free", *SHIPPED)  # free: no rules, for optimal mode
+    assert builtin_rules("free").rules == ()
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -97,7 +98,7 @@ def test_shipped_file_loads_the_same_from_a_path(name: str, tmp_path: Path) -> N
 
 def test_unknown_shipped_set() -> None:
     with pytest.raises(RuleSchemaError, match="unknown rule set 'nope'; shipped: "
-                       + ", ".join(SHIPPED)):
+                       + ", ".join(("free", *SHIPPED))):
         builtin_rules("nope")
 
 

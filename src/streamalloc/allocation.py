@@ -3,7 +3,8 @@
 Per node: its logical stream (-1 where GE leaves none), the rule that decided it, its attached
 streams; the summary GE exposes (logical stream infos, user labels, attached stream ids,
 HCCL-followed stream count, whether a custom stream pass assigned it); provenance notes for
-`streamalloc explain`.
+`streamalloc explain`; `allocation_text`, its canonical text form (what golden tests compare
+and `--print-after` prints), beside the type so that allocators need nothing above them.
 """
 
 from __future__ import annotations
@@ -111,3 +112,18 @@ class Allocation:
             "attached_stream_ids": list(self.attached_stream_ids),
             "assigned_by_stream_pass": self.assigned_by_stream_pass,
         }
+
+
+def allocation_text(allocation: Allocation) -> str:
+    """The canonical text of an allocation (stable, versioned header): the stream counts, then
+    one line per node in T-order: name, stream, rule, attached streams."""
+    lines = [f"// streamalloc allocation v1: graph {allocation.graph}, mode {allocation.mode}, "
+             f"rules {allocation.rules}",
+             f"main_stream_num {allocation.main_stream_num}",
+             f"total_stream_num {allocation.total_stream_num}"]
+    if allocation.custom_stream_ids:
+        lines.append("custom_stream_ids " + ",".join(map(str, allocation.custom_stream_ids)))
+    for name, node in allocation.nodes.items():
+        attached = f" attached={','.join(map(str, node.attached))}" if node.attached else ""
+        lines.append(f"{name} {node.stream} {node.rule}{attached}")
+    return "\n".join(lines) + "\n"

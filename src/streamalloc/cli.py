@@ -5,25 +5,34 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import traceback
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from streamalloc import __version__, api
+from streamalloc.commands import emulate_command
+from streamalloc.commands.compare import MODES as COMPARE_MODES
+from streamalloc.commands.compare import CompareSettings, compare_command, parse_modes
 from streamalloc.errors import StreamallocError, UsageError
-from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.printer import print_graph
 from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET, training_step
 from streamalloc.memory import vars_command
-from streamalloc.report.allocation_report import explain_node, stream_table, sync_summary
+from streamalloc.outputs import write_bytes_atomic
+from streamalloc.passes import PassPrinter
+from streamalloc.report.allocation_report import (
+    explain_node,
+    solver_summary,
+    stream_table,
+    sync_summary,
+)
 from streamalloc.report.graph_report import graph_summary, graph_summary_json
 from streamalloc.rules import RuleSet, builtin_names
 from streamalloc.rules.schema import RULES_SCHEMA
-from streamalloc.runtime_emu import emulate_command
+from streamalloc.runtime_emu.cost_table import load_cost_table
 from streamalloc.sync.driver import SYNC_STAGE_NAMES
-from streamalloc.sync.passes import PassPrinter
 from streamalloc.verify import verify_command, verify_plan
 
 SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
@@ -64,19 +73,55 @@ def _pass_printer(args: argparse.Namespace, graph: api.Graph,
 def _allocate(args: argparse.Namespace) -> int:
     graph = api.with_options(api.load_graph(args.graph), _settings(args.set))
     given = api.load_rule_set(args.rules)
+    if args.mode == "optimal":
+        return _allocate_optimal(args, graph, given)
     printer = _pass_printer(args, graph, given)
-    allocation = allocate_ge(graph, given, observer=printer) if args.mode == "ge" else \
-        api.allocate(graph, given, args.mode)
-    plan = api.synchronize(graph, allocation, sync=args.sync, observer=printer)
+    allocation = api.allocate(graph, given, args.mode, observer=printer)
+    plan = api.synchronize(graph, allocation, sync=args.sync or "ge", observer=printer)
     document = plan.to_json()
     rules = given or api.default_rule_set(graph)
     verify_plan(graph, document, rules=rules if args.mode == "ge" else None).raise_for_failure()
+    _write_plan(args, graph, plan, document)
+    return 0
+
+
+def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet | None) -> int:
+    began = time.perf_counter()
+    plan, report = api.optimal_plan(graph, given, _optimal_options(args))
+    document = {**plan.to_json(), "solver": report.to_json()}
+    verify_plan(graph, document).raise_for_failure()  # rules: checked by the optimal mode
+    _write_plan(args, graph, plan, document)
+    sys.stdout.write(solver_summary(report.to_json(), time.perf_counter() - began))
+    return 0
+
+
+def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
+    if args.print_after is not None or args.dump_dir is not None:
+        raise UsageError("--print-after and --dump-dir instrument the ge and preset modes")
+    costs = load_cost_table(args.cost) if args.cost else None
+    return api.OptimalOptions(
+        objective=args.objective, concurrency=args.concurrency,
+        makespan_slack=args.makespan_slack, event_budget=args.event_budget,
+        time_limit=args.time_limit, seed=args.seed, workers=args.workers,
+        sync=args.sync or "minimal", costs=costs)
+
+
+def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
+                document: dict[str, object]) -> None:
+    """Write what was asked for (only after the plan verified), then print the tables."""
     if args.output:
         api.write_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
     if args.graph_out:
         api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
-    sys.stdout.write(stream_table(graph, allocation))
+    sys.stdout.write(stream_table(graph, plan.allocation))
     sys.stdout.write(sync_summary(plan))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    settings = CompareSettings(parse_modes(args.modes), api.load_rule_set(args.rules),
+                               _settings(args.set), _optimal_options(args))
+    sys.stdout.write(compare_command(args.graphs, settings, json_out=args.json, plot=args.plot,
+                                     write=write_bytes_atomic))
     return 0
 
 
@@ -176,11 +221,31 @@ def _schema(args: argparse.Namespace) -> int:
 def _allocation_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
     parser.add_argument("--mode", default="ge", choices=list(api.MODES),
-                        help="ge: GE's pass chain; preset: the graph's own stream_id values")
+                        help="ge: GE's pass chain; preset: the graph's own stream_id values; "
+                             "optimal: the CP-SAT allocator under the same rules")
     parser.add_argument("--rules", help="rule file replacing or extending (extends:) the "
                                         "shipped GE rules, or a shipped rule set name")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="set a graph option (wins over the file); repeatable")
+
+
+def _optimal_args(parser: argparse.ArgumentParser) -> None:
+    """The optimal mode's settings."""
+    group = parser.add_argument_group("optimal mode (--mode optimal)")
+    group.add_argument("--objective", default="events", choices=["events", "makespan"],
+                       help="fewest events (then fewest streams), or shortest makespan")
+    group.add_argument("--concurrency", default="ge", choices=["ge", "full"],
+                       help="ge: emulated makespan no worse than ge mode's; full: nodes share "
+                            "a stream only if one reaches the other (Nimble)")
+    group.add_argument("--makespan-slack", type=float, default=0.0, metavar="P",
+                       help="allow ge mode's makespan x (1 + P/100)")
+    group.add_argument("--event-budget", type=int, metavar="N",
+                       help="with --objective makespan: at most N events")
+    group.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                       help="deterministic time limit of the search (CP-SAT seconds)")
+    group.add_argument("--seed", type=int, default=0, help="solver random seed")
+    group.add_argument("--workers", type=int, default=1, help="solver worker threads")
+    group.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
 
 
 def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -211,6 +276,23 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
     var.add_argument("-o", "--output", help="plan file to write (JSON, streamalloc.vars/v1)")
     var.set_defaults(run=_vars)
+
+
+def _compare_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """compare: GE's heuristic against the optimal allocator, side by side."""
+    cmp = sub.add_parser("compare", help="ge, ge-minimal and optimal side by side: streams, "
+                                         "events, makespan, bounds")
+    cmp.add_argument("graphs", nargs="+", metavar="GRAPH", help="graph files")
+    cmp.add_argument("--modes", default=",".join(COMPARE_MODES),
+                     help=f"comma-separated modes among {', '.join(COMPARE_MODES)}")
+    cmp.add_argument("--rules", help="rule file or shipped rule set name (e.g. free)")
+    cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="set a graph option on every graph; repeatable")
+    cmp.add_argument("--json", action="store_true", help="streamalloc.compare/v1 JSON")
+    cmp.add_argument("--plot", metavar="FILE.png",
+                     help="events against makespan per mode, with the optimal frontier")
+    cmp.set_defaults(run=_compare, print_after=None, dump_dir=None, sync=None)
+    _optimal_args(cmp)
 
 
 def _generator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -267,9 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("-o", "--output", help="plan file to write (JSON)")
     alloc.add_argument("--graph-out", metavar="FILE",
                        help="write the graph with its Send/Recv nodes (.yaml or .json)")
-    alloc.add_argument("--sync", default="ge", choices=list(api.SYNC_STRATEGIES),
-                       help="event elimination: ge (GE's optimisations) or minimal (only the "
-                            "events no other ordering implies)")
+    alloc.add_argument("--sync", choices=list(api.SYNC_STRATEGIES),
+                       help="event elimination: ge (GE's optimisations; the default in ge and "
+                            "preset modes) or minimal (only the events no other ordering "
+                            "implies; the default in optimal mode)")
+    _optimal_args(alloc)
     alloc.add_argument("--print-after", metavar="NAME",
                        help="print the plan text after the pass NAME (a rule of the rule set or "
                             "a sync stage; see `rules list`), or after every pass (all), to "
@@ -285,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _plan_commands(sub)
     _generator_commands(sub)
+    _compare_commands(sub)
 
     _rules_commands(sub)
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from streamalloc.api import with_options
+from streamalloc.commands.emulate import ge_plan
 from streamalloc.ir import DataInput, Graph, GraphBuilder
 from streamalloc.ir.attrs import AttrValue
-from streamalloc.runtime_emu.command import ge_plan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 

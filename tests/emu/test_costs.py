@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from emu.conftest import EXAMPLES
 
+from streamalloc.commands.emulate import emulate_command
 from streamalloc.errors import InputError
 from streamalloc.ir import DataInput, GraphBuilder, TensorDesc
 from streamalloc.ir.graph import Graph
-from streamalloc.runtime_emu import emulate_command, load_cost_table, parse_cost_table
+from streamalloc.runtime_emu import load_cost_table, parse_cost_table
 from streamalloc.runtime_emu.cost_model import CostModel, channels
 from streamalloc.runtime_emu.cost_table import default_cost_table
 

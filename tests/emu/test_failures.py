@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from emu.conftest import EXAMPLES, chain_graph, plan_dict
 
+from streamalloc.commands.emulate import emulate_command
 from streamalloc.ir.loaders import load_graph
-from streamalloc.runtime_emu import emulate, emulate_command, load_plan, report_dict
+from streamalloc.runtime_emu import emulate, load_plan, report_dict
 
 
 def example(plan: str, graph: str = "fork_join") -> dict:

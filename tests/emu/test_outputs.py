@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from emu.conftest import EXAMPLES
 
+from streamalloc.commands.emulate import emulate_command
 from streamalloc.errors import InputError, UsageError
 from streamalloc.ir.loaders import load_graph
-from streamalloc.runtime_emu import emulate, emulate_command, load_plan, trace_dict
+from streamalloc.runtime_emu import emulate, load_plan, trace_dict
 
 GRAPH, PLAN = EXAMPLES / "fork_join.yaml", EXAMPLES / "fork_join.plan.json"
 SECTION_7 = ["format", "graph", "makespan_us", "status", "streams", "event_records",

@@ -27,8 +27,8 @@ from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, init
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import EngineSubgraph
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass

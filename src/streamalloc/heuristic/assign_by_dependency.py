@@ -14,8 +14,8 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.partition import EngineSubgraph
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 MEMORY_PRIORITY = "MemoryPriority"
 _COST_CEILING = 10  # GE's starting best cost in the ranking: a cost-10 candidate wins only first

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from streamalloc.heuristic.plan import ModelPlan
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.attached import DISABLE, requests
 from streamalloc.ir.graph import Graph
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass(frozen=True, slots=True)

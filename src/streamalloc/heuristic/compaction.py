@@ -13,8 +13,8 @@ from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import GraphPlan, ModelPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 
 def counted_graphs(graph: Graph, plan: ModelPlan) -> list[str]:

@@ -4,7 +4,7 @@
 graph's options; `registry.py` makes each rule's pass) over immutable plans, in rule order, and
 returns an `Allocation`. Which shipped rule set applies by default: `ge-dynamic-shape` for
 dynamic-shape graphs, `ge-static-single-stream` when ge.enableSingleStream is "true", else
-`ge-static-multi-stream`. An observer (`streamalloc.sync.passes.PassObserver`) is told after
+`ge-static-multi-stream`. An observer (`streamalloc.passes.PassObserver`) is told after
 every pass; the text of a record is the canonical allocation text of the whole model after the
 pass (graphs not reached yet on their initial streams), or the stream labels after a label pass.
 """
@@ -17,7 +17,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from streamalloc.allocation import Allocation, NodeStream, Touch
+from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext, ModelContext, is_unknown_shape
 from streamalloc.heuristic.label_rules import labels_text
@@ -27,11 +27,10 @@ from streamalloc.heuristic.rule_check import check_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition, partition_model
-from streamalloc.report.allocation_text import allocation_text
+from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
-from streamalloc.sync.passes import PassObserver, PassRecord, PassResult
 
 
 def allocate_ge(graph: Graph, rules: RuleSet | None = None,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from streamalloc.heuristic.rule_pass import Labels, RulePass
 from streamalloc.ir.graph import Graph
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules import labelling
-from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 NEW_STREAM_ID = "NewStreamId"
 

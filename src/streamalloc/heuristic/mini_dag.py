@@ -29,9 +29,9 @@ from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import auto_multistream_mode
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 from streamalloc.rules.predicates import NodePredicate
-from streamalloc.sync.passes import PassResult, outcome
 
 DAG_STRATEGIES = ("LoadBalance", "MainStream", "WeightedLoadBalance")
 _MODE = re.compile(r"^(LoadBalance|MainStream|WeightedLoadBalance):([0-9]+)$")

@@ -14,8 +14,8 @@ from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 RTS_LABEL_NODE = "_rts_label_node"
 

@@ -9,8 +9,8 @@ from streamalloc.errors import AllocationInfeasible
 from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import ModelPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 Every rule kind has one pass class (`registry.py` is the table). Its `name` is the rule's name
 (so `--print-after` takes the names of `rules list`), its typed options are dataclass fields
 read from the rule's `options:` by `from_rule`, and `apply(ctx, plan)` returns a `PassResult`
-(`streamalloc.sync.passes`): label passes map stream labels, graph passes one graph's
+(`streamalloc.passes`): label passes map stream labels, graph passes one graph's
 `GraphPlan` (run per graph), model passes the `ModelPlan`.
 """
 
@@ -17,8 +17,8 @@ from streamalloc.heuristic.context import GraphContext, ModelContext
 from streamalloc.heuristic.plan import GraphPlan, ModelPlan
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.labels import NodeLabels
+from streamalloc.passes import Pass
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import Pass
 
 Labels = Mapping[str, NodeLabels]
 LabelPass = Pass[Graph, Labels]

@@ -9,8 +9,8 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.partition import auto_multistream_mode
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
-from streamalloc.sync.passes import PassResult, outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,9 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
+from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 from streamalloc.rules.predicates import NodePredicate
-from streamalloc.sync.passes import PassResult, outcome
 
 
 def _group_by(rule: Rule) -> str | None:

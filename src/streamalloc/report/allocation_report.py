@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph
@@ -58,3 +60,17 @@ def explain_node(graph: Graph, allocation: Allocation, name: str) -> str:
         return "\n".join(lines) + "\n"
     lines += ["", format_table(["rule", "on", "stream", "why", "decides"], rows)]
     return "\n".join(lines) + "\n"
+
+
+def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
+    """The optimal mode's outcome against its baseline (the plan's `solver` block); the wall
+    time is printed here and never written into the plan."""
+    status = str(block["status"])
+    reason = f" ({block['reason']})" if block.get("reason") else ""
+    gap = "" if block.get("gap") is None else f", gap {block['gap']:.4f}"
+    nimble = "" if block.get("nimble_min_events") is None else \
+        f", Nimble's minimum {block['nimble_min_events']}"
+    return (f"\nsolver: {status}{reason}{gap}; events {block['baseline_events']} (ge-mode "
+            f"baseline) -> {block['events_final']}{nimble}; emulated makespan "
+            f"{block['baseline_makespan_us']:.1f} -> {block['makespan_us']:.1f} us; "
+            f"deterministic time {block['deterministic_time']}, wall {wall_s:.1f} s\n")

@@ -13,10 +13,11 @@
 Modules: `kernel` (the discrete-event core), `plan` (plan files), `cost_table` / `cost_model`
 (the YAML cost table and op formulas), `program` (graph + plan -> task lists), `emulator`
 (the device and its stream processes), `streams` (V2 pool, V1 registry), `memory` (variables
-hook), `bounds`, `results`, `report`, `trace`, `gantt`, `command` (the CLI function).
+hook), `bounds`, `results`, `report`, `trace`, `gantt`. The `emulate` command, which allocates
+and verifies a plan when none is given, composes layers and lives in
+`streamalloc.commands.emulate`.
 """
 
-from streamalloc.runtime_emu.command import emulate_command
 from streamalloc.runtime_emu.cost_table import (
     CostTable,
     default_cost_table,
@@ -33,7 +34,7 @@ from streamalloc.runtime_emu.trace import trace_dict, trace_json
 
 __all__ = [
     "CostTable", "DeviceMemory", "DeviceStreams", "EmulationResult", "Plan", "StreamPool",
-    "StreamRegistry", "VariableLoader", "default_cost_table", "emulate", "emulate_command",
+    "StreamRegistry", "VariableLoader", "default_cost_table", "emulate",
     "load_cost_table", "load_plan", "parse_cost_table", "plan_from_dict", "report_dict",
     "report_json", "report_text", "trace_dict", "trace_json",
 ]

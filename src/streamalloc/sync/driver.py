@@ -2,7 +2,7 @@
 
 `synchronize` folds the sync stages (`sync_stages`: `stages.py`, then `physical.py`) over a
 `SyncState` and makes the `SyncPlan` of the last state. An observer
-(`streamalloc.sync.passes.PassObserver`) is told after every stage; a record's text is the
+(`streamalloc.passes.PassObserver`) is told after every stage; a record's text is the
 canonical sync-state text (`state_text.py`).
 """
 
@@ -16,8 +16,8 @@ from types import MappingProxyType
 from streamalloc.allocation import Allocation
 from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
+from streamalloc.passes import Pass, PassObserver, PassRecord
 from streamalloc.sync.model import Task
-from streamalloc.sync.passes import Pass, PassObserver, PassRecord
 from streamalloc.sync.physical import CheckLimits, Split
 from streamalloc.sync.result import SyncEvent, SyncNode, SyncPlan
 from streamalloc.sync.stages import (

@@ -13,12 +13,12 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
-from streamalloc.facts import INVALID, RESERVED_UNITS
+from streamalloc.facts import INVALID, RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
+from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import Activation, after_split
 from streamalloc.sync.generate import Namer, check_pairs, sync_task
 from streamalloc.sync.model import Task
-from streamalloc.sync.passes import PassResult, outcome
 from streamalloc.sync.split import SplitResult, split_streams
 from streamalloc.sync.state import Physical, SyncInputs, SyncState
 from streamalloc.sync.switch import SwitchState, graph_parents, handle_switches, place_after_graph
@@ -55,7 +55,7 @@ class Split:
         """The physical streams, activation and task order after the split."""
         own = _Owned.of(plan)
         max_task, huge = _capacity(ctx, own.tasks)
-        if ctx.graph.option("streamalloc.unlimited_stream_depth") == "true":
+        if ctx.graph.option(UNLIMITED_DEPTH) == "true":
             n = plan.stream_num
             result = SplitResult(n, [set() for _ in range(n)], {s: s for s in range(n)},
                                  event_num=plan.events.counter)
@@ -151,8 +151,9 @@ class CheckLimits:
             if value > limit:
                 raise LimitExceeded(f"the plan needs {value} {what}, over the limit of {limit} "
                                     f"(option streamalloc.{option})")
+        unlimited = ctx.graph.option(UNLIMITED_DEPTH) == "true"
         for stream, used in sorted(physical.counted.items()):
-            if used + RESERVED_UNITS > physical.capacity:
+            if not unlimited and used + RESERVED_UNITS > physical.capacity:
                 raise LimitExceeded(f"physical stream {stream} needs {used} task units + "
                                     f"{RESERVED_UNITS} reserved, over the capacity of "
                                     f"{physical.capacity} (a single node larger than the "

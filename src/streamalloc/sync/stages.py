@@ -1,7 +1,7 @@
 """Phase A's stages in GE's order (spec 1.5): activation, event insertion, elimination,
 numbering, switch and loop activation, attached-stream events, the task order with Send/Recv.
 
-Each stage is a pass (`streamalloc.sync.passes`): a frozen dataclass with a `name`, its typed
+Each stage is a pass (`streamalloc.passes`): a frozen dataclass with a `name`, its typed
 options as fields, and `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that
 works on its own copies of what it changes. Phase B (`split`, `limits`) is in `physical.py`.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from streamalloc.errors import UsageError
 from streamalloc.facts import INVALID
+from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import (
     Activation,
     LabelActivation,
@@ -28,7 +29,6 @@ from streamalloc.sync.model import SyncMaps, Task
 from streamalloc.sync.multiplexing import EVENT_REUSE_THRESHOLD, multiplex_events
 from streamalloc.sync.numbering import renumber, reuse_multi_dims
 from streamalloc.sync.optimize import optimize
-from streamalloc.sync.passes import PassResult, outcome
 from streamalloc.sync.state import AttachedSend, SyncInputs, SyncState
 from streamalloc.sync.switch import graph_parents, handle_switches, place_after_graph
 

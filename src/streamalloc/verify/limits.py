@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from streamalloc.errors import InputError
 from streamalloc.facts import LIMIT_DEFAULTS as DEFAULTS
-from streamalloc.facts import PROFILING_UNITS, SYNC_UNITS, is_hccl
+from streamalloc.facts import PROFILING_UNITS, SYNC_UNITS, UNLIMITED_DEPTH, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.verify.context import Context
 
@@ -70,6 +70,8 @@ def check_limits(ctx: Context, limits: Limits) -> None:
         if count > limit:
             ctx.log.add(f"limit-{what}", f"the plan uses {count} {what}, the device allows "
                         f"{limit} (graph option streamalloc.{key})")
+    if ctx.graph.option(UNLIMITED_DEPTH) == "true":
+        return
     huge, unit = _huge_streams(ctx), _Units(ctx)
     for stream, names in plan.streams.items():
         units = plan.tasks.get(stream) if plan.tasks is not None else None

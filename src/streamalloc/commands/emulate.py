@@ -1,5 +1,9 @@
 """`streamalloc emulate GRAPH [PLAN] [--json] [--trace F] [--gantt F] [--cost F]`, CLI-free.
 
+Without a plan file the command composes the layers: it allocates in ge mode (`api.plan`),
+verifies the plan (`verify`) and then emulates it (`runtime_emu`) with the variable memory plan
+(`memory`) loaded; that is why it lives here and not in `runtime_emu`.
+
 `emulate_command` returns the text to print and the exit code: 0 when the run is ok, 5 for a
 deadlock or a violation (formats.md section 5). Bad input raises InputError (3), a plan over a
 device limit LimitExceeded (4). Output files are written only when the command succeeds
@@ -11,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from streamalloc import api
 from streamalloc.errors import PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
@@ -22,6 +27,7 @@ from streamalloc.runtime_emu.plan import load_plan
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
+from streamalloc.verify import verify_plan
 
 
 def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, json_out: bool,
@@ -49,10 +55,7 @@ def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, jso
 
 def ge_plan(graph: Graph) -> dict[str, Any]:
     """The verified ge-mode plan of a graph (formats.md section 3)."""
-    from streamalloc.api import plan
-    from streamalloc.verify import verify_plan
-
-    document = plan(graph).to_json()
+    document = api.plan(graph).to_json()
     verify_plan(graph, document).raise_for_failure()
     return document
 

@@ -9,8 +9,9 @@ passes over the plan and report every application to an optional `PassObserver` 
 `PassRecord`, whose `text()` renders the canonical text of the whole state after the pass on
 demand; `PassPrinter` is the observer behind `allocate --print-after` and `--dump-dir`.
 
-The protocol lives here because both the heuristic and the sync layer use it and the sync layer
-must not depend on one allocator.
+The protocol sits in the base layer (docs/architecture.md) because the allocators and the sync
+layer all use it: the heuristic must not import sync (a layer above it), and sync must not
+depend on one allocator. It imports nothing of streamalloc but `errors`.
 """
 
 from __future__ import annotations

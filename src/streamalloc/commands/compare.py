@@ -1,0 +1,126 @@
+"""`streamalloc compare GRAPH... [--modes ge,ge-minimal,optimal] [--json] [--plot FILE.png]`.
+
+One row per graph and mode: `ge` (GE's allocation and elimination), `ge-minimal` (GE's
+allocation, minimal elimination: what GE loses in elimination alone), `optimal` (the CP-SAT
+allocator); streams, events, notifies, emulated makespan, the lower bounds, Nimble's minimum as
+a reference, the solver's status and gap, wall time. `--plot` also runs the optimal mode at
+makespan slacks 0, 5, 10, 25 and 50% (the frontier of events against makespan).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from streamalloc import api
+from streamalloc.errors import UsageError
+from streamalloc.ir.graph import Graph
+from streamalloc.ir.loaders import load_graph
+from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
+from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
+from streamalloc.rules import RuleSet
+from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.sync.result import SyncPlan
+from streamalloc.verify import verify_plan
+
+MODES = ("ge", "ge-minimal", "optimal")
+FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What every graph is run with."""
+
+    modes: tuple[str, ...]
+    rules: RuleSet | None
+    options: dict[str, str]
+    optimal: OptimalOptions
+    frontier: bool = False
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    """`--modes ge,optimal` as a tuple; UsageError naming the valid modes."""
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise UsageError(f"--modes {text!r}: valid modes are {', '.join(MODES)}")
+    return modes
+
+
+def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
+    """The comparison document (format streamalloc.compare/v1)."""
+    rows: list[dict[str, Any]] = []
+    frontier: list[dict[str, Any]] = []
+    for path in _progress(paths):
+        graph = load_graph(path).with_options(settings.options)
+        reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+        for mode in settings.modes:
+            rows.append({"graph": graph.name, "file": str(path), "mode": mode,
+                         "nimble_min_events": reference, **_row(graph, mode, settings)})
+        if settings.frontier:
+            frontier += [{"graph": graph.name, "slack": slack, **_row(
+                graph, "optimal", replace(settings, optimal=replace(
+                    settings.optimal, makespan_slack=slack)))} for slack in FRONTIER_SLACKS]
+    return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
+
+
+def _ge_rules(settings: CompareSettings) -> RuleSet | None:
+    rules = settings.rules
+    return None if rules is not None and rules.name == "free" else rules
+
+
+def _row(graph: Graph, mode: str, settings: CompareSettings) -> dict[str, Any]:
+    began = time.perf_counter()
+    solver: dict[str, Any] = {}
+    if mode == "optimal":
+        plan, report = api.optimal_plan(graph, settings.rules, settings.optimal)
+        solver = report.to_json()
+    else:
+        sync = "minimal" if mode == "ge-minimal" else "ge"
+        plan = api.plan(graph, _ge_rules(settings), "ge", sync)
+    document = plan.to_json()
+    verify_plan(graph, document).raise_for_failure()
+    result = emulate(graph, document, costs=settings.optimal.costs or default_cost_table())
+    return {**_counts(plan), "makespan_us": round(result.makespan_us, 3),
+            "critical_path_us": round(result.bounds.critical_path_us, 3),
+            "work_over_units_us": round(result.bounds.work_over_units_us, 3),
+            "status": solver.get("status", "-"), "gap": solver.get("gap"),
+            "reason": solver.get("reason", ""),
+            "wall_s": round(time.perf_counter() - began, 3)}
+
+
+def _counts(plan: SyncPlan) -> dict[str, int]:
+    return {"logical_streams": plan.allocation.main_stream_num,
+            "physical_streams": plan.physical_stream_count,
+            "events": plan.event_count + plan.notify_count, "notifies": plan.notify_count}
+
+
+def _progress(paths: Sequence[str]) -> Iterator[str]:
+    """The paths, with a progress bar on stderr when it is a terminal and there are several."""
+    show = len(paths) > 1 and sys.stderr.isatty()
+    for i, path in enumerate(paths):
+        if show:
+            done = 30 * i // len(paths)
+            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {i}/{len(paths)} {path}"
+                             "\x1b[K")
+            sys.stderr.flush()
+        yield path
+    if show:
+        sys.stderr.write(f"\r[{'#' * 30}] {len(paths)}/{len(paths)}\x1b[K\n")
+
+
+def compare_command(paths: Sequence[str], settings: CompareSettings, *, json_out: bool,
+                    plot: str | None, write: Callable[[Path, bytes], None]) -> str:
+    """Run the comparison; the text (table or JSON) to print. The plot is written by `write`."""
+    document = compare(paths, replace(settings, frontier=plot is not None))
+    if plot is not None:
+        write(Path(plot), frontier_plot(document))
+    if json_out:
+        return json.dumps(document, indent=1) + "\n"
+    return compare_table(document)

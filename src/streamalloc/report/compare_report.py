@@ -1,0 +1,86 @@
+"""The comparison of allocation modes as a table, and as a picture: events against emulated
+makespan per graph and mode, with the optimal mode's frontier over makespan slacks.
+
+PNG via matplotlib, an optional dependency imported on use.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from streamalloc.errors import UsageError
+from streamalloc.report.table import format_table
+
+COMPARE_FORMAT = "streamalloc.compare/v1"
+COLUMNS = ("graph", "mode", "logical_streams", "physical_streams", "events", "notifies",
+           "makespan_us", "critical_path_us", "work_over_units_us", "nimble_min_events",
+           "status", "gap", "wall_s")
+MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
+
+
+def compare_table(document: Mapping[str, Any]) -> str:
+    """One row per graph and mode, then the frontier rows if any."""
+    rows = [[_cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
+    text = format_table(list(COLUMNS), rows) + "\n"
+    if document.get("frontier"):
+        columns = ["graph", "slack", "events", "makespan_us", "status"]
+        text += "\noptimal frontier (makespan slack %):\n" + format_table(
+            columns, [[_cell(r.get(c)) for c in columns] for r in document["frontier"]]) + "\n"
+    return text
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
+    return str(value)
+
+
+def frontier_plot(document: Mapping[str, Any]) -> bytes:
+    """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, and the
+    optimal frontier at the slacks run."""
+    plt = _pyplot()
+    graphs = list(dict.fromkeys(row["graph"] for row in document["rows"]))
+    cols = min(3, len(graphs)) or 1
+    rows = math.ceil(len(graphs) / cols) or 1
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    frontier: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for point in document.get("frontier", ()):
+        frontier[point["graph"]].append(point)
+    for k, name in enumerate(graphs):
+        ax = axes[k // cols][k % cols]
+        for row in (r for r in document["rows"] if r["graph"] == name):
+            ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
+                       s=80, label=row["mode"], zorder=3)
+        points = sorted(frontier[name], key=lambda p: p["slack"])
+        if points:
+            ax.plot([p["makespan_us"] for p in points], [p["events"] for p in points], "--",
+                    color="grey", label="optimal, slack 0..50%")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("emulated makespan (us)")
+        ax.set_ylabel("events")
+        ax.legend(fontsize=8)
+    for k in range(len(graphs), rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)
+    plt.close(fig)
+    return out.getvalue()
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("--plot needs matplotlib, which is not installed: pip install "
+                         "'streamalloc[plot]'") from None
+    matplotlib.use("Agg")  # no display needed; must come before pyplot is imported
+    import matplotlib.pyplot as plt
+
+    return plt

@@ -1,0 +1,89 @@
+"""The streamed-node DAG the solver reasons about: nodes that issue tasks, in T-order, and the
+dependencies a plan must order between them; its transitive reduction and reachability.
+
+Reachability is exact, as bitsets (Python ints): `anc[v]` has bit u when u reaches v. That is
+O(N^2 / 64) words, fine for the real models (a few thousand nodes) the CP-SAT allocator solves
+whole; larger graphs are decomposed before they get here.
+
+>>> dag = TaskDag.build(["a", "b", "c"], [("a", "b"), ("b", "c"), ("a", "c")], ["g"] * 3)
+>>> dag.reduction
+((0, 1), (1, 2))
+>>> dag.reaches(0, 2), dag.reaches(2, 0)
+(True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class TaskDag:
+    """Nodes 0..n-1 in T-order (every edge goes forward), their graphs and dependency edges."""
+
+    names: tuple[str, ...]
+    graphs: tuple[str, ...]
+    edges: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def build(cls, names: Sequence[str], edges: Sequence[tuple[str, str]],
+              graphs: Sequence[str]) -> TaskDag:
+        """From names in T-order and dependency pairs between them (duplicates dropped; an
+        edge that points backwards in T-order, a loop back edge, orders the next iteration
+        and is left out)."""
+        index = {n: i for i, n in enumerate(names)}
+        pairs = sorted({(index[u], index[v]) for u, v in edges if index[u] < index[v]})
+        return cls(tuple(names), tuple(graphs), tuple(pairs))
+
+    @property
+    def size(self) -> int:
+        """Number of nodes."""
+        return len(self.names)
+
+    @cached_property
+    def preds(self) -> tuple[tuple[int, ...], ...]:
+        """Direct predecessors of each node, ascending."""
+        found: list[list[int]] = [[] for _ in self.names]
+        for u, v in self.edges:
+            found[v].append(u)
+        return tuple(tuple(p) for p in found)
+
+    @cached_property
+    def ancestors(self) -> tuple[int, ...]:
+        """Bitset of the nodes that reach each node (itself excluded)."""
+        anc = [0] * self.size
+        for v in range(self.size):
+            bits = 0
+            for u in self.preds[v]:
+                bits |= anc[u] | (1 << u)
+            anc[v] = bits
+        return tuple(anc)
+
+    def reaches(self, u: int, v: int) -> bool:
+        """Is there a path u -> v?"""
+        return bool(self.ancestors[v] >> u & 1)
+
+    def ordered(self, u: int, v: int) -> bool:
+        """Does one of the two reach the other?"""
+        return self.reaches(u, v) or self.reaches(v, u)
+
+    @cached_property
+    def reduction(self) -> tuple[tuple[int, int], ...]:
+        """The edges of the transitive reduction: u -> v with no other path from u to v."""
+        result = []
+        for v in range(self.size):
+            preds = self.preds[v]
+            # OR of the other predecessors' closures, by prefix and suffix ORs
+            closures = [self.ancestors[u] | (1 << u) for u in preds]
+            suffix = [0] * (len(preds) + 1)
+            for i in range(len(preds) - 1, -1, -1):
+                suffix[i] = suffix[i + 1] | closures[i]
+            prefix = 0
+            for i, u in enumerate(preds):
+                others = prefix | suffix[i + 1]
+                if not others >> u & 1:
+                    result.append((u, v))
+                prefix |= closures[i]
+        return tuple(sorted(result))

@@ -1,0 +1,241 @@
+"""The CP-SAT model: streams as chains of stream-successor arcs over a fixed T-order.
+
+Data -> variables -> constraints -> objective -> hint -> solve -> extract, as the OR-Tools
+samples read. Every stream runs its nodes in T-order, so every assignment is deadlock-free.
+
+* `arc[u, v]`: v runs right after u on one stream (u before v in T-order, same graph); at most
+  one successor and one predecessor per node. Streams = nodes - arcs.
+* `chain[v]`: the T-order index of the first node of v's stream (an arc copies it; a node
+  without a predecessor arc starts its own), so two nodes share a stream iff equal `chain`.
+* `split[u, v]` per edge of the transitive reduction of the dependencies: u and v on
+  different streams. That pair needs an event unless other orderings imply it, so the sum is
+  an upper bound of the events minimal sync keeps (exact under full concurrency, where only
+  ordered pairs share a stream and program order adds no ordering).
+* `load[v]`: task units of v's stream up to v; at most the stream capacity (no split).
+* `start[v]`: a schedule with durations from the cost table: dependencies and program order
+  (arcs); `makespan` is its end. It bounds parallelism in the events objective and is the
+  objective of `makespan`.
+Rule constraints (the kinds' forms) are stated over `chain` and `arc` (`solver.rules`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from streamalloc.solver.candidates import candidate_arcs
+from streamalloc.solver.dag import TaskDag
+
+
+@dataclass(frozen=True)
+class SolveInput:
+    """What the model is built from (node indices refer to `dag`)."""
+
+    dag: TaskDag
+    units: Sequence[int]
+    durations: Sequence[int]              # integer time units (the caller's scale)
+    capacity: int | None                  # task units per stream; None: unlimited
+    concurrency: str                      # "ge" or "full"
+    hint: Sequence[Sequence[int]]         # the baseline's streams as chains in T-order
+    objective: str = "events"             # "events" or "makespan"
+    makespan_limit: int | None = None     # schedule bound (events objective)
+    event_limit: int | None = None        # bound on split pairs (makespan objective)
+    window: int = 8
+
+
+@dataclass(frozen=True)
+class SolveOutput:
+    """Chains (streams) in T-order of their first node, and CP-SAT's report."""
+
+    chains: tuple[tuple[int, ...], ...]
+    status: str
+    objective: float
+    bound: float
+    deterministic_time: float
+    split_pairs: int
+
+
+@dataclass
+class Model:
+    """The CP-SAT model and its variables, keyed by tuples and named after the key."""
+
+    data: SolveInput
+    cp: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    arc: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    chain: list[cp_model.IntVar] = field(default_factory=list)
+    head: list[cp_model.IntVar] = field(default_factory=list)
+    load: list[cp_model.IntVar] = field(default_factory=list)
+    split: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    start: list[cp_model.IntVar] = field(default_factory=list)
+    makespan: cp_model.IntVar | None = None
+
+    def has_pred(self, v: int) -> list[cp_model.IntVar]:
+        """The arcs into v."""
+        return self._into.get(v, [])
+
+    def __post_init__(self) -> None:
+        self._into: dict[int, list[cp_model.IntVar]] = {}
+        self._out: dict[int, list[cp_model.IntVar]] = {}
+
+
+def build(data: SolveInput) -> Model:
+    """Variables, structural constraints, schedule and objective (rules are added after)."""
+    model = Model(data)
+    _arcs(model)
+    _chains(model)
+    _splits(model)
+    if data.capacity is not None:
+        _loads(model, data.capacity)
+    _schedule(model)
+    _objective(model)
+    _hint(model)
+    return model
+
+
+def _arcs(model: Model) -> None:
+    n = model.data.dag.size
+    for u, v in candidate_arcs(model.data.dag, model.data.concurrency, model.data.hint,
+                               model.data.window):
+        var = model.cp.new_bool_var(f"arc_{u}_{v}")
+        model.arc[(u, v)] = var
+        model._out.setdefault(u, []).append(var)
+        model._into.setdefault(v, []).append(var)
+    # one successor and one predecessor per node
+    for v in range(n):
+        for arcs in (model._into.get(v), model._out.get(v)):
+            if arcs and len(arcs) > 1:
+                model.cp.add_at_most_one(arcs)
+
+
+def _chains(model: Model) -> None:
+    n = model.data.dag.size
+    model.chain = [model.cp.new_int_var(0, v, f"chain_{v}") for v in range(n)]
+    for (u, v), var in model.arc.items():
+        # an arc carries the first node's index along the stream
+        model.cp.add(model.chain[v] == model.chain[u]).only_enforce_if(var)
+    for v in range(n):
+        into = model._into.get(v, [])
+        head = model.cp.new_bool_var(f"head_{v}")
+        model.head.append(head)
+        model.cp.add(sum(into) == 0).only_enforce_if(head)
+        model.cp.add(sum(into) >= 1).only_enforce_if(head.negated())
+        # a node without a predecessor starts its own stream
+        model.cp.add(model.chain[v] == v).only_enforce_if(head)
+        model.cp.add(model.chain[v] < v).only_enforce_if(head.negated())
+
+
+def _splits(model: Model) -> None:
+    for u, v in model.data.dag.reduction:
+        var = model.cp.new_bool_var(f"split_{u}_{v}")
+        model.split[(u, v)] = var
+        model.cp.add(model.chain[u] == model.chain[v]).only_enforce_if(var.negated())
+        model.cp.add(model.chain[u] != model.chain[v]).only_enforce_if(var)
+
+
+def _loads(model: Model, capacity: int) -> None:
+    units = model.data.units
+    load = [model.cp.new_int_var(units[v], max(capacity, units[v]), f"load_{v}")
+            for v in range(model.data.dag.size)]
+    model.load = load
+    for (u, v), var in model.arc.items():
+        # the stream's units so far: its predecessor's plus its own, never over the capacity
+        model.cp.add(load[v] == load[u] + units[v]).only_enforce_if(var)
+        if units[u] + units[v] > capacity:
+            model.cp.add(var == 0)
+
+
+def _schedule(model: Model) -> None:
+    data = model.data
+    horizon = sum(data.durations) + 1
+    model.start = [model.cp.new_int_var(0, horizon, f"start_{v}") for v in range(data.dag.size)]
+    end = [model.start[v] + data.durations[v] for v in range(data.dag.size)]
+    for u, v in data.dag.reduction:
+        model.cp.add(model.start[v] >= end[u])
+    for (u, v), var in model.arc.items():
+        # program order: a stream runs one task at a time
+        model.cp.add(model.start[v] >= end[u]).only_enforce_if(var)
+    model.makespan = model.cp.new_int_var(0, horizon, "makespan")
+    model.cp.add_max_equality(model.makespan, end or [model.cp.new_constant(0)])
+    if data.makespan_limit is not None:
+        model.cp.add(model.makespan <= data.makespan_limit)
+
+
+def _objective(model: Model) -> None:
+    data = model.data
+    splits = sum(model.split.values())
+    streams = data.dag.size - sum(model.arc.values())
+    if data.objective == "makespan":
+        if data.event_limit is not None:
+            model.cp.add(splits <= data.event_limit)
+        assert model.makespan is not None
+        model.cp.minimize(model.makespan * (data.dag.size + 1) + streams)
+    else:
+        # fewest events first, then fewest streams
+        model.cp.minimize(splits * (data.dag.size + 1) + streams)
+
+
+def _hint(model: Model) -> None:
+    """The baseline's streams as the search's first solution, every variable hinted (the
+    caller gives chains of candidate arcs within the capacity, so the hint is feasible)."""
+    data = model.data
+    follows = {pair for chain in data.hint for pair in itertools.pairwise(chain)}
+    head = {v: chain[0] for chain in data.hint for v in chain}
+    for key, var in model.arc.items():
+        model.cp.add_hint(var, key in follows)
+    for v, var in enumerate(model.chain):
+        model.cp.add_hint(var, head.get(v, v))
+        model.cp.add_hint(model.head[v], head.get(v, v) == v)
+    for chain in data.hint:
+        total = 0
+        for v in chain:
+            total += data.units[v]
+            if model.load:
+                model.cp.add_hint(model.load[v], total)
+    for (u, v), var in model.split.items():
+        model.cp.add_hint(var, head.get(u, u) != head.get(v, v))
+    prev = {b: a for a, b in follows}
+    end = [0] * data.dag.size
+    for v in range(data.dag.size):
+        ready = max([end[u] for u in data.dag.preds[v]] + ([end[prev[v]]] if v in prev else []),
+                    default=0)
+        model.cp.add_hint(model.start[v], ready)
+        end[v] = ready + data.durations[v]
+    assert model.makespan is not None
+    model.cp.add_hint(model.makespan, max(end, default=0))
+
+
+def solve(model: Model, *, time_limit: float, seed: int, workers: int) -> SolveOutput:
+    """Run CP-SAT with a deterministic time limit and extract the streams."""
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = time_limit
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = workers
+    solver.parameters.interleave_search = True  # deterministic with several workers too
+    status = solver.solve(model.cp)
+    name = solver.status_name(status)
+    deterministic = round(solver.response_proto.deterministic_time, 3)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return SolveOutput((), name, 0.0, 0.0, deterministic, 0)
+    chosen = {key for key, var in model.arc.items() if solver.value(var)}
+    splits = sum(solver.value(v) for v in model.split.values())
+    return SolveOutput(chains_of(model.data.dag.size, chosen), name, solver.objective_value,
+                       solver.best_objective_bound, deterministic, splits)
+
+
+def chains_of(n: int, arcs: set[tuple[int, int]] | Mapping[tuple[int, int], object]
+              ) -> tuple[tuple[int, ...], ...]:
+    """The streams an arc set makes, each in T-order, ordered by their first node."""
+    succ = {u: v for u, v in arcs}
+    has_pred = {v for _, v in arcs}
+    chains = []
+    for head in range(n):
+        if head in has_pred:
+            continue
+        chain = [head]
+        while chain[-1] in succ:
+            chain.append(succ[chain[-1]])
+        chains.append(tuple(chain))
+    return tuple(chains)
