@@ -9,6 +9,7 @@ plan verified and byte-identical across runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import networkx as nx
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_heuristic_properties import build, models
 
+from streamalloc.allocation import allocation_text
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
@@ -26,6 +28,7 @@ from streamalloc.verify import verify_plan
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "graphs"
+GOLDENS = Path(__file__).parent / "goldens" / "optimal"
 UNLIMITED = {"streamalloc.unlimited_stream_depth": "true"}
 FREE = builtin_rules("free")
 
@@ -135,3 +138,27 @@ def test_never_worse_than_the_baseline(spec: object) -> None:
     assert plan["event_count"] + plan["notify_count"] <= solver["baseline_events"]
     assert solver["makespan_us"] <= solver["baseline_makespan_us"] + 1e-6
     assert solver["status"] in ("OPTIMAL", "FEASIBLE", "FALLBACK")
+
+
+GOLDEN_CASES = {
+    "diamonds-full": (DIAMONDS, {"concurrency": "full"}, UNLIMITED),
+    "diamonds-full-capacity": (DIAMONDS, {"concurrency": "full"},
+                               {"streamalloc.max_task_per_stream": "4096"}),
+    "train-step-events": ((EXAMPLES / "train_step.yaml").read_text(encoding="utf-8"), {}, {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_optimal_goldens(case: str, tmp_path: Path, golden: Callable[[Path, str], None]) -> None:
+    """Small cases the solver proves OPTIMAL: the allocation text and the plan's counts."""
+    text, settings, options = GOLDEN_CASES[case]
+    graph = graph_of(tmp_path, text, options)
+    plan, solver = optimal(graph, FREE, **settings)
+    assert solver["status"] == "OPTIMAL"
+    allocation, _ = allocate_optimal(graph, FREE, OptimalOptions(time_limit=2.0, **settings))
+    summary = {k: plan[k] for k in ("logical_stream_count", "physical_stream_count",
+                                    "event_count", "notify_count", "events", "streams")}
+    summary["solver"] = {k: solver[k] for k in ("status", "objective", "bound", "events_final",
+                                                "nimble_min_events", "phase")}
+    golden(GOLDENS / f"{case}.expected", allocation_text(allocation.allocation) + "\n"
+           + json.dumps(summary, indent=1, sort_keys=True) + "\n")

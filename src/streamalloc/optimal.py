@@ -215,7 +215,7 @@ def _search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
                   workers=options.workers)
     chains = found.chains or tuple(tuple(c) for c in data.hint)
     phase = "cp-sat" if found.chains else "hint"
-    if options.concurrency == "ge":
+    if options.concurrency == "ge" and options.objective == "events":
         chains = _polished(graph, dag, chains, constraints=constraints,
                            context=(baseline, options, costs))
         phase += "+polish"
@@ -287,14 +287,16 @@ def _named(constraint: Constraint) -> list[str]:
 
 
 def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
-    """Chains of a maximum matching on the reduction edges: Nimble's minimum-event streams."""
+    """Chains of a maximum matching on the reduction edges: Nimble's minimum-event streams.
+    Integer vertices (u out, n + v in) and sorted insertion keep the matching the same in
+    every process (string hashes vary with PYTHONHASHSEED)."""
+    n = dag.size
     bipartite = nx.Graph()
-    outs = [("out", u) for u, _ in dag.reduction]
-    bipartite.add_nodes_from(outs, bipartite=0)
-    bipartite.add_edges_from((("out", u), ("in", v)) for u, v in dag.reduction)
-    matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=set(outs))
-    arcs = {(key[1], value[1]) for key, value in matching.items() if key[0] == "out"}
-    return chains_of(dag.size, arcs)
+    bipartite.add_nodes_from(range(2 * n))
+    bipartite.add_edges_from((u, n + v) for u, v in dag.reduction)
+    matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=range(n))
+    arcs = {(u, v - n) for u, v in matching.items() if u < n}
+    return chains_of(n, arcs)
 
 
 def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | None, *,

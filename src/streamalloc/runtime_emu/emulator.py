@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from streamalloc.errors import InternalError
+from streamalloc.facts import LIMIT_DEFAULTS
 from streamalloc.ir.graph import Graph
 from streamalloc.runtime_emu.bounds import lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -275,7 +276,8 @@ def _create_streams(program: Program, graph: Graph, pool: StreamPool | None,
         return load_model_v1(StreamRegistry(DeviceStreams()), 0, streams)
     if runtime != "v2":
         raise InternalError(f"runtime must be 'v1' or 'v2', not {runtime!r}")
-    capacity = int(graph.option("streamalloc.max_streams", "") or 2024)
+    capacity = int(graph.option("streamalloc.max_streams", "")
+                   or LIMIT_DEFAULTS["streamalloc.max_streams"])
     return acquire_for_model(pool or StreamPool(DeviceStreams(), capacity), streams)
 
 

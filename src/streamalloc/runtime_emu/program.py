@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from streamalloc.errors import InputError, LimitExceeded
-from streamalloc.facts import LOOP_BACK_TYPES
+from streamalloc.facts import ENTER_TYPES, LIMIT_DEFAULTS, LOOP_BACK_TYPES
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
@@ -28,15 +28,10 @@ from streamalloc.runtime_emu.plan import Plan, SyncNode
 TASK, NOP, SEND, RECV = 0, 1, 2, 3
 EVENT_SPACE, NOTIFY_SPACE = 0, 1
 KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
-# GE's pair rule 3 (ge-sync-and-split.md 2.2): edges out of Enter/RefEnter are not synchronized
-# by events (the loop construct orders them), so they are neither checked nor on the critical path.
-UNSYNCED_SOURCES = frozenset({"Enter", "RefEnter"})
 RTS_ENGINE = "DNN_VM_RTS"
 # One task while compiling: name, kind, type, stream, position, engine, duration, sync id,
 # id space, block dim (the tid is the row's index).
 Row = tuple[str, int, str, int, int, str | None, float, int, int, int]
-DEFAULT_LIMITS = {"streamalloc.max_events": 65535, "streamalloc.max_notifies": 1024,
-                  "streamalloc.max_streams": 2024}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +202,7 @@ class _Compiler:
     def _limit(self, key: str) -> int:
         text = self.graph.option(key, "")
         try:
-            return int(text) if text else DEFAULT_LIMITS[key]
+            return int(text) if text else LIMIT_DEFAULTS[key]
         except ValueError:
             raise InputError(f"{self.graph.source or self.graph.name}: option {key}: expected "
                              f"an integer, found {text!r}") from None
@@ -265,8 +260,10 @@ def _sources(node: Node, nodes: Mapping[str, Node]) -> Iterator[str]:
     """Producers of `node` over the edges that order tasks (data, then control)."""
     for src in node.data_sources():
         producer = nodes[src.src]
-        if producer.type not in LOOP_BACK_TYPES and producer.type not in UNSYNCED_SOURCES:
+        # GE's pair rule 3: edges out of Enter/RefEnter are not synchronized by events (the
+        # loop construct orders them), so they are neither checked nor on the critical path
+        if producer.type not in LOOP_BACK_TYPES and producer.type not in ENTER_TYPES:
             yield src.src
     for name in node.control_inputs:
-        if nodes[name].type not in UNSYNCED_SOURCES:
+        if nodes[name].type not in ENTER_TYPES:
             yield name

@@ -18,8 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from streamalloc.errors import LimitExceeded
+from streamalloc.facts import LIMIT_DEFAULTS
 
-V2_MAX_STREAMS = 2024  # kMaxStreamNum: slots of the V2 pool; a request must be smaller
+V2_MAX_STREAMS = LIMIT_DEFAULTS["streamalloc.max_streams"]  # kMaxStreamNum: V2 pool slots
 FLAG_PERSISTENT = 1 << 0
 FLAG_HUGE = 1 << 1
 FLAG_FORCE_COPY = 1 << 2  # HCCL (and HCCL attached) streams

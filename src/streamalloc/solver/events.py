@@ -76,25 +76,3 @@ def schedule_length(dag: TaskDag, durations: Sequence[int], streams: Sequence[in
         tail[streams[v]] = v
     return max(end, default=0)
 
-
-def contended_length(dag: TaskDag, durations: Sequence[int], streams: Sequence[int],
-                     engines: tuple[Sequence[int], Sequence[int], Sequence[int]]) -> int:
-    """Schedule length when tasks also need units of their engine: nodes in T-order start
-    after their dependencies and stream predecessor, on the `width` units that free first
-    (an estimate of the emulator's FIFO engines). `engines`: (engine of each node, width of
-    each node, units of each engine)."""
-    engine_of, width, units = engines
-    free = [np.zeros(n, dtype=np.int64) for n in units]
-    end = [0] * dag.size
-    tail: dict[int, int] = {}
-    for v in range(dag.size):
-        ready = max([end[u] for u in dag.preds[v]], default=0)
-        if streams[v] in tail:
-            ready = max(ready, end[tail[streams[v]]])
-        pool = free[engine_of[v]]
-        take = np.argsort(pool, kind="stable")[:width[v]]
-        start = max(ready, int(pool[take].max()))
-        end[v] = start + durations[v]
-        pool[take] = end[v]
-        tail[streams[v]] = v
-    return max(end, default=0)

@@ -1,0 +1,92 @@
+"""`allocate --mode optimal` and `compare` from the command line: files, exit codes, JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamalloc.cli import main
+
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
+
+
+def test_optimal_plan_has_a_solver_block_and_verifies(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "plan.json"
+    assert main(["allocate", EXAMPLE, "--mode", "optimal", "--time-limit", "1",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "solver: " in text and "(ge-mode baseline) ->" in text
+    plan = json.loads(out.read_text(encoding="utf-8"))
+    solver = plan["solver"]
+    assert plan["mode"] == "optimal" and plan["sync"] == "minimal"
+    assert set(solver) >= {"status", "objective", "bound", "gap", "events_final",
+                           "deterministic_time", "nimble_min_events"}
+    assert solver["events_final"] == plan["event_count"] + plan["notify_count"]
+    assert solver["events_final"] <= solver["baseline_events"]
+    assert "wall" not in json.dumps(solver)  # wall time is printed, never written
+    assert main(["verify", EXAMPLE, str(out)]) == 0
+
+
+def test_optimal_plans_are_byte_identical(tmp_path: Path) -> None:
+    files = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path in files:
+        assert main(["allocate", EXAMPLE, "--mode", "optimal", "--time-limit", "1",
+                     "--workers", "2", "-o", str(path)]) == 0
+    assert files[0].read_bytes() == files[1].read_bytes()
+
+
+def test_full_concurrency_reports_nimbles_minimum(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    assert main(["allocate", EXAMPLE, "--mode", "optimal", "--rules", "free", "--concurrency",
+                 "full", "--set", "streamalloc.unlimited_stream_depth=true",
+                 "-o", str(out)]) == 0
+    plan = json.loads(out.read_text(encoding="utf-8"))
+    assert plan["solver"]["nimble_min_events"] == plan["event_count"]
+    assert plan["rules"]["name"] == "free"
+    assert main(["verify", EXAMPLE, str(out)]) == 0  # the shipped set `free` is found by name
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["allocate", EXAMPLE, "--rules", "free"]) == 3
+    assert "it is for --mode optimal" in capsys.readouterr().err
+    assert main(["allocate", EXAMPLE, "--mode", "optimal", "--print-after", "all"]) == 2
+    assert main(["compare", EXAMPLE, "--modes", "ge,best"]) == 2
+    assert "valid modes are ge, ge-minimal, optimal" in capsys.readouterr().err
+
+
+def test_compare_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", EXAMPLE, "--json", "--time-limit", "1"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["format"] == "streamalloc.compare/v1"
+    rows = {r["mode"]: r for r in document["rows"]}
+    assert set(rows) == {"ge", "ge-minimal", "optimal"}
+    assert rows["ge-minimal"]["events"] <= rows["ge"]["events"]
+    assert rows["optimal"]["events"] <= rows["ge"]["events"]
+    assert rows["optimal"]["makespan_us"] <= rows["ge"]["makespan_us"]
+    assert all(r["makespan_us"] >= r["critical_path_us"] for r in rows.values())
+
+
+def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plot = tmp_path / "cmp.png"
+    assert main(["compare", EXAMPLE, "--modes", "ge,optimal", "--time-limit", "0.5",
+                 "--plot", str(plot)]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "optimal frontier" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args", [["--concurrency", "full", "--rules", "free"], []])
+def test_optimal_plans_do_not_depend_on_the_hash_seed(tmp_path: Path, args: list[str]) -> None:
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"plan{seed}.json"
+        subprocess.run([sys.executable, "-m", "streamalloc", "allocate", EXAMPLE, "--mode",
+                        "optimal", "--time-limit", "1", *args, "-o", str(out)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
