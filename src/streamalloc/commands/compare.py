@@ -61,10 +61,12 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
         graph = load_graph(path).with_options(settings.options)
         reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
         for mode in settings.modes:
-            rows.append({"graph": graph.name, "file": str(path), "mode": mode,
+            rows.append({"input": Path(path).stem, "graph": graph.name, "file": str(path),
+                         "mode": mode,
                          "nimble_min_events": reference, **_row(graph, mode, settings)})
         if settings.frontier:
-            frontier += [{"graph": graph.name, "slack": slack, **_row(
+            frontier += [{"input": Path(path).stem, "graph": graph.name, "slack": slack,
+                          **_row(
                 graph, "optimal", replace(settings, optimal=replace(
                     settings.optimal, makespan_slack=slack)))} for slack in FRONTIER_SLACKS]
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}

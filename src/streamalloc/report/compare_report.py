@@ -16,7 +16,7 @@ from streamalloc.errors import UsageError
 from streamalloc.report.table import format_table
 
 COMPARE_FORMAT = "streamalloc.compare/v1"
-COLUMNS = ("graph", "mode", "logical_streams", "physical_streams", "events", "notifies",
+COLUMNS = ("input", "mode", "logical_streams", "physical_streams", "events", "notifies",
            "makespan_us", "critical_path_us", "work_over_units_us", "nimble_min_events",
            "status", "gap", "wall_s")
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
@@ -27,7 +27,7 @@ def compare_table(document: Mapping[str, Any]) -> str:
     rows = [[_cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
     text = format_table(list(COLUMNS), rows) + "\n"
     if document.get("frontier"):
-        columns = ["graph", "slack", "events", "makespan_us", "status"]
+        columns = ["input", "slack", "events", "makespan_us", "status"]
         text += "\noptimal frontier (makespan slack %):\n" + format_table(
             columns, [[_cell(r.get(c)) for c in columns] for r in document["frontier"]]) + "\n"
     return text
@@ -45,16 +45,16 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
     """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, and the
     optimal frontier at the slacks run."""
     plt = _pyplot()
-    graphs = list(dict.fromkeys(row["graph"] for row in document["rows"]))
+    graphs = list(dict.fromkeys(row["input"] for row in document["rows"]))
     cols = min(3, len(graphs)) or 1
     rows = math.ceil(len(graphs) / cols) or 1
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
     frontier: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for point in document.get("frontier", ()):
-        frontier[point["graph"]].append(point)
+        frontier[point["input"]].append(point)
     for k, name in enumerate(graphs):
         ax = axes[k // cols][k % cols]
-        for row in (r for r in document["rows"] if r["graph"] == name):
+        for row in (r for r in document["rows"] if r["input"] == name):
             ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
                        s=80, label=row["mode"], zorder=3)
         points = sorted(frontier[name], key=lambda p: p["slack"])

@@ -1,0 +1,81 @@
+"""`--mode optimal`: the CP-SAT allocator composed with the baseline, sync, verifier, emulator.
+
+The baseline is ge mode under GE's rule set plus the user's rules (for the built-in rule set
+`free`: GE's default rule set); its plan is the solver's hint and the fallback. The solver's
+streams go through the shared sync layer, the verifier (with the rules) and the emulator; the
+written plan has events <= the baseline's at an emulated makespan <= baseline x (1 + slack)
+(under `--concurrency ge`), or the baseline is kept with status FALLBACK and a reason.
+"""
+
+from __future__ import annotations
+
+from streamalloc.heuristic.driver import allocate_ge
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.evaluate import (
+    Outcome,
+    evaluate,
+    nimble_min_events,
+    optimal_allocation,
+    task_dag,
+)
+from streamalloc.optimal.options import (
+    FREE,
+    OptimalOptions,
+    SolverReport,
+)
+from streamalloc.optimal.search import search
+from streamalloc.rules import RuleSet, default_rule_set
+from streamalloc.rules.constraints import rule_constraints
+from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.sync.result import SyncPlan
+
+
+def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOptions
+                     ) -> tuple[SyncPlan, SolverReport]:
+    """The best plan the solver finds under the rules and limits, never worse than GE's."""
+    costs = options.costs or default_cost_table()
+    base_rules = default_rule_set(graph) if rules is None or rules.name == FREE else rules
+    baseline = evaluate(graph, allocate_ge(graph, base_rules), base_rules, options.sync, costs)
+    constraints = [] if rules is not None and rules.name == FREE else \
+        rule_constraints(base_rules, graph)
+    dag = task_dag(graph, baseline.allocation)
+    nimble = nimble_min_events(dag) if options.concurrency == "full" else None
+    try:
+        found = search(graph, dag, baseline, constraints, options=options, costs=costs)
+        allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
+                                        rules=rules or base_rules, constraints=constraints)
+    except ValueError as exc:  # a model too large to state, or no plan
+        return _fallback(baseline, str(exc), nimble)
+    outcome = evaluate(graph, allocation, None, options.sync, costs)
+    reason = _worse(outcome, baseline, options)
+    if reason:
+        return _fallback(baseline, reason, nimble, found.deterministic_time)
+    return outcome.plan, SolverReport(
+        found.status, found.objective, found.bound, outcome.events,
+        found.deterministic_time, nimble, "", baseline.events, baseline.makespan_us,
+        outcome.makespan_us, found.phase)
+
+
+def _fallback(baseline: Outcome, reason: str, nimble: int | None,
+              deterministic: float = 0.0) -> tuple[SyncPlan, SolverReport]:
+    return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
+                                       nimble, reason, baseline.events, baseline.makespan_us,
+                                       baseline.makespan_us)
+
+
+def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions) -> str:
+    """Why the solver's plan may not replace the baseline ("" when it may)."""
+    if options.concurrency == "full":
+        return ""  # Nimble's setting: the parallelism floor is the concurrency itself
+    limit = baseline.makespan_us * (1 + options.makespan_slack / 100)
+    if outcome.makespan_us > limit + 1e-6:
+        return (f"its emulated makespan {outcome.makespan_us:.1f} us is over the baseline's "
+                f"{baseline.makespan_us:.1f} us x (1 + {options.makespan_slack}%)")
+    if options.objective == "events" and outcome.events > baseline.events:
+        return f"it needs {outcome.events} events, the baseline {baseline.events}"
+    if options.objective == "makespan" and options.event_budget is not None \
+            and outcome.events > options.event_budget:
+        return f"it needs {outcome.events} events, over the budget of {options.event_budget}"
+    return ""
+
+

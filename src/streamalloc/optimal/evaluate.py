@@ -1,0 +1,137 @@
+"""The streamed-node DAG of a graph, plans of stream assignments, and their evaluation
+(sync, verify, emulate): what both the search and the driver need."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+import networkx as nx
+
+from streamalloc.allocation import Allocation, NodeStream
+from streamalloc.facts import INVALID
+from streamalloc.ir.graph import Graph
+from streamalloc.rules import RuleSet
+from streamalloc.rules.check import Placement, broken
+from streamalloc.rules.constraints import Constraint, PinnedStream
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.model import chains_of
+from streamalloc.sync.context import SyncModel
+from streamalloc.sync.driver import synchronize
+from streamalloc.sync.insert import insert_cross_stream_pairs
+from streamalloc.sync.model import SyncMaps
+from streamalloc.sync.result import SyncPlan
+from streamalloc.verify import verify_plan
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A verified, emulated plan."""
+
+    allocation: Allocation
+    plan: SyncPlan
+    events: int
+    makespan_us: float
+
+
+def evaluate(graph: Graph, allocation: Allocation, rules: RuleSet | None, sync: str,
+             costs: CostTable) -> Outcome:
+    plan = synchronize(graph, allocation, sync=sync)
+    document = plan.to_json()
+    verify_plan(graph, document, rules=rules).raise_for_failure()
+    result = emulate(graph, document, costs=costs)
+    return Outcome(allocation, plan, plan.event_count + plan.notify_count, result.makespan_us)
+
+
+def task_dag(graph: Graph, allocation: Allocation) -> TaskDag:
+    """The nodes the allocation gives a stream, in T-order, and the dependencies the sync layer
+    orders between them (every such pair is cross-stream when each node has its own stream)."""
+    names = [n.name for n in graph.all_nodes() if allocation.stream(n.name) != INVALID]
+    unique = {n: i for i, n in enumerate(names)}
+    maps = SyncMaps()
+    insert_cross_stream_pairs(SyncModel.of(graph, {}),
+                              {n: unique.get(n, INVALID) for n in allocation.nodes}, {}, maps)
+    senders, receivers = maps.senders(), maps.receivers()
+    pairs = [(senders[x], receivers[x]) for x in sorted(senders)]
+    return TaskDag.build(names, pairs, [graph.node(n).graph for n in names])
+
+
+def nimble_min_events(dag: TaskDag) -> int:
+    """|E_TR| - |maximum matching on E_TR|: Nimble's minimum number of events."""
+    return len(dag.reduction) - (dag.size - len(matching_chains(dag)))
+
+
+def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
+    """Chains of a maximum matching on the reduction edges: Nimble's minimum-event streams.
+    Integer vertices (u out, n + v in) and sorted insertion keep the matching the same in
+    every process (string hashes vary with PYTHONHASHSEED)."""
+    n = dag.size
+    bipartite = nx.Graph()
+    bipartite.add_nodes_from(range(2 * n))
+    bipartite.add_edges_from((u, n + v) for u, v in dag.reduction)
+    matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=range(n))
+    arcs = {(u, v - n) for u, v in matching.items() if u < n}
+    return chains_of(n, arcs)
+
+
+def optimal_allocation(graph: Graph, baseline: Allocation, dag: TaskDag,
+                       chains: tuple[tuple[int, ...], ...], *, rules: RuleSet,
+                       constraints: list[Constraint]) -> Allocation:
+    """The solver's streams as an Allocation: pinned streams keep their ids, the others are
+    numbered by first node in T-order; attached streams follow the main ones as in GE."""
+    ids = _stream_ids(dag, chains, constraints)
+    stream = {dag.names[v]: ids[k] for k, chain in enumerate(chains) for v in chain}
+    main = max(ids, default=-1) + 1
+    shift = main - baseline.main_stream_num
+    nodes = {name: NodeStream(stream.get(name, INVALID), "solver" if name in stream else "initial",
+                              tuple(a + shift for a in node.attached))
+             for name, node in baseline.nodes.items()}
+    result = replace(baseline, mode="optimal", rules=rules.name, rules_digest=rules.digest,
+                     nodes=MappingProxyType(nodes), main_stream_num=main,
+                     total_stream_num=baseline.total_stream_num + shift,
+                     provenance=MappingProxyType({n: () for n in nodes}), custom_stream_ids=())
+    placement = Placement({n: s.stream for n, s in nodes.items()},
+                          {n: s.attached for n, s in nodes.items() if s.attached})
+    problems = broken(constraints, graph, placement)
+    if problems:  # the model states every form; a break is a bug in the model or the polish
+        raise AssertionError(f"the solver broke rule {problems[0].rule}: {problems[0].message}")
+    return result
+
+
+def _stream_ids(dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+                constraints: list[Constraint]) -> list[int]:
+    """Pinned chains get their id (the model keeps different pins apart), the others the free
+    ids in order of their first node."""
+    pin = {n: c.stream for c in constraints if isinstance(c, PinnedStream) for n in c.nodes}
+    wanted: dict[int, int] = {}
+    for k, chain in enumerate(chains):
+        ids = {pin[dag.names[v]] for v in chain if dag.names[v] in pin}
+        if ids:
+            wanted[k] = min(ids)
+    if max(wanted.values(), default=0) >= len(chains):
+        raise ValueError(f"a rule pins nodes to stream {max(wanted.values())}, but the plan "
+                         f"has {len(chains)} streams")
+    taken = set(wanted.values())
+    free = (i for i in itertools.count() if i not in taken)
+    return [wanted[k] if k in wanted else next(free) for k in range(len(chains))]
+
+
+def assignment_of(dag: TaskDag, chains: Sequence[Sequence[int]]) -> list[int]:
+    """The stream (chain index) of every node."""
+    streams = [0] * dag.size
+    for k, chain in enumerate(chains):
+        for v in chain:
+            streams[v] = k
+    return streams
+
+
+def chains_of_assignment(streams: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """The streams of an assignment, each in T-order, ordered by their first node."""
+    members: dict[int, list[int]] = {}
+    for v, k in enumerate(streams):
+        members.setdefault(k, []).append(v)
+    return tuple(tuple(m) for _, m in sorted(members.items(), key=lambda i: i[1][0]))

@@ -1,0 +1,69 @@
+"""The optimal mode's settings and the report it writes into the plan (`solver` block)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streamalloc.runtime_emu.cost_table import CostTable
+
+FREE = "free"
+POLISH_PER_SECOND = 400  # polish evaluations per second of --time-limit (deterministic)
+TIME_SCALE = 10  # schedule time unit: 0.1 us
+CAPACITY_SHARE = 0.9  # of a stream's free units: room for the Send/Recv tasks events add
+
+
+@dataclass(frozen=True)
+class OptimalOptions:
+    """The optimal mode's settings (CLI: --objective, --concurrency, ...)."""
+
+    objective: str = "events"
+    concurrency: str = "ge"
+    makespan_slack: float = 0.0
+    event_budget: int | None = None
+    time_limit: float = 10.0
+    seed: int = 0
+    workers: int = 1
+    sync: str = "minimal"
+    costs: CostTable | None = None
+    window: int = 8
+
+
+@dataclass(frozen=True)
+class SolverReport:
+    """The plan's `solver` block (formats: plan file)."""
+
+    status: str
+    objective: float | None
+    bound: float | None
+    events_final: int
+    deterministic_time: float
+    nimble_min_events: int | None
+    reason: str = ""
+    baseline_events: int = 0
+    baseline_makespan_us: float = 0.0
+    makespan_us: float = 0.0
+    phase: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap between objective and bound (0 when proven optimal)."""
+        if self.objective is None or self.bound is None:
+            return None
+        return round(abs(self.objective - self.bound) / max(1.0, abs(self.objective)), 6)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan file's `solver` block; wall time is never written (reproducible files)."""
+        block: dict[str, Any] = {
+            "status": self.status, "objective": self.objective, "bound": self.bound,
+            "gap": self.gap, "events_final": self.events_final,
+            "deterministic_time": self.deterministic_time,
+            "nimble_min_events": self.nimble_min_events,
+            "baseline_events": self.baseline_events,
+            "baseline_makespan_us": round(self.baseline_makespan_us, 3),
+            "makespan_us": round(self.makespan_us, 3), "phase": self.phase}
+        if self.reason:
+            block["reason"] = self.reason
+        return block
+
+

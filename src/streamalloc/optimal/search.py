@@ -1,0 +1,231 @@
+"""The search of the optimal mode: CP-SAT's model (or the exact matching of Nimble's setting),
+then the polish on the exact event count."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from streamalloc.allocation import Allocation
+from streamalloc.errors import AllocationInfeasible
+from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.evaluate import (
+    Outcome,
+    assignment_of,
+    chains_of_assignment,
+    evaluate,
+    matching_chains,
+    optimal_allocation,
+)
+from streamalloc.optimal.options import (
+    CAPACITY_SHARE,
+    FREE,
+    POLISH_PER_SECOND,
+    TIME_SCALE,
+    OptimalOptions,
+)
+from streamalloc.rules import RuleSet
+from streamalloc.rules.check import Placement, broken
+from streamalloc.rules.constraints import Constraint
+from streamalloc.runtime_emu.cost_model import CostModel
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.events import schedule_length
+from streamalloc.solver.model import SolveInput, build, solve
+from streamalloc.solver.polish import polish
+from streamalloc.solver.rules import add_rules
+from streamalloc.sync.limits import limits_of
+from streamalloc.sync.tasks import own_units
+
+
+@dataclass(frozen=True)
+class Search:
+    """The streams found, CP-SAT's report on its model, and which phases made them."""
+
+    chains: tuple[tuple[int, ...], ...]
+    status: str
+    objective: float | None
+    bound: float | None
+    deterministic_time: float
+    phase: str
+
+
+def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
+           options: OptimalOptions, costs: CostTable) -> Search:
+    """Full concurrency without rules or capacity is a matching (exact); otherwise CP-SAT's
+    model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
+    among the candidates; for both objectives the polish on the exact event count."""
+    capacity = _capacity(graph)
+    if options.concurrency == "full" and not constraints and capacity is None:
+        return Search(matching_chains(dag), "OPTIMAL", None, None, 0.0, "matching")
+    data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs)
+    model = build(data)
+    add_rules(model, constraints, {n: i for i, n in enumerate(dag.names)})
+    found = solve(model, time_limit=options.time_limit, seed=options.seed,
+                  workers=options.workers)
+    chains = found.chains or tuple(tuple(c) for c in data.hint)
+    phase = "cp-sat" if found.chains else "hint"
+    if options.concurrency == "ge":
+        evaluator = Evaluator(graph, dag, baseline, options, costs)
+        limit = evaluator.limit()
+        if options.objective == "makespan":
+            chains, limit = _fastest(graph, dag, [chains, *_candidates(graph, dag)],
+                                     constraints, evaluator)
+            phase += "+fastest"
+        chains = _polished(graph, dag, chains, constraints=constraints,
+                           evaluator=evaluator, limit=limit)
+        phase += "+polish"
+    objective = found.objective if found.chains else None
+    bound = found.bound if found.chains else None
+    return Search(chains, found.status, objective, bound, found.deterministic_time, phase)
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """The verified, emulated plan of a stream assignment (makespan in schedule units)."""
+
+    graph: Graph
+    dag: TaskDag
+    baseline: Outcome
+    options: OptimalOptions
+    costs: CostTable
+
+    def outcome(self, streams: Sequence[int]) -> Outcome | None:
+        """None when the plan is over a device limit."""
+        allocation = optimal_allocation(self.graph, self.baseline.allocation, self.dag,
+                                        chains_of_assignment(streams),
+                                        rules=RuleSet(FREE, "static", ()), constraints=[])
+        try:
+            return evaluate(self.graph, allocation, None, self.options.sync, self.costs)
+        except AllocationInfeasible:
+            return None
+
+    def makespan(self, streams: Sequence[int]) -> int:
+        """Emulated makespan (infinite over a limit)."""
+        outcome = self.outcome(streams)
+        if outcome is None:
+            return math.inf  # type: ignore[return-value]
+        return math.ceil(outcome.makespan_us * TIME_SCALE)
+
+    def limit(self) -> int:
+        """The baseline's makespan x (1 + slack)."""
+        slack = 1 + self.options.makespan_slack / 100
+        return math.floor(self.baseline.makespan_us * slack * TIME_SCALE)
+
+
+def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]:
+    """Starting points for the makespan objective: Nimble's chains (only ordered nodes share
+    a stream: the most parallel plan) and one stream per graph and engine."""
+    per_engine: dict[tuple[str, str], list[int]] = {}
+    for v, name in enumerate(dag.names):
+        per_engine.setdefault((dag.graphs[v], graph.node(name).engine), []).append(v)
+    return [matching_chains(dag), tuple(tuple(c) for c in per_engine.values())]
+
+
+def _fastest(graph: Graph, dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
+             constraints: list[Constraint], evaluator: Evaluator
+             ) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """The candidate with the shortest emulated makespan (within the event budget, rules
+    holding), and that makespan as the polish's bound."""
+    budget = evaluator.options.event_budget
+    best: tuple[int, int, tuple[tuple[int, ...], ...]] | None = None
+    for k, chains in enumerate(candidates):
+        streams = assignment_of(dag, chains)
+        if constraints and broken(constraints, graph, _placement(dag, streams)):
+            continue
+        outcome = evaluator.outcome(streams)
+        if outcome is None or (budget is not None and outcome.events > budget):
+            continue
+        score = (math.ceil(outcome.makespan_us * TIME_SCALE), k)
+        if best is None or score < best[:2]:
+            best = (*score, chains)
+    if best is None:
+        return candidates[0], evaluator.limit()
+    return best[2], best[0]
+
+
+def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:
+    return Placement({dag.names[v]: streams[v] for v in range(dag.size)}, {})
+
+
+def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
+              constraints: list[Constraint], evaluator: Evaluator, limit: int
+              ) -> tuple[tuple[int, ...], ...]:
+    """The polish on the exact event count; a move that needs fewer events is kept when the
+    emulated makespan of its plan stays within `limit`."""
+    result = polish(dag, assignment_of(dag, chains), length=evaluator.makespan, limit=limit,
+                    allowed=_rule_guard(graph, dag, constraints),
+                    budget=max(1, int(evaluator.options.time_limit * POLISH_PER_SECOND)))
+    return chains_of_assignment(result)
+
+
+def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
+                ) -> Callable[[Sequence[int], Sequence[int]], bool]:
+    """Do the constraints naming a moved node still hold?"""
+    by_node: dict[int, list[Constraint]] = {}
+    index = {n: i for i, n in enumerate(dag.names)}
+    for c in constraints:
+        for name in _named(c):
+            if name in index:
+                by_node.setdefault(index[name], []).append(c)
+
+    def allowed(trial: Sequence[int], moved: Sequence[int]) -> bool:
+        touched = {id(c): c for w in moved for c in by_node.get(w, [])}
+        if not touched:
+            return True
+        return not broken(list(touched.values()), graph, _placement(dag, trial))
+
+    return allowed
+
+
+def _named(constraint: Constraint) -> list[str]:
+    """The node names a constraint mentions."""
+    names: list[str] = []
+    for value in vars(constraint).values() if hasattr(constraint, "__dict__") else \
+            (getattr(constraint, f) for f in constraint.__slots__):
+        if isinstance(value, tuple):
+            for item in value:
+                names.extend(item if isinstance(item, tuple) else [item])
+    return [n for n in names if isinstance(n, str)]
+
+
+def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | None, *,
+                 options: OptimalOptions, costs: CostTable) -> SolveInput:
+    durations = _durations(graph, dag, costs)
+    hint = _hint_chains(dag, baseline.allocation)
+    limit = None
+    if options.objective == "events" and options.concurrency == "ge":
+        limit = math.ceil(schedule_length(dag, durations, assignment_of(dag, hint))
+                          * (1 + options.makespan_slack / 100))
+    units = [own_units(graph, graph.node(n)) for n in dag.names]
+    if capacity is not None:  # the hint's streams must fit: GE's split may fill them more
+        capacity = max([capacity] + [sum(units[v] for v in chain) for chain in hint])
+    return SolveInput(dag=dag, units=units, durations=durations, capacity=capacity,
+                      concurrency=options.concurrency, hint=hint, objective=options.objective,
+                      makespan_limit=limit, event_limit=options.event_budget,
+                      window=options.window)
+
+
+def _durations(graph: Graph, dag: TaskDag, costs: CostTable) -> list[int]:
+    model = CostModel(graph, costs)
+    launch = costs.launch_us
+    return [max(1, round((model.kernel(graph.node(n))[0] + launch) * TIME_SCALE))
+            for n in dag.names]
+
+
+def _capacity(graph: Graph) -> int | None:
+    if graph.option(UNLIMITED_DEPTH) == "true":
+        return None
+    return int((limits_of(graph).max_task_per_stream - RESERVED_UNITS) * CAPACITY_SHARE)
+
+
+def _hint_chains(dag: TaskDag, allocation: Allocation) -> list[list[int]]:
+    """The baseline's logical streams (they satisfy the rules) as chains in T-order."""
+    chains: dict[int, list[int]] = {}
+    for i, name in enumerate(dag.names):
+        chains.setdefault(allocation.stream(name), []).append(i)
+    return [c for _, c in sorted(chains.items())]
+
+
