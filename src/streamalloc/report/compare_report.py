@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from streamalloc.errors import UsageError
+from streamalloc.report.plotting import pyplot
 from streamalloc.report.table import format_table
 
 COMPARE_FORMAT = "streamalloc.compare/v1"
@@ -44,7 +44,7 @@ def _cell(value: Any) -> str:
 def frontier_plot(document: Mapping[str, Any]) -> bytes:
     """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, and the
     optimal frontier at the slacks run."""
-    plt = _pyplot()
+    plt = pyplot("--plot")
     graphs = list(dict.fromkeys(row["input"] for row in document["rows"]))
     cols = min(3, len(graphs)) or 1
     rows = math.ceil(len(graphs) / cols) or 1
@@ -72,15 +72,3 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
     fig.savefig(out, format="png", dpi=100)
     plt.close(fig)
     return out.getvalue()
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("--plot needs matplotlib, which is not installed: pip install "
-                         "'streamalloc[plot]'") from None
-    matplotlib.use("Agg")  # no display needed; must come before pyplot is imported
-    import matplotlib.pyplot as plt
-
-    return plt

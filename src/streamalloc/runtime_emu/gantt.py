@@ -10,22 +10,11 @@ import io
 import math
 from typing import Any
 
-from streamalloc.errors import UsageError
+from streamalloc.report.plotting import pyplot
 from streamalloc.runtime_emu.program import RECV, SEND
 from streamalloc.runtime_emu.results import EmulationResult
 
 SYNC_COLOR = "#b0b0b0"
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("--gantt needs matplotlib, which is not installed: pip install "
-                         "matplotlib") from None
-    matplotlib.use("Agg")  # no display needed; must come before pyplot is imported
-    import matplotlib.pyplot as plt
-    return plt
 
 
 def _bars(result: EmulationResult) -> dict[tuple[int, str], list[tuple[float, float]]]:
@@ -44,7 +33,7 @@ def _bars(result: EmulationResult) -> dict[tuple[int, str], list[tuple[float, fl
 
 def gantt_png(result: EmulationResult, *, width: float = 12.0) -> bytes:
     """Render the chart and return the PNG bytes (UsageError if matplotlib is missing)."""
-    plt = _pyplot()
+    plt = pyplot("--gantt")
     program = result.program
     rows = {sid: i for i, sid in enumerate(program.stream_ids)}
     fig, ax = plt.subplots(figsize=(width, 1.0 + 0.4 * max(1, len(rows))))
