@@ -1,5 +1,6 @@
-"""Shared test fixtures: golden-file comparison with `pytest --update-goldens`; hypothesis
-profiles ("ci", derandomized, when the environment variable CI is set; "dev" otherwise)."""
+"""Shared test fixtures: golden-file comparison (`golden`, over the streamalloc pytest plugin,
+which registers `--update-goldens`); hypothesis profiles ("ci", derandomized, when the
+environment variable CI is set; "dev" otherwise)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from streamalloc.pytest_plugin import check_golden, update_goldens
 
 GOLDENS = Path(__file__).parent / "goldens"
 
@@ -21,22 +24,13 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if "CI" in os.environ else "dev")
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-goldens", action="store_true",
-                     help="rewrite golden files with the current output")
-
-
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Callable[[Path, str], None]:
-    """Compare text with a golden file, or rewrite it under --update-goldens."""
-    update = request.config.getoption("--update-goldens")
+    """Compare text with a golden file, or rewrite it under the plugin's --update-goldens."""
+    update = update_goldens(request.config)
 
     def check(path: Path, actual: str) -> None:
-        if update or not path.exists():
-            if not update:
-                pytest.fail(f"golden file {path} is missing; run pytest --update-goldens")
-            path.write_text(actual, encoding="utf-8")
-            return
-        assert actual == path.read_text(encoding="utf-8"), f"output differs from {path}"
+        __tracebackhide__ = True
+        check_golden(path, actual, update=update)
 
     return check

@@ -36,7 +36,7 @@ class Layer:
 BELOW_ALLOCATORS = (0, 1, 2, 3)
 LAYERS = (
     Layer(0, "base", ("__init__", "errors", "validation", "outputs", "plan_fields", "facts",
-                      "passes"), ()),
+                      "passes", "schemas"), ()),
     Layer(1, "graph IR", ("ir",), (0,)),
     Layer(2, "rules", ("rules",), (0, 1)),
     Layer(3, "allocation result", ("allocation",), (0, 1, 2)),
@@ -46,11 +46,12 @@ LAYERS = (
     Layer(7, "memory and report", ("memory", "report"), (*BELOW_ALLOCATORS, 5, 6)),
     Layer(8, "emulator", ("runtime_emu",), (*BELOW_ALLOCATORS, 5, 6, 7)),
     Layer(9, "composition", ("optimal", "api"), tuple(range(9))),
-    Layer(10, "commands", ("commands", "cli", "__main__"), tuple(range(10))),
+    Layer(10, "commands", ("commands", "cli", "__main__", "pytest_plugin"), tuple(range(10))),
 )
 # Imports within one layer that are allowed: (importer, imported module or a prefix of it).
 SIBLINGS = frozenset({
     ("outputs", "errors"), ("plan_fields", "errors"), ("passes", "errors"),
+    ("schemas", "errors"), ("schemas", "validation"),
     ("memory", "report.table"),
     ("api", "optimal"),
     ("cli", "commands"),

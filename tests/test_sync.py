@@ -160,9 +160,18 @@ def test_anchor_345_nodes_split_at_the_333rd() -> None:
 
 
 def test_anchor_oversized_node_splits_twice() -> None:
-    """5.6: a node over capacity opens a stream, and the next node opens another; exit 4."""
-    with pytest.raises(LimitExceeded, match="over the capacity of 100"):
-        preset(chain([10, 90, 10], **{"streamalloc.max_task_per_stream": "100"}))
+    """5.6: a node over capacity - 27 opens a stream, and the next node opens another; the
+    stream holding it alone (with its split events and 7 profiling units) fits the device."""
+    result = preset(chain([10, 90, 10], **{"streamalloc.max_task_per_stream": "100"}))
+    assert {s: [t for t in tasks if not t.startswith("c_")]
+            for s, tasks in result.streams.items()} == {0: ["n0"], 1: ["n1"], 2: ["n2"]}
+    assert result.event_count == 2 and dict(result.units) == {0: 11, 1: 93, 2: 12}
+
+
+def test_a_node_larger_than_a_stream_is_exit_4() -> None:
+    """2 + 95 + 1 units (the node and its split events) + 7 profiling > a depth of 100."""
+    with pytest.raises(LimitExceeded, match="over its depth of 100"):
+        preset(chain([10, 95, 10], **{"streamalloc.max_task_per_stream": "100"}))
 
 
 def test_limits_are_exit_4_with_the_numbers(tmp_path: Path) -> None:

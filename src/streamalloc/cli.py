@@ -32,10 +32,13 @@ from streamalloc.report.graph_report import graph_summary, graph_summary_json
 from streamalloc.rules import RuleSet, builtin_names
 from streamalloc.rules.schema import RULES_SCHEMA
 from streamalloc.runtime_emu.cost_table import load_cost_table
+from streamalloc.schemas import SCHEMAS as OUTPUT_SCHEMAS
 from streamalloc.sync.driver import SYNC_STAGE_NAMES
 from streamalloc.verify import verify_command, verify_plan
 
-SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA}
+# The files users write (graph, rules) and the files the tool writes (plan, vars, emulation,
+# compare): `streamalloc schema KIND`.
+SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA, **OUTPUT_SCHEMAS}
 
 
 def _settings(items: list[str]) -> dict[str, str]:
@@ -135,7 +138,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _emulate(args: argparse.Namespace) -> int:
     text, code = emulate_command(args.graph, args.plan, json_out=args.json, trace=args.trace,
-                                 gantt=args.gantt, cost=args.cost)
+                                 gantt=args.gantt, cost=args.cost, verify=args.verify)
     sys.stdout.write(text)
     return code
 
@@ -253,7 +256,7 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     emu = sub.add_parser("emulate", help="run a plan on the emulated device: makespan, "
                                          "deadlocks, traces")
     emu.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
-    emu.add_argument("plan", nargs="?", help="plan file (formats.md section 3); default: "
+    emu.add_argument("plan", nargs="?", help="plan file (docs/plan-format.md); default: "
                                              "allocate in ge mode")
     emu.add_argument("--json", action="store_true",
                      help="print the report as JSON (streamalloc.emulation/v1)")
@@ -261,18 +264,21 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                      help="write a Chrome trace (Perfetto, chrome://tracing)")
     emu.add_argument("--gantt", metavar="FILE", help="write a Gantt chart PNG (needs matplotlib)")
     emu.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
+    emu.add_argument("--no-verify", dest="verify", action="store_false",
+                     help="emulate a plan file even when the verifier rejects it (to watch a "
+                          "deadlock or a race); its schema is still checked")
     emu.set_defaults(run=_emulate)
 
     ver = sub.add_parser("verify", help="independent check of a plan file; exit 0 only if valid")
     ver.add_argument("graph", help="the graph the plan was made for")
-    ver.add_argument("plan", help="plan file (formats.md section 3)")
+    ver.add_argument("plan", help="plan file (docs/plan-format.md)")
     ver.add_argument("--rules", help="the rule file the plan was made with (default: the "
                                      "shipped rule set the plan names)")
     ver.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="set a graph option over those the plan records; repeatable")
     ver.set_defaults(run=_verify)
 
-    var = sub.add_parser("vars", help="variable memory plan of a graph (formats.md section 6)")
+    var = sub.add_parser("vars", help="variable memory plan of a graph (docs/vars-format.md)")
     var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
     var.add_argument("-o", "--output", help="plan file to write (JSON, streamalloc.vars/v1)")
     var.set_defaults(run=_vars)
@@ -373,14 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     _rules_commands(sub)
 
-    schema = sub.add_parser("schema", help="print the JSON Schema of a file format")
+    schema = sub.add_parser("schema", help="print the JSON Schema of a file format: the files "
+                                           "you write (graph, rules) and those the tool writes "
+                                           "(plan, vars, emulation, compare)")
     schema.add_argument("kind", choices=sorted(SCHEMAS))
     schema.set_defaults(run=_schema)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit code (formats.md section 5)."""
+    """Run one command; returns the exit code (README, "Exit codes")."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))

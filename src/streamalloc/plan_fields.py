@@ -1,6 +1,8 @@
-"""Field checks for plan files (formats.md section 3), shared by the verifier and the emulator.
+"""Field checks for plan files (docs/plan-format.md), shared by the verifier and the emulator.
 
-Errors read `FILE: field F: expected X, found Y (formats.md section 3)` (exit 3).
+Errors read `FILE: field F: expected X, found Y (docs/plan-format.md)` (exit 3). A plan file is
+first validated against the plan schema (`schemas.check_document`); these checks type what the
+readers keep, and also guard plans given as dicts (the allocator's own, tests).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from streamalloc.errors import InputError
+
+PLAN_DOC = "docs/plan-format.md"
 
 
 class PlanFields:
@@ -27,7 +31,7 @@ class PlanFields:
         if len(shown) > 60:
             shown = shown[:57] + "..."
         return InputError(f"{self.source}: field {where}: expected {expected}, found {shown} "
-                          "(formats.md section 3)")
+                          f"({PLAN_DOC})")
 
     def int_(self, value: Any, where: str, minimum: int = 0) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -72,4 +76,4 @@ def read_plan_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); a plan file is the "
-                         "JSON object of formats.md section 3") from None
+                         f"JSON object described in {PLAN_DOC}") from None

@@ -2,7 +2,10 @@
 
 A node without `stream_id` is on stream 0 (GE's op descriptors default to 0, and a dump omits a
 stream id of 0), except data-like sources (Data, Const, Variable, ... without inputs), which GE
-leaves without a stream (-1).
+leaves without a stream (-1). Attached streams come from the nodes' attributes
+(`_attached_stream_info_list`, `_attached_stream_info`) as GE's AssignAttachedStreamPass gives
+them after the main streams (logical-streams spec 5): per graph, root then R-order (a
+dynamic-shape model: the root and its unknown-shape subgraphs).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from types import MappingProxyType
 from streamalloc.allocation import Allocation, NodeStream
 from streamalloc.errors import InputError
 from streamalloc.facts import INVALID
+from streamalloc.ir.attached import attached_streams
 from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph, Node
 
@@ -33,9 +37,19 @@ def preset_allocation(graph: Graph) -> Allocation:
     if used and used != list(range(len(used))):
         raise InputError(f"{graph.source}: preset stream ids {used} are not contiguous from 0; "
                          "GE's logical stream ids always are")
-    nodes = {n: NodeStream(s, "preset") for n, s in streams.items()}
+    main = max(len(used), 1)
+    attached, total = attached_streams(graph, streams, _attaching_graphs(graph), main)
+    nodes = {n: NodeStream(s, "preset", attached.get(n, ())) for n, s in streams.items()}
     return Allocation(graph=graph.name, mode="preset", rules="preset",
-                      nodes=MappingProxyType(nodes), main_stream_num=max(len(used), 1),
-                      total_stream_num=max(len(used), 1), user_labels=MappingProxyType({}),
+                      nodes=MappingProxyType(nodes), main_stream_num=main,
+                      total_stream_num=total, user_labels=MappingProxyType({}),
                       provenance=MappingProxyType({n: () for n in nodes}),
                       options=graph.options)
+
+
+def _attaching_graphs(graph: Graph) -> list[str]:
+    """The graphs AssignAttachedStreamPass runs on, in its order."""
+    subgraphs = graph.r_order()
+    if graph.dynamic_shape:
+        subgraphs = [s for s in subgraphs if graph.unknown_shape(graph.subgraphs[s])]
+    return [graph.root.name, *subgraphs]

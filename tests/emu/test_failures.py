@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from emu.conftest import EXAMPLES, chain_graph, plan_dict
 
 from streamalloc.commands.emulate import emulate_command
+from streamalloc.errors import PlanVerifyError
 from streamalloc.ir.loaders import load_graph
 from streamalloc.runtime_emu import emulate, load_plan, report_dict
 
@@ -29,8 +31,17 @@ def test_deadlock_and_violation_are_exit_5_with_the_report_printed() -> None:
     graph = EXAMPLES / "fork_join.yaml"
     for plan, status in (("fork_join.deadlock", "deadlock"), ("fork_join.no_events", "violation")):
         text, code = emulate_command(graph, EXAMPLES / f"{plan}.plan.json", json_out=False,
-                                     trace=None, gantt=None, cost=None)
+                                     trace=None, gantt=None, cost=None, verify=False)
         assert code == 5 and f"status {status}" in text
+
+
+@pytest.mark.parametrize(("plan", "kind"), [("fork_join.deadlock", "deadlock"),
+                                            ("fork_join.no_events", "dependency")])
+def test_the_verifier_rejects_them_before_they_run(plan: str, kind: str) -> None:
+    with pytest.raises(PlanVerifyError, match=f"not emulated.*\n.*\n  {kind}: ") as err:
+        emulate_command(EXAMPLES / "fork_join.yaml", EXAMPLES / f"{plan}.plan.json",
+                        json_out=True, trace=None, gantt=None, cost=None)
+    assert err.value.exit_code == 5
 
 
 def test_a_plan_with_its_events_removed_is_reported_not_run_as_if_fine() -> None:

@@ -11,7 +11,7 @@ import pytest
 from emu.conftest import EXAMPLES
 
 from streamalloc.commands.emulate import emulate_command
-from streamalloc.errors import InputError, UsageError
+from streamalloc.errors import InputError, PlanVerifyError, UsageError
 from streamalloc.ir.loaders import load_graph
 from streamalloc.runtime_emu import emulate, load_plan, trace_dict
 
@@ -40,7 +40,8 @@ def test_json_report_follows_section_7() -> None:
 def test_json_report_is_byte_identical_across_runs() -> None:
     assert command(json_out=True)[0] == command(json_out=True)[0]
     deadlock = EXAMPLES / "fork_join.deadlock.plan.json"
-    assert command(deadlock, json_out=True)[0] == command(deadlock, json_out=True)[0]
+    assert command(deadlock, json_out=True, verify=False)[0] == \
+        command(deadlock, json_out=True, verify=False)[0]
 
 
 def test_text_summary_has_the_headline_and_tables() -> None:
@@ -116,9 +117,12 @@ def test_gantt_without_matplotlib_says_how_to_install_it(tmp_path: Path,
 def test_failed_runs_write_no_output_file(tmp_path: Path) -> None:
     trace, gantt = tmp_path / "t.json", tmp_path / "g.png"
     text, code = command(EXAMPLES / "fork_join.deadlock.plan.json", trace=str(trace),
-                         gantt=str(gantt))
+                         gantt=str(gantt), verify=False)
     assert code == 5 and not trace.exists() and not gantt.exists()
     assert "trace/gantt not written" in text
+    with pytest.raises(PlanVerifyError):  # rejected by the verifier: nothing runs
+        command(EXAMPLES / "fork_join.deadlock.plan.json", trace=str(trace), gantt=str(gantt))
+    assert not trace.exists() and not gantt.exists()
 
 
 def test_unwritable_outputs_are_usage_errors_and_leave_nothing(tmp_path: Path) -> None:

@@ -56,20 +56,55 @@ nodes:
 
 
 def test_an_activation_after_the_stream_s_own_work_is_a_restart_not_a_deadlock() -> None:
-    # relu2 (stream 1) comes before act in T-order: act re-activates stream 1 (a loop's back
-    # edge); relu1 -> relu2 still needs its event.
+    # act0 starts stream 1; act, after relu2 (stream 1) in T-order, re-activates it (a loop's
+    # back edge); relu1 -> relu2 still needs its event.
     graph = yaml_graph("""
 name: back
+nodes:
+  - {name: data, type: Data}
+  - {name: relu1, type: Relu, inputs: [data]}
+  - {name: act0, type: StreamActive, control_inputs: [relu1]}
+  - {name: relu2, type: Relu, inputs: [relu1]}
+  - {name: act, type: StreamActive, control_inputs: [relu2]}
+""")
+    p = plan(graph, {0: ["relu1", "back_Send_0", "act0"],
+                     1: ["back_Recv_0", "relu2", "back_Send_1"], 2: ["back_Recv_1", "act"]},
+             events=[(0, "relu1", "relu2"), (1, "relu2", "act")],
+             activations={"act0": [1], "act": [1]})
+    assert verify_plan(graph, p).ok
+
+
+# relu2 (stream 1, a label stream) comes before its only activator act in T-order.
+LATE = yaml_graph("""
+name: late
+nodes:
+  - {name: data, type: Data}
+  - {name: relu1, type: Relu, inputs: [data]}
+  - {name: relu2, type: Relu, inputs: [relu1]}
+  - {name: act, type: StreamActive, control_inputs: [relu1]}
+""")
+
+
+def test_a_stream_whose_only_activator_comes_later_starts_there() -> None:
+    # GE runs an activated stream only once activated (sync spec 2.2 rule 5, 3.3 drop the
+    # event relu1 -> relu2 for that reason), wherever G-order puts the activator
+    p = plan(LATE, {0: ["relu1", "act"], 1: ["relu2"]}, activations={"act": [1]})
+    assert verify_plan(LATE, p).ok
+
+
+def test_an_only_activator_waiting_for_its_stream_deadlocks() -> None:
+    graph = yaml_graph("""
+name: cycle
 nodes:
   - {name: data, type: Data}
   - {name: relu1, type: Relu, inputs: [data]}
   - {name: relu2, type: Relu, inputs: [relu1]}
   - {name: act, type: StreamActive, control_inputs: [relu2]}
 """)
-    p = plan(graph, {0: ["relu1", "back_Send_0"], 1: ["back_Recv_0", "relu2", "back_Send_1"],
-                     2: ["back_Recv_1", "act"]},
+    p = plan(graph, {0: ["relu1", "cycle_Send_0"], 1: ["cycle_Recv_0", "relu2", "cycle_Send_1"],
+                     2: ["cycle_Recv_1", "act"]},
              events=[(0, "relu1", "relu2"), (1, "relu2", "act")], activations={"act": [1]})
-    assert verify_plan(graph, p).ok
+    assert verify_plan(graph, p).kinds() == {"deadlock"}
 
 
 def test_activator_mistakes() -> None:
@@ -77,7 +112,7 @@ def test_activator_mistakes() -> None:
              activations={"act": [0, 7], "data": [1], "nobody": [1]})
     report = verify_plan(ACTIVE, p)
     assert messages(report, "activation-own-stream") == [
-        "act activates its own stream 0 (GE rejects this, sync spec 6.5)"]
+        "act activates its own stream 0 (GE rejects this; docs/ge-behaviour.md section 6)"]
     assert messages(report, "activation") == [
         "act activates stream 7, which has no task list",
         "activator data is in no stream list: a node without a stream issues no activation task",

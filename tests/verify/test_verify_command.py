@@ -1,4 +1,5 @@
-"""`verify_command(GRAPH, PLAN)`: exit codes 0/5/4/3 and input errors that name file and field."""
+"""`verify_command(GRAPH, PLAN)`: exit codes 0/5/4 and input errors (InputError, exit 3, printed
+on stderr by the command line) that name file and field."""
 
 from __future__ import annotations
 
@@ -63,22 +64,22 @@ def test_limit_exits_4(tmp_path: Path) -> None:
     (json.dumps({"format": "streamalloc.plan/v1"}), "missing key 'graph'"),
 ])
 def test_unreadable_plans_exit_3(tmp_path: Path, content: str, expected: str) -> None:
-    text, code = verify_command(*files(tmp_path, content))
-    assert code == 3
-    assert text.startswith("error: ") and expected in text, text
+    with pytest.raises(InputError) as err:
+        verify_command(*files(tmp_path, content))
+    assert err.value.exit_code == 3 and expected in str(err.value), err.value
 
 
 def test_missing_files_exit_3(tmp_path: Path) -> None:
     graph, _ = files(tmp_path, good())
-    text, code = verify_command(graph, tmp_path / "absent.json")
-    assert code == 3 and "absent.json: cannot read the plan file" in text
-    text, code = verify_command(tmp_path / "absent.yaml", tmp_path / "plan.json")
-    assert code == 3 and "absent.yaml" in text
+    with pytest.raises(InputError, match=r"absent\.json: cannot read the plan file"):
+        verify_command(graph, tmp_path / "absent.json")
+    with pytest.raises(InputError, match=r"absent\.yaml"):
+        verify_command(tmp_path / "absent.yaml", tmp_path / "plan.json")
 
 
 def test_bad_limit_option_exits_3(tmp_path: Path) -> None:
-    text, code = verify_command(*files(tmp_path, good(), '{streamalloc.max_events: "many"}'))
-    assert code == 3 and "option streamalloc.max_events: expected an integer" in text
+    with pytest.raises(InputError, match=r"option streamalloc\.max_events: expected an integer"):
+        verify_command(*files(tmp_path, good(), '{streamalloc.max_events: "many"}'))
 
 
 def _with(path: str, value: Any) -> dict[str, Any]:

@@ -1,13 +1,19 @@
-"""`streamalloc emulate GRAPH [PLAN] [--json] [--trace F] [--gantt F] [--cost F]`, CLI-free.
+"""`streamalloc emulate GRAPH [PLAN] [--json] [--trace F] [--gantt F] [--cost F] [--no-verify]`.
 
-Without a plan file the command composes the layers: it allocates in ge mode (`api.plan`),
-verifies the plan (`verify`) and then emulates it (`runtime_emu`) with the variable memory plan
-(`memory`) loaded; that is why it lives here and not in `runtime_emu`.
+The command composes the layers: a plan file is validated against the plan schema and checked
+by the independent verifier (`verify`) before it runs, under the options the plan records, like
+`streamalloc verify GRAPH PLAN` without the rule constraints (they say nothing about whether the
+plan runs); without a plan file it allocates in ge mode (`api.plan`) and verifies that plan.
+Then it emulates (`runtime_emu`) with the variable memory plan (`memory`) loaded. That is why it
+lives here and not in `runtime_emu`.
 
 `emulate_command` returns the text to print and the exit code: 0 when the run is ok, 5 for a
-deadlock or a violation (formats.md section 5). Bad input raises InputError (3), a plan over a
-device limit LimitExceeded (4). Output files are written only when the command succeeds
-("nothing is written to an output file when the command fails"), each completely or not at all.
+deadlock or a violation the emulator finds (README, "Exit codes"). Bad input raises InputError
+(3); a plan the verifier rejects raises PlanVerifyError (5) with the verifier's violations, or
+LimitExceeded (4) when it only exceeds device limits; `verify=False` (`--no-verify`) emulates it
+anyway, to watch a deadlock or a race happen. Output files are written only when the command
+succeeds ("nothing is written to an output file when the command fails"), each completely or
+not at all.
 """
 
 from __future__ import annotations
@@ -16,34 +22,39 @@ from pathlib import Path
 from typing import Any
 
 from streamalloc import api
-from streamalloc.errors import PlanVerifyError, UsageError
+from streamalloc.errors import LimitExceeded, PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.memory import PlanLoader, variable_plan
 from streamalloc.outputs import write_bytes_atomic
+from streamalloc.plan_fields import read_plan_json
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.plan import load_plan
+from streamalloc.runtime_emu.plan import Plan, plan_from_dict
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
-from streamalloc.verify import verify_plan
+from streamalloc.schemas import check_document
+from streamalloc.verify import plan_view, verify_plan
 
 
 def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, json_out: bool,
-                    trace: str | None, gantt: str | None, cost: str | None) -> tuple[str, int]:
+                    trace: str | None, gantt: str | None, cost: str | None,
+                    verify: bool = True) -> tuple[str, int]:
     """Run one plan of one graph on the emulated device: (text to print, exit code)."""
     table = load_cost_table(cost) if cost else default_cost_table()
     graph = load_graph(graph_path)
-    # without a plan file: allocate in ge mode (and verify) first, as `allocate` would
-    plan = load_plan(plan_path) if plan_path is not None else ge_plan(graph)
+    if plan_path is None:  # allocate in ge mode (and verify) first, as `allocate` would
+        plan: Plan | dict[str, Any] = ge_plan(graph)
+    else:
+        graph, plan = checked_plan(graph, Path(plan_path), verify=verify)
     # the variable memory plan is loaded into emulated device memory before the first task
     variables = PlanLoader(variable_plan(graph), device_id=0)
     result = emulate(graph, plan, costs=table, variables=variables)
     text = report_json(result) if json_out else report_text(result)
     if result.status != "ok":
         if trace or gantt:
-            note = "not written (the plan failed; formats.md section 5)"
+            note = "not written (the plan failed, so no output file is written)"
             text += "" if json_out else f"trace/gantt {note}\n"
         return text, PlanVerifyError.exit_code
     outputs = _render(result, trace, gantt)
@@ -53,8 +64,27 @@ def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, jso
     return text, 0
 
 
+def checked_plan(graph: Graph, path: Path, *, verify: bool = True) -> tuple[Graph, Plan]:
+    """The plan file for the emulator, and the graph under the options the plan records.
+
+    The file must follow the plan schema (InputError); with `verify`, the verifier must accept
+    it (PlanVerifyError, or LimitExceeded when only device limits are exceeded)."""
+    data = read_plan_json(path)
+    check_document("plan", data, str(path))
+    view = plan_view(data, source=str(path))
+    graph = graph.with_options(dict(view.options or {}))
+    if verify:
+        report = verify_plan(graph, view)
+        if not report.ok:
+            error = PlanVerifyError if report.exit_code == PlanVerifyError.exit_code \
+                else LimitExceeded
+            raise error(f"{path}: the plan does not pass verification, so it is not emulated "
+                        "(--no-verify emulates it anyway):\n" + report.text().rstrip())
+    return graph, plan_from_dict(data, source=str(path))
+
+
 def ge_plan(graph: Graph) -> dict[str, Any]:
-    """The verified ge-mode plan of a graph (formats.md section 3)."""
+    """The verified ge-mode plan of a graph (docs/plan-format.md)."""
     document = api.plan(graph).to_json()
     verify_plan(graph, document).raise_for_failure()
     return document

@@ -7,7 +7,6 @@ group -> (key, count) -> nodes; keys ascending get consecutive ids.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -15,7 +14,7 @@ from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
 from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import ModelPlan
 from streamalloc.heuristic.rule_pass import RulePass
-from streamalloc.ir.attached import DISABLE, requests
+from streamalloc.ir.attached import attached_streams
 from streamalloc.ir.graph import Graph
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
@@ -31,22 +30,11 @@ class AttachedStreams(RulePass):
 
 
 def _attach(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
-    attached = dict(plan.attached)
-    next_stream = plan.next_stream
     # dynamic flow: per root and unknown-shape subgraph; known-shape ones are built on their own
     names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
-    for graph_name in names:
-        graph_plan = plan.graphs[graph_name]
-        buckets: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(
-            lambda: defaultdict(list))
-        for node in graph.graph(graph_name).nodes:
-            if rule.matches(node) and not node.has_attr(DISABLE):
-                for group, key, count in requests(graph, node, graph_plan.streams[node.name]):
-                    buckets[group][(key, count)].append(node.name)
-        # [hash order] GE keeps group names in an unordered map; we sort them (spec 5.2).
-        for group in sorted(buckets):
-            for key, count in sorted(buckets[group]):
-                for name in buckets[group][(key, count)]:
-                    attached[name] = (*attached.get(name, ()), next_stream)
-                next_stream += count
+    streams = {n: s for name in names for n, s in plan.graphs[name].streams.items()}
+    found, next_stream = attached_streams(graph, streams, names, plan.next_stream, rule.matches)
+    attached = dict(plan.attached)
+    for name, ids in found.items():
+        attached[name] = (*attached.get(name, ()), *ids)
     return replace(plan, attached=MappingProxyType(attached), next_stream=next_stream)

@@ -8,23 +8,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from streamalloc.heuristic.plan import INVALID
-from streamalloc.ir.graph import ComputeGraph, Graph, Node
+from streamalloc.ir.graph import UNKNOWN_SHAPE_ATTR, ComputeGraph, Graph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
 from streamalloc.ir.partition import EngineSubgraph, GraphPartition
 from streamalloc.rules.model import Rule
 
-UNKNOWN_SHAPE_ATTR = "unknown_shape"
+__all__ = ["UNKNOWN_SHAPE_ATTR", "GraphContext", "ModelContext", "is_unknown_shape"]
 
 
 def is_unknown_shape(graph: Graph, compute: ComputeGraph) -> bool:
-    """GE's "graph unknown flag": the root's is the model's dynamic_shape; a subgraph says so
-    with the bool graph attribute `unknown_shape`, else it inherits its parent's graph's flag."""
-    if compute.parent is None:
-        return graph.dynamic_shape
-    flag = compute.attrs.get(UNKNOWN_SHAPE_ATTR)
-    if flag is not None:
-        return bool(flag.value)
-    return is_unknown_shape(graph, graph.graph(graph.node(compute.parent).graph))
+    """GE's "graph unknown flag" (`Graph.unknown_shape`)."""
+    return graph.unknown_shape(compute)
 
 
 @dataclass(frozen=True)

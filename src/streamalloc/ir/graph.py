@@ -14,6 +14,8 @@ from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.engines import EngineTable
 from streamalloc.ir.tensor import TensorDesc
 
+UNKNOWN_SHAPE_ATTR = "unknown_shape"  # a subgraph's own "graph unknown flag"
+
 GRAPH_FORMAT = "streamalloc.graph/v1"
 
 # Op types whose data output feeds a loop back edge; such edges do not order nodes (GE's sort).
@@ -178,3 +180,14 @@ class Graph:
     def node_count(self) -> int:
         """Nodes in the root and all subgraphs."""
         return sum(len(g.nodes) for g in self.graphs())
+
+    def unknown_shape(self, compute: ComputeGraph) -> bool:
+        """GE's "graph unknown flag": the root's is the model's dynamic_shape; a subgraph says
+        so with the bool graph attribute `unknown_shape`, else it inherits its parent's
+        graph's flag."""
+        if compute.parent is None:
+            return self.dynamic_shape
+        flag = compute.attrs.get(UNKNOWN_SHAPE_ATTR)
+        if flag is not None:
+            return bool(flag.value)
+        return self.unknown_shape(self.graph(self.node(compute.parent).graph))

@@ -4,7 +4,8 @@ Per graph (root, then subgraphs in R-order): seed one cluster per node, greedily
 with its parents (or, with `ge.topoSortingMode` "3", consecutive clusters) when engine and labels
 agree and no other path would make a cycle, drop data-like source clusters, and list the rest in
 L-order with their predecessor/successor subgraphs. A graph file may instead give the partition
-explicitly (formats.md 1); then only the pred/succ relation is computed.
+explicitly (formats.md 1): that list is GE's L-order as GE's partitioner handed it over, used
+in the listed order; then only the pred/succ relation is computed.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ def _explicit_groups(graph: Graph, compute: ComputeGraph,
 
 def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
             max_parallel: Mapping[str, int]) -> GraphPartition:
-    kept = sorted((g for g in groups if g.engine != ENGINE_DEFAULT_DATA), key=lambda g: g.nodes[0])
+    kept = [g for g in groups if g.engine != ENGINE_DEFAULT_DATA]
+    if graph.partition is None:  # L-order: by first node (1.6.4); a given list is GE's L-order
+        kept.sort(key=lambda g: g.nodes[0])
     owner = {compute.nodes[i].name: k for k, g in enumerate(kept) for i in g.nodes}
     preds: list[set[int]] = [set() for _ in kept]
     for k, group in enumerate(kept):

@@ -229,11 +229,12 @@ def merge(clock: list[int], snapshot: list[int]) -> None:
 
 def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | None = None,
             variables: VariableLoader | None = None, pool: StreamPool | None = None,
-            runtime: str = "v2") -> EmulationResult:
+            runtime: str = "v2", dim: int = 0) -> EmulationResult:
     """Load the plan on a fresh emulated device and run it to completion (or deadlock).
 
     `pool` lets several models share one V2 stream pool (later ones reuse its streams);
-    `runtime="v1"` creates streams the V1 way instead. Raises InputError for a plan that does
+    `runtime="v1"` creates streams the V1 way instead; every multi-dims Case runs its dim
+    `dim % dims` (`dims.py`), the others are skipped. Raises InputError for a plan that does
     not fit the graph and LimitExceeded for one over a device limit; deadlocks and violations
     are results, not exceptions (see `EmulationResult.status`).
     """
@@ -241,7 +242,7 @@ def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | 
     if not isinstance(plan, Plan):
         plan = plan_from_dict(plan)
     with _collector_paused():
-        program = compile_program(graph, plan, table)
+        program = compile_program(graph, plan, table, dim)
         stream_report = _create_streams(program, graph, pool, runtime)
         dev = EmulatedDevice(program, table)
         memory = DeviceMemory(table.memory)

@@ -1,9 +1,10 @@
-"""The plan file the emulator consumes (formats.md section 3), read and checked for structure.
+"""The plan file the emulator consumes (docs/plan-format.md), read and checked for structure.
 
 Only what the emulator needs is kept: the per-stream task order, the generated sync nodes, the
-event list, the stream activations and the stream counts. Unknown top-level keys are allowed
-(the allocator may add some); a wrong type or a missing required key is an `InputError` that
-names the file and the field. Whether the names exist in the graph is checked when the plan is
+event list, the stream activations and the stream counts. A plan file is validated against the
+plan schema first, as `verify` does (`streamalloc schema plan`); unknown top-level keys are
+allowed (other tools may add some); a wrong type or a missing required key is an `InputError`
+that names the file and the field. Whether the names exist in the graph is checked when the plan is
 compiled against a graph (`program.compile_program`).
 """
 
@@ -15,11 +16,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.plan_fields import PlanFields, read_plan_json
+from streamalloc.schemas import PLAN_FORMAT, check_document
 
-PLAN_FORMAT = "streamalloc.plan/v1"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
 # Generated nodes that are neither graph nodes nor Send/Recv (GE's switch handling adds
-# StreamActive nodes, ge-sync-and-split.md 6.3). Accepted as an extension of section 3.
+# StreamActive nodes, sync spec 6.3).
 EXTRA_GENERATED_TYPES = ("StreamActive",)
 
 
@@ -69,13 +70,16 @@ class Plan:
 
 
 def load_plan(path: str | Path) -> Plan:
-    """Read and check a plan file (InputError naming the file and field when it is malformed)."""
+    """Read a plan file, validate it against the plan schema and check it (InputError naming the
+    file and field when it is malformed)."""
     path = Path(path)
-    return plan_from_dict(read_plan_json(path), source=str(path))
+    data = read_plan_json(path)
+    check_document("plan", data, str(path))
+    return plan_from_dict(data, source=str(path))
 
 
 def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:
-    """Check an in-memory plan dict (formats.md section 3) and return it as a `Plan`."""
+    """Check an in-memory plan dict (docs/plan-format.md) and return it as a `Plan`."""
     check = PlanFields(source)
     data = check.obj(data, "plan")
     if data.get("format") != PLAN_FORMAT:

@@ -10,7 +10,8 @@ stream id. Kinds:
 * `SEND` / `RECV`: event (space 0) or notify (space 1) record and wait.
 
 Graph nodes in no stream list (GE's stream -1: Data, Const, ...) issue no task; dependencies
-are followed through them, so `u -> Data-like -> v` still orders u before v.
+are followed through them, so `u -> Data-like -> v` still orders u before v. Of a multi-dims
+Case only one dim runs (`dims.py`): the tasks of the others are `NOP`s without dependencies.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from streamalloc.facts import ENTER_TYPES, LIMIT_DEFAULTS, LOOP_BACK_TYPES
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.dims import idle_graphs, idle_tasks
 from streamalloc.runtime_emu.plan import Plan, SyncNode
 
 TASK, NOP, SEND, RECV = 0, 1, 2, 3
@@ -65,18 +67,20 @@ class Program:
         return len(self.names)
 
 
-def compile_program(graph: Graph, plan: Plan, table: CostTable) -> Program:
-    """Check the plan against the graph and build the task lists (InputError, LimitExceeded)."""
+def compile_program(graph: Graph, plan: Plan, table: CostTable, dim: int = 0) -> Program:
+    """Check the plan against the graph and build the task lists (InputError, LimitExceeded);
+    `dim` picks the dim every multi-dims Case runs."""
     if plan.graph != graph.name:
         raise InputError(f"{plan.source}: graph: the plan is for graph {plan.graph!r}, but the "
                          f"graph file holds {graph.name!r}; pass the plan made for this graph")
-    return _Compiler(graph, plan, table).build()
+    return _Compiler(graph, plan, table, dim).build()
 
 
 class _Compiler:
-    def __init__(self, graph: Graph, plan: Plan, table: CostTable) -> None:
-        self.graph, self.plan, self.table = graph, plan, table
+    def __init__(self, graph: Graph, plan: Plan, table: CostTable, dim: int) -> None:
+        self.graph, self.plan, self.table, self.dim = graph, plan, table, dim
         self.costs = CostModel(graph, table)
+        self.idle: set[str] = set()  # tasks of the dims that do not run
         self.nodes = {n.name: n for n in graph.all_nodes()}
         self.tid_of: dict[str, int] = {}
         self.rows: list[Row] = []
@@ -88,6 +92,7 @@ class _Compiler:
 
     def build(self) -> Program:
         self._rows()
+        self._idle_dims()
         self._check_sync_nodes()
         events, notifies = self._sync_counts()
         preds, topo = self._preds()
@@ -134,6 +139,26 @@ class _Compiler:
                                  space, 0))
                 tid_of[name] = len(rows) - 1
 
+    def _idle_dims(self) -> None:
+        """The tasks of the dims that do not run become no-ops."""
+        self.idle = idle_tasks(self.plan.streams, self.nodes,
+                               idle_graphs(self.graph, self.dim), self._shared_ids())
+        for name in self.idle:
+            tid = self.tid_of[name]
+            _, _, kind, sid, pos, *_ = self.rows[tid]
+            self.rows[tid] = (name, NOP, kind, sid, pos, None, 0.0, -1, 0, 0)
+
+    def _shared_ids(self) -> tuple[list[str], list[str]]:
+        """The Sends and the Recvs of the ids several Sends record (multi-dims reuse)."""
+        ends: dict[tuple[int, int], tuple[list[str], list[str]]] = {}
+        for name, sync in self.plan.sync_nodes.items():
+            kind = self.sync_kinds.get(sync.type)
+            if kind is not None and sync.event is not None:
+                group = ends.setdefault((kind[1], sync.event), ([], []))
+                group[0 if kind[0] == SEND else 1].append(name)
+        shared = [group for group in ends.values() if len(group[0]) > 1]
+        return [n for g in shared for n in g[0]], [n for g in shared for n in g[1]]
+
     def _checks(self, preds: tuple[tuple[int, ...], ...]
                 ) -> tuple[tuple[tuple[int, int, int], ...], ...]:
         """Per task: (producer, producer's stream column, producer's position) to check at its
@@ -147,6 +172,10 @@ class _Compiler:
                     if rows[p][3] != sid or rows[p][4] > pos]
             result.append(tuple(mine) if mine else empty)
         return tuple(result)
+
+    def names_of(self, tid: int) -> str:
+        """The name of a task."""
+        return self.rows[tid][0]
 
     def _fail(self, where: str, message: str) -> InputError:
         return InputError(f"{self.plan.source}: {where}: {message}")
@@ -251,7 +280,9 @@ class _Compiler:
                 if found:
                     through[node.name] = frozenset(found)
                 continue
-            preds[tid] = tuple(sorted(found))
+            if node.name in self.idle:
+                continue
+            preds[tid] = tuple(sorted(t for t in found if self.names_of(t) not in self.idle))
             topo.append(tid)
         return tuple(preds), tuple(topo)
 

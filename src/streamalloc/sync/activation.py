@@ -185,16 +185,17 @@ class _AfterSplit:
         return made.stream if made is not None else self.streams[name]
 
 
-def after_split(model: SyncModel, streams: Mapping[str, int], first_active: Mapping[str, str],
+def after_split(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
                 activation: Activation, *, split: Sequence[set[int]],
-                opened_by: dict[int, Task]) -> None:
+                opened_by: dict[int, Task]) -> Mapping[str, frozenset[int]]:
     """6.5 steps 1-3 and 5: activation lists learn the streams the split opened (`streams`:
-    the physical streams of the graph nodes)."""
-    view = _AfterSplit(model, streams, first_active)
-    for i, new in enumerate(split):
-        if new and i in activation.activated_streams:
-            activation.activated_streams |= new
+    the physical streams of the graph nodes). Returns the label sets after step 1, which the
+    switch handling of B5 reads."""
+    view = _AfterSplit(model, streams, labels.first_active)
+    labeled = _split_label_sets(labels.labeled_streams, activation, split)
     for name, listed in list(activation.active_stream_list.items()):
+        if name not in activation.generated and model.node(name).type == "StreamSwitch":
+            continue  # a switch goes through 6.3 again instead (B5)
         extra = []
         for t in listed:
             if t >= len(split):
@@ -209,6 +210,23 @@ def after_split(model: SyncModel, streams: Mapping[str, int], first_active: Mapp
         if view.stream_of(activation, name) in listed:
             raise AllocationInfeasible(f"{name!r} would activate its own stream "
                                        f"{view.stream_of(activation, name)}")
+    return labeled
+
+
+def _split_label_sets(labeled: Mapping[str, frozenset[int]], activation: Activation,
+                      split: Sequence[set[int]]) -> Mapping[str, frozenset[int]]:
+    """6.5 step 1: a split logical stream's new streams are activated where it is, and join
+    the set of the first label (label-string order) that holds it, only that one."""
+    result = dict(labeled)
+    for i, new in enumerate(split):
+        if not new:
+            continue
+        if i in activation.activated_streams:
+            activation.activated_streams |= new
+        label = next((k for k in sorted(result) if i in result[k]), None)
+        if label is not None:
+            result[label] = result[label] | new
+    return MappingProxyType(result)
 
 
 def _subgraph_first_active(view: _AfterSplit, activation: Activation, p: int,

@@ -8,7 +8,6 @@ canonical sync-state text (`state_text.py`).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
@@ -23,7 +22,9 @@ from streamalloc.sync.result import SyncEvent, SyncNode, SyncPlan
 from streamalloc.sync.stages import (
     SYNC_STRATEGIES,
     Activate,
+    AttachedDependencies,
     AttachedEvents,
+    AttachedResources,
     Eliminate,
     Insert,
     LoopActivation,
@@ -35,7 +36,7 @@ from streamalloc.sync.stages import (
 )
 from streamalloc.sync.state import SyncInputs, SyncState
 from streamalloc.sync.state_text import sync_state_text
-from streamalloc.sync.tasks import task_units
+from streamalloc.sync.tasks import stream_units
 
 __all__ = ["SYNC_STAGE_NAMES", "SYNC_STRATEGIES", "SyncStage", "sync_stages", "synchronize"]
 
@@ -45,8 +46,8 @@ SyncStage = Pass[SyncInputs, SyncState]
 def sync_stages(strategy: str = "ge") -> tuple[SyncStage, ...]:
     """The stages in run order; `strategy` is the elimination ("ge" or "minimal")."""
     return (Activate(), Insert(), Eliminate(strategy), Renumber(), MultiDimsReuse(),
-            Multiplex(), Switch(), LoopActivation(), AttachedEvents(), SyncTasks(), Split(),
-            CheckLimits())
+            Multiplex(), AttachedDependencies(), Switch(), LoopActivation(), AttachedEvents(),
+            SyncTasks(), AttachedResources(), Split(), CheckLimits())
 
 
 SYNC_STAGE_NAMES = tuple(stage.name for stage in sync_stages())
@@ -72,7 +73,7 @@ def sync_plan(ctx: SyncInputs, state: SyncState) -> SyncPlan:
     """The plan of the state after the last stage."""
     physical, allocation = state.physical, ctx.allocation
     assert physical is not None, "the plan is made after the split"
-    streams, units = _streams_and_units(ctx.graph, state)
+    streams = _streams(state)
     return SyncPlan(
         allocation=allocation,
         physical=MappingProxyType({n: state.streams[n] for n in allocation.nodes}),
@@ -84,21 +85,18 @@ def sync_plan(ctx: SyncInputs, state: SyncState) -> SyncPlan:
                                       state.activation.active_stream_list.items()}),
         split_to_logic=MappingProxyType(dict(physical.split_to_logic)),
         huge_streams=physical.huge_streams, event_count=physical.event_count,
-        notify_count=state.pairs.counter if ctx.notify else 0,
-        units=MappingProxyType(dict(units)))
+        notify_count=state.notify_count,
+        units=MappingProxyType(stream_units(ctx.graph, state.tasks,
+                                            state.activation.active_stream_list)))
 
 
-def _streams_and_units(graph: Graph, state: SyncState
-                       ) -> tuple[dict[int, list[str]], dict[int, int]]:
-    """Each physical stream's task names in order, and its task units."""
+def _streams(state: SyncState) -> dict[int, list[str]]:
+    """Each physical stream's task names in order."""
     streams: dict[int, list[str]] = {s: [] for s in range(state.stream_num)}
-    units: dict[int, int] = defaultdict(int)
     for task in state.tasks:
-        if task.stream == INVALID:
-            continue
-        streams[task.stream].append(task.name)
-        units[task.stream] += sum(task_units(graph, task).values())
-    return streams, units
+        if task.stream != INVALID:
+            streams[task.stream].append(task.name)
+    return streams
 
 
 def _events(tasks: tuple[Task, ...]) -> tuple[SyncEvent, ...]:

@@ -9,7 +9,9 @@ is valid under the same orderings, and minimal never needs more of them. (The fi
 hold the split, loop and attached events, which both strategies get from the shared later steps.)
 
 Reachability is per node a vector over streams: reach[v][s] = the highest position on stream s
-of a node that reaches v (chain decomposition; nodes in T-order). A pair u->v is redundant iff
+of a node that reaches v (chain decomposition; nodes in a topological order of H, each stream in
+T-order: an activator G-order puts after the stream it starts comes first). A pair u->v is
+redundant iff
 another direct predecessor w of v (program predecessor, activator, other pair source) has
 reach[w][stream(u)] >= pos(u). Vectors are kept per stream (the running row) and copied only
 for nodes a later node reads, until their last reader: O(N + E*S) time, O(S^2 + live*S) memory.
@@ -17,7 +19,7 @@ for nodes a later node reads, until their last reader: O(N + E*S) time, O(S^2 + 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -37,7 +39,13 @@ def minimize(model: SyncModel, streams: Mapping[str, int], labels: LabelActivati
     """Remove every inserted pair that program order, activation or other pairs imply."""
     pairs = _pairs(maps)
     edges = activation_edges(model, streams, labels, activation)
-    keep = _Sweep(model, streams, pairs, edges).run()
+    sweep = _Sweep(model, streams, pairs, edges)
+    order = sweep.topological()
+    if order is None:  # activation waits for the stream it starts: GE's plan deadlocks too
+        sweep = _Sweep(model, streams, pairs,
+                       activation_edges(model, streams, labels, activation, later=False))
+        order = [n for n in model.order if streams[n] != INVALID]
+    keep = sweep.run(order)
     for x, u, v in pairs:
         if x not in keep:
             maps.remove(x, u, v)
@@ -76,14 +84,37 @@ class _Sweep:
         self.readers = Counter(u for ins in self.incoming.values() for _, u in ins)
         self.readers.update(a for acts in self.activators.values() for a in acts)
 
-    def run(self) -> set[int]:
-        """The ids of the pairs to keep."""
-        count = [0] * len(self.col)
+    def topological(self) -> list[str] | None:
+        """The nodes with a stream in an order H allows (each stream in T-order), None when H
+        has a cycle."""
+        chains: dict[int, deque[str]] = defaultdict(deque)
         for name in self.model.order:
-            s = self.streams[name]
-            if s == INVALID:
-                continue
-            k = self.col[s]
+            if self.streams[name] != INVALID:
+                chains[self.streams[name]].append(name)
+        total, order, done = sum(map(len, chains.values())), [], set()
+        parked: dict[str, list[int]] = defaultdict(list)
+        ready = deque(chains)
+        while ready:
+            chain = chains[ready.popleft()]
+            while chain:
+                v = chain[0]
+                missing = next((p for p in self._preds(v) if p not in done), None)
+                if missing is not None:
+                    parked[missing].append(self.streams[v])
+                    break
+                done.add(chain.popleft())
+                order.append(v)
+                ready.extend(parked.pop(v, ()))
+        return order if len(order) == total else None
+
+    def _preds(self, v: str) -> list[str]:
+        return [*(u for _, u in self.incoming.get(v, ())), *self.activators.get(v, ())]
+
+    def run(self, order: list[str]) -> set[int]:
+        """The ids of the pairs to keep, visiting nodes in `order` (each stream in T-order)."""
+        count = [0] * len(self.col)
+        for name in order:
+            k = self.col[self.streams[name]]
             self.pos[name] = count[k]
             count[k] += 1
             self._visit(name, k)
@@ -127,15 +158,17 @@ class _Sweep:
 
 
 def activation_edges(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
-                     activation: Activation) -> dict[str, list[str]]:
+                     activation: Activation, *, later: bool = True) -> dict[str, list[str]]:
     """First node of an activated stream -> the activators it starts after, as the verifier
     credits them: never the loop activator (it restarts streams; the first iteration starts
-    with the model), never an activator later in T-order than the stream's first node."""
+    with the model); the activators no later in T-order than the stream's first node, or, when
+    there are none, the later ones (`later`): a stream in an activation list runs only once
+    activated."""
     first: dict[int, str] = {}
     for name in model.order:
         if streams[name] != INVALID:
             first.setdefault(streams[name], name)
-    edges: dict[str, list[str]] = defaultdict(list)
+    found: dict[str, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
     final = _final_lists(model, streams, labels, activation)
     for a, listed in sorted(final.items(), key=lambda i: model.ids[i[0]]):
         own = streams[a]
@@ -143,9 +176,10 @@ def activation_edges(model: SyncModel, streams: Mapping[str, int], labels: Label
             continue
         for s in dict.fromkeys(listed):
             f = first.get(s)
-            if f is not None and s != own and model.ids[a] < model.ids[f]:
-                edges[f].append(a)
-    return edges
+            if f is not None and s != own:
+                found[f][0 if model.ids[a] < model.ids[f] else 1].append(a)
+    return {f: earlier or (late if later else []) for f, (earlier, late) in found.items()
+            if earlier or later}
 
 
 def _final_lists(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,

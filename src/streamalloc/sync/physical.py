@@ -1,28 +1,30 @@
 """Phase B's stages (spec 5): the physical split and its events, then the device limits.
 
-`split` (B1-B6) sizes each stream (the huge stream in single-stream mode), splits logical
-streams by task capacity (none with `streamalloc.unlimited_stream_depth`), updates activation
-for the new streams (6.5), repeats switch handling (B5) and puts one Send/Recv pair around
-each split point. `limits` checks the counts against the device limits.
+`split` (B1-B6) puts tasks without a stream that issue tasks on stream 0, fails on a stream id
+beyond the last one, sizes each stream (the huge stream in single-stream mode), splits logical
+streams by task capacity (none with `streamalloc.unlimited_stream_depth`), keeps each Send and
+Recv with its node (`split_events.py`), updates activation for the new streams (6.5), repeats
+switch handling (B5) and puts one Send/Recv pair at each split point. `limits` checks the
+counts against the device limits.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
-from streamalloc.facts import INVALID, RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.facts import INVALID, PROFILING_UNITS, RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
 from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import Activation, after_split
-from streamalloc.sync.generate import Namer, check_pairs, sync_task
+from streamalloc.sync.generate import Namer, check_pairs
 from streamalloc.sync.model import Task
 from streamalloc.sync.split import SplitResult, split_streams
+from streamalloc.sync.split_events import logical_places, place_split_events, rehome
 from streamalloc.sync.state import Physical, SyncInputs, SyncState
 from streamalloc.sync.switch import SwitchState, graph_parents, handle_switches, place_after_graph
-from streamalloc.sync.tasks import collect, task_units
+from streamalloc.sync.tasks import assigned, collect, home_streamless, stream_units, task_units
 
 
 @dataclass
@@ -54,18 +56,23 @@ class Split:
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
         """The physical streams, activation and task order after the split."""
         own = _Owned.of(plan)
+        home_streamless(ctx.graph, own.tasks)
+        _check_stream_ids(own.tasks, plan.stream_num)
         max_task, huge = _capacity(ctx, own.tasks)
         if ctx.graph.option(UNLIMITED_DEPTH) == "true":
             n = plan.stream_num
             result = SplitResult(n, [set() for _ in range(n)], {s: s for s in range(n)},
                                  event_num=plan.events.counter)
+            for task in own.tasks:
+                if not task.is_sync:
+                    own.streams[task.name] = task.stream
         else:
             result = _split(ctx, plan, own, max_task)
-        counted = _units(ctx.graph, own.tasks)  # what the split counted; its own Send/Recv next
-        tasks = _with_split_events(own.tasks, result, own.namer)
+        tasks = place_split_events(own.tasks, result.events, own.namer)
         check_pairs(tasks)
+        units = stream_units(ctx.graph, tasks, own.activation.active_stream_list)
         physical = Physical(MappingProxyType(dict(result.split_to_logic)), result.event_num,
-                            huge, max_task, MappingProxyType(dict(counted)))
+                            huge, max_task, MappingProxyType(units))
         return outcome(plan, replace(
             plan, streams=MappingProxyType(own.streams), stream_num=result.stream_num,
             activation=own.activation, switches=own.switches, tasks=tuple(tasks),
@@ -76,27 +83,40 @@ def _split(ctx: SyncInputs, plan: SyncState, own: _Owned, max_task: int) -> Spli
     """B4 and B5: split `own.tasks` in place, then activation and switches follow."""
     graph = ctx.graph
     units_of = collect(graph, own.tasks, max_task, own.activation.active_stream_list)
+    logical = logical_places(own.tasks)
     result = split_streams(graph, own.tasks, units_of,
                            (plan.stream_num, max_task, plan.events.counter))
+    rehome(own.tasks, logical)
     for task in own.tasks:
         if not task.is_sync:
             own.streams[task.name] = task.stream
-    after_split(ctx.model, own.streams, plan.labels.first_active, own.activation,
-                split=result.split_streams, opened_by=result.opened_by)
-    made = handle_switches(ctx.model, plan.labels.labeled_streams, own.activation, own.switches,
+    labeled = after_split(ctx.model, own.streams, plan.labels, own.activation,
+                          split=result.split_streams, opened_by=result.opened_by)
+    made = handle_switches(ctx.model, labeled, own.activation, own.switches,
                            result.stream_num)  # B5 repeats 6.3
     result.stream_num += len(made)
     own.tasks = place_after_graph(own.tasks, made, graph_parents(graph))
     return result
 
 
-def _units(graph: Graph, tasks: list[Task]) -> dict[int, int]:
-    units: dict[int, int] = defaultdict(int)
-    for task in tasks:
-        for stream, used in task_units(graph, task).items():
-            if stream != INVALID:
-                units[stream] += used
-    return units
+def _units_total(graph: Graph, task: Task) -> int:
+    """5.2's UNITS_TOTAL: the explicit main count if any, else the units of all records."""
+    main = assigned(graph, task, False)
+    return main if main > 0 else sum(task_units(graph, task).values())
+
+
+def _check_stream_ids(tasks: list[Task], stream_num: int) -> None:
+    """GE fails when a node's stream id is beyond the last stream id (5.5, 8): the logical
+    streams number `stream_num`. (Quirk Q1 of the logical spec can leave a node there; GE
+    fails the same way when an earlier split has already raised its last id, where it would
+    otherwise read past its per-stream tables.)"""
+    for task in sorted(tasks, key=lambda t: t.is_sync):  # name a graph node, not its Recv
+        beyond = [s for s in (task.stream, *task.attached) if s >= stream_num]
+        if beyond:
+            raise AllocationInfeasible(
+                f"node {task.name!r} is on stream {beyond[0]}, beyond the last stream id "
+                f"{stream_num - 1}; GE's split fails on it (a stream id handed out twice by "
+                "GE's quirk Q1 of 2.4.5 leaves a node there)")
 
 
 def _capacity(ctx: SyncInputs, tasks: list[Task]) -> tuple[int, tuple[int, ...]]:
@@ -107,35 +127,20 @@ def _capacity(ctx: SyncInputs, tasks: list[Task]) -> tuple[int, tuple[int, ...]]
     if allocation.main_stream_num > 1:
         raise AllocationInfeasible(f"single-stream mode but {allocation.main_stream_num} main "
                                    "streams")
-    estimate = sum(sum(task_units(graph, t).values()) for t in tasks if t.stream != INVALID) \
+    estimate = sum(_units_total(graph, t) for t in tasks if t.stream != INVALID) \
         + RESERVED_UNITS
     if estimate > limits.max_task_per_stream:
         return limits.max_task_per_huge_stream, (0,)
     return limits.max_task_per_stream, ()
 
 
-def _with_split_events(tasks: list[Task], result: SplitResult, namer: Namer) -> list[Task]:
-    """B6: a Send after each split point's predecessor, a Recv before the new stream's first."""
-    if not result.events:
-        return tasks
-    after: dict[int, list[Task]] = defaultdict(list)
-    before: dict[int, list[Task]] = defaultdict(list)
-    for event in result.events:
-        send_stream = event.old if event.attached else event.pre.stream
-        after[id(event.pre)].append(sync_task(namer, "Send", event.id, send_stream, event.pre))
-        recv_stream = event.new
-        before[id(event.recv)].append(sync_task(namer, "Recv", event.id, recv_stream,
-                                                event.recv))
-    ordered: list[Task] = []
-    for task in tasks:
-        ordered += [*before[id(task)], task, *after[id(task)]]
-    return ordered
-
-
 @dataclass(frozen=True)
 class CheckLimits:
     """The device limits (`streamalloc.max_*` options): streams, events, notifies, and the task
-    units of each physical stream against its capacity."""
+    units of each physical stream (its tasks, GE's explicit counts included, and the work on it
+    as an attached stream) with the 7 profiling units the runtime adds, against the stream's
+    depth (the huge depth for a huge stream). The 20 spare units of GE's reserve (5.6) are
+    room GE keeps for itself, not a device limit: a stream GE fills to its limit is valid."""
 
     name = "limits"
 
@@ -145,17 +150,25 @@ class CheckLimits:
         assert physical is not None, "limits run after the split"
         checks = [("streams", plan.stream_num, limits.max_streams, "max_streams"),
                   ("events", physical.event_count, limits.max_events, "max_events"),
-                  ("notifies", plan.pairs.counter if ctx.notify else 0, limits.max_notifies,
+                  ("notifies", plan.notify_count, limits.max_notifies,
                    "max_notifies")]
         for what, value, limit, option in checks:
             if value > limit:
                 raise LimitExceeded(f"the plan needs {value} {what}, over the limit of {limit} "
                                     f"(option streamalloc.{option})")
-        unlimited = ctx.graph.option(UNLIMITED_DEPTH) == "true"
-        for stream, used in sorted(physical.counted.items()):
-            if not unlimited and used + RESERVED_UNITS > physical.capacity:
-                raise LimitExceeded(f"physical stream {stream} needs {used} task units + "
-                                    f"{RESERVED_UNITS} reserved, over the capacity of "
-                                    f"{physical.capacity} (a single node larger than the "
-                                    "capacity cannot be split)")
+        if ctx.graph.option(UNLIMITED_DEPTH) != "true":
+            _check_depth(ctx, physical)
         return PassResult(plan, False)
+
+
+def _check_depth(ctx: SyncInputs, physical: Physical) -> None:
+    limits = ctx.limits
+    for stream, used in sorted(physical.counted.items()):
+        huge = stream in physical.huge_streams
+        depth = limits.max_task_per_huge_stream if huge else limits.max_task_per_stream
+        if used + PROFILING_UNITS > depth:
+            option = "max_task_per_huge_stream" if huge else "max_task_per_stream"
+            raise LimitExceeded(
+                f"physical stream {stream} needs {used} task units + {PROFILING_UNITS} "
+                f"profiling units, over its depth of {depth} (option streamalloc.{option}); "
+                "a single node (with its own Send/Recv) larger than a stream cannot be split")

@@ -3,7 +3,9 @@
 Walk the tasks in T-order; per logical stream count units; when the running count plus 27
 reserved units exceeds the capacity, open a new physical stream (ids continue globally) with one
 event from the task counted before the split point to the first task of the new stream.
-Continuous stream labels move together, with GE's double count kept (5.8).
+Continuous stream labels move together, with GE's double count kept (5.8). The walk decides
+the split points, the new stream ids and the split events exactly as GE; where the Send/Recv
+tasks go afterwards (each with its node) is `split_events.py`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from streamalloc.errors import InternalError
+from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
 from streamalloc.ir.graph import Graph
 from streamalloc.sync.model import Task
@@ -89,8 +91,6 @@ def _label(walk: _Walk, task: Task) -> str | None:
 
 def _visit(walk: _Walk, result: SplitResult, task: Task, s: int, u: int) -> None:
     attached = task.stream != s  # evaluated now: an earlier visit may have moved the task
-    if s >= walk.stream_num:
-        raise InternalError(f"task {task.name!r} is on stream {s} beyond the last id")
     first = walk.count[s] == 0
     walk.count[s] += _units(walk, task, attached, u)
     walk.members[s].append(task)
@@ -134,22 +134,11 @@ def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, b
     s, u, attached = where
     new = walk.stream_num
     walk.stream_num += 1
-    pre = walk.prev.get(s)
+    pre, recv = walk.prev.get(s), task
     walk.count[s] = _units(walk, task, attached, u)
-    recv = task
     label = _label(walk, task)
     if label is not None:
-        group = walk.label_nodes[label]
-        for member in group:
-            _move_label_member(member, s, new, attached, result.split_to_logic)
-            walk.count[s] += _units(walk, member, attached, u)  # GE approximates by n's units
-        recv = group[0]
-        members = walk.members[s]
-        index = next((i for i, m in enumerate(members) if m is recv), -1)
-        if index <= 0:
-            raise InternalError(f"continuous label {label!r}: first member {recv.name!r} is not "
-                                "after another task of its stream")
-        pre = members[index - 1]
+        pre, recv = _move_group(walk, result, label, (s, u, attached, new))
     walk.added[s] += 1
     old = walk.latest.get(s, s)
     walk.latest[s] = new
@@ -159,3 +148,23 @@ def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, b
     if pre is not None:
         result.events.append(SplitEvent(walk.event_num, pre, recv, old, new, attached))
         walk.event_num += 1
+
+
+def _move_group(walk: _Walk, result: SplitResult, label: str,
+                where: tuple[int, int, bool, int]) -> tuple[Task, Task]:
+    """5.8: every node of the label seen so far moves to the new stream, counted with the
+    splitting node's units (GE's approximation); the event goes from the member of the stream
+    before the group's first node to that node."""
+    s, u, attached, new = where
+    group = walk.label_nodes[label]
+    for member in group:
+        _move_label_member(member, s, new, attached, result.split_to_logic)
+        walk.count[s] += _units(walk, member, attached, u)  # GE approximates by n's units
+    members = walk.members[s]
+    index = next((i for i, m in enumerate(members) if m is group[0]), -1)
+    if index <= 0:  # GE fails the split here (spec 8)
+        place = "the first task of" if index == 0 else "not on"
+        raise AllocationInfeasible(
+            f"continuous stream label {label!r}: its first node {group[0].name!r} is {place} "
+            f"logical stream {s}, so GE's split finds no task before the group and fails")
+    return members[index - 1], group[0]

@@ -1,5 +1,6 @@
 """Phase A's stages in GE's order (spec 1.5): activation, event insertion, elimination,
-numbering, switch and loop activation, attached-stream events, the task order with Send/Recv.
+numbering, attached-stream dependency events, switch and loop activation, attached-stream
+NetOutput events, the task order with Send/Recv, attached sync resources.
 
 Each stage is a pass (`streamalloc.passes`): a frozen dataclass with a `name`, its typed
 options as fields, and `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that
@@ -13,13 +14,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from streamalloc.errors import UsageError
-from streamalloc.facts import INVALID
 from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import (
     Activation,
     LabelActivation,
     label_activation,
     loop_activation,
+)
+from streamalloc.sync.attached import (
+    AttachedSync,
+    dependency_events,
+    netoutput_events,
+    reserve_resources,
 )
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.generate import Namer, sync_task
@@ -29,7 +35,7 @@ from streamalloc.sync.model import SyncMaps, Task
 from streamalloc.sync.multiplexing import EVENT_REUSE_THRESHOLD, multiplex_events
 from streamalloc.sync.numbering import renumber, reuse_multi_dims
 from streamalloc.sync.optimize import optimize
-from streamalloc.sync.state import AttachedSend, SyncInputs, SyncState
+from streamalloc.sync.state import SyncInputs, SyncState
 from streamalloc.sync.switch import graph_parents, handle_switches, place_after_graph
 
 Eliminator = Callable[[SyncModel, Mapping[str, int], LabelActivation, Activation, SyncMaps],
@@ -130,6 +136,23 @@ class Multiplex:
 
 
 @dataclass(frozen=True)
+class AttachedDependencies:
+    """A11 (spec 2.6): events from the producers an attached stream's work depends on. The
+    events of this and the later stages are numbered after Phase A's (from 0 in notify mode,
+    whose pairs are notifies)."""
+
+    name = "attached-dependencies"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """One event per (producer, node) whose attached streams differ."""
+        events = SyncMaps(counter=0 if ctx.notify else plan.pairs.counter)
+        made = dependency_events(ctx.model, events)
+        # changed: an event was added (not merely the id space's start set)
+        return PassResult(replace(plan, events=events, attached_sync=made),
+                          bool(made) or bool(events.ids()) or bool(events.recv))
+
+
+@dataclass(frozen=True)
 class Switch:
     """6.3 (A12): StreamSwitch branch activation through new StreamActive nodes."""
 
@@ -146,19 +169,16 @@ class Switch:
 
 @dataclass(frozen=True)
 class LoopActivation:
-    """6.4: the loop activator starts the streams nobody else does; events to the switch. These
-    events are numbered after Phase A's (from 0 in notify mode, whose pairs are notifies)."""
+    """6.4: the loop activator starts the streams nobody else does; events to the switch."""
 
     name = "loop-activation"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
         """The loop activator's list and the loop events."""
-        events = SyncMaps(counter=0 if ctx.notify else plan.pairs.counter)
+        events = plan.events.copy()
         activation = plan.activation.copy()
         loop_activation(ctx.model, plan.streams, activation, events, plan.stream_num)
-        # changed: a list or an event was added (not merely the id space's start set)
-        return PassResult(replace(plan, activation=activation, events=events),
-                          activation != plan.activation or bool(events.ids()))
+        return outcome(plan, replace(plan, activation=activation, events=events))
 
 
 @dataclass(frozen=True)
@@ -170,26 +190,9 @@ class AttachedEvents:
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
         """One event per attached stream with a last user."""
         events = plan.events.copy()
-        sends = _attached_sends(ctx.model, events)
-        return outcome(plan, replace(plan, events=events, attached_sends=sends))
-
-
-def _attached_sends(model: SyncModel, events: SyncMaps) -> tuple[AttachedSend, ...]:
-    last: dict[int, str] = {}
-    for name in model.order:
-        for a in model.attached.get(name, ()):
-            if a != INVALID:
-                last[a] = name
-    sends = []
-    for a in sorted(last):
-        graph = model.graph.graph(model.node(last[a]).graph)
-        out = next((n.name for n in graph.nodes if n.type == "NetOutput"), None)
-        if out is not None:
-            x = events.counter
-            events.counter += 1
-            events.recv[out].append(x)
-            sends.append(AttachedSend(x, last[a], a))
-    return tuple(sends)
+        sends = netoutput_events(ctx.model, events)
+        return outcome(plan, replace(plan, events=events,
+                                     attached_sync=(*plan.attached_sync, *sends)))
 
 
 @dataclass(frozen=True)
@@ -209,21 +212,56 @@ class SyncTasks:
 
 
 def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]:
-    model, pairs, events = ctx.model, plan.pairs, plan.events
-    kind = ("Send_Notify", "Recv_Notify") if ctx.notify else ("Send", "Recv")
-    extra_sends: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for send in plan.attached_sends:
-        extra_sends[send.sender].append((send.id, send.stream))
+    """Per node in T-order: its Recvs, the node, its Sends, each in GE's creation order (spec
+    7): Phase A's events on the main stream (the pairs, then the attached-dependency and loop
+    events), those on an attached stream (2.6's, then 2.7's), then the notifies."""
+    model = ctx.model
+    main_events = [plan.events] if ctx.notify else [plan.pairs, plan.events]
+    notifies = [plan.pairs] if ctx.notify else []
+    attached = _attached_by_node(plan.attached_sync)
     ordered: list[Task] = []
     for name in model.order:
         node = model.node(name)
         task = Task(name, node.type, node.graph, plan.streams[name], list(model.attached[name]))
-        sends = [sync_task(namer, kind[0], x, task.stream, task) for x in pairs.send.get(name, ())]
-        sends += [sync_task(namer, "Send", x, task.stream, task)
-                  for x in events.send.get(name, ())]
-        sends += [sync_task(namer, "Send", x, s, task) for x, s in extra_sends[name]]
-        recvs = [sync_task(namer, kind[1], x, task.stream, task) for x in pairs.recv.get(name, ())]
-        recvs += [sync_task(namer, "Recv", x, task.stream, task)
-                  for x in events.recv.get(name, ())]
-        ordered += [*recvs, task, *sends]
+        after = _made(namer, task, "Send", [*_ids(main_events, name, task.stream, send=True),
+                                            *attached[(name, True)]])
+        after += _made(namer, task, "Send_Notify", _ids(notifies, name, task.stream, send=True))
+        before = _made(namer, task, "Recv", [*_ids(main_events, name, task.stream, send=False),
+                                             *attached[(name, False)]])
+        before += _made(namer, task, "Recv_Notify",
+                        _ids(notifies, name, task.stream, send=False))
+        ordered += [*before, task, *after]
     return ordered
+
+
+def _ids(maps: list[SyncMaps], name: str, stream: int, *, send: bool) -> list[tuple[int, int]]:
+    """(id, stream) of a node's sends (receives) in these maps, in order."""
+    return [(x, stream) for m in maps for x in (m.send if send else m.recv).get(name, ())]
+
+
+def _attached_by_node(records: tuple[AttachedSync, ...]
+                      ) -> defaultdict[tuple[str, bool], list[tuple[int, int]]]:
+    """(node, send?) -> [(id, attached stream)]: 2.6's records, then 2.7's."""
+    found: defaultdict[tuple[str, bool], list[tuple[int, int]]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r.explicit):
+        found[(record.node, record.send)].append((record.id, record.stream))
+    return found
+
+
+def _made(namer: Namer, task: Task, kind: str, ids: list[tuple[int, int]]) -> list[Task]:
+    return [sync_task(namer, kind, x, stream, task) for x, stream in ids]
+
+
+@dataclass(frozen=True)
+class AttachedResources:
+    """A16 (spec 4.5): the event and notify ids kernels reserve: attached notify resources
+    after the notifies, then attached event resources after every Phase A event."""
+
+    name = "attached-resources"
+
+    def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
+        """The reserved ids per node; the event counter moves past them."""
+        resources = reserve_resources(ctx.model, plan.events.counter, plan.notify_count)
+        events = plan.events.copy()
+        events.counter += resources.event_count
+        return outcome(plan, replace(plan, events=events, resources=resources))

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph
 from streamalloc.sync.activation import Activation, LabelActivation
+from streamalloc.sync.attached import AttachedSync, Resources
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.generate import Namer
 from streamalloc.sync.limits import Limits, limits_of
@@ -44,19 +45,12 @@ class SyncInputs:
         return self.model.graph
 
 
-@dataclass(frozen=True, slots=True)
-class AttachedSend:
-    """An event from the last user of an attached stream, sent on that stream (spec 2.7)."""
-
-    id: int
-    sender: str
-    stream: int
-
-
 @dataclass(frozen=True)
 class Physical:
     """What the split decided: each new stream's logical stream, the event count after the
-    split events, the huge streams, the capacity per stream and the units the split counted."""
+    split events, the huge streams, the capacity the split used (the huge one in single-stream
+    mode with a huge stream) and the task units each physical stream holds in the end (its
+    tasks and the work on it as an attached stream, split events included)."""
 
     split_to_logic: Mapping[int, int]
     event_count: int
@@ -72,26 +66,34 @@ class SyncState:
     `streams`: each graph node's stream (logical; physical after `split`); `stream_num`: the
     streams in use (logical, then StreamActive and split streams); `labels`, `activation`:
     activation (spec 6); `pairs`: Phase A's pairs between nodes (events, or notifies in notify
-    mode); `events`: the loop-activation and attached-stream events, numbered after the pairs'
-    events; `tasks`: the task order from `sync-tasks` on; `namer`: the sync node names given;
-    `physical`: the split's result.
+    mode); `events`: the attached-stream and loop-activation events on nodes' main streams,
+    numbered after the pairs' events; `attached_sync`: the Sends and Recvs of those events on
+    attached streams; `resources`: the attached sync resources (4.5); `tasks`: the task order
+    from `sync-tasks` on; `namer`: the sync node names given; `physical`: the split's result.
     """
 
     streams: Mapping[str, int]
     stream_num: int
     namer: Namer
+    notify: bool = False  # Phase A's pairs are notifies (`ge.event: notify`)
     labels: LabelActivation = field(default_factory=LabelActivation)
     activation: Activation = field(default_factory=Activation)
     pairs: SyncMaps = field(default_factory=SyncMaps)
     events: SyncMaps = field(default_factory=SyncMaps)
-    attached_sends: tuple[AttachedSend, ...] = ()
+    attached_sync: tuple[AttachedSync, ...] = ()
+    resources: Resources = field(default_factory=Resources)
     switches: SwitchState = field(default_factory=SwitchState)
     tasks: tuple[Task, ...] = ()
     physical: Physical | None = None
+
+    @property
+    def notify_count(self) -> int:
+        """Notify ids: Phase A's pairs in notify mode, and the attached notify resources."""
+        return self.resources.notify_count + (self.pairs.counter if self.notify else 0)
 
     @classmethod
     def initial(cls, ctx: SyncInputs) -> SyncState:
         """Before the first stage: the allocation's logical streams, nothing synchronized."""
         streams = {n: a.stream for n, a in ctx.allocation.nodes.items()}
         return cls(MappingProxyType(streams), ctx.allocation.total_stream_num,
-                   Namer(ctx.graph.root.name))
+                   Namer(ctx.graph.root.name), notify=ctx.notify)

@@ -3,9 +3,10 @@ sorted, with a versioned header.
 
 Lines: `stream_num`; per stream (ascending) its task order once the `sync-tasks` stage made it,
 before that its graph nodes in T-order (and StreamActive nodes made by 6.3); the label streams;
-the pairs' and the events' id lists per node (N-order), with the next free id; the attached
-events; the activation lists (N-order); after `split`, the split streams' logical streams, the
-event count, the capacity and the huge streams.
+the pairs' and the events' id lists per node (N-order), with the next free id; the events on
+attached streams; the reserved attached sync resources; the activation lists (N-order); after
+`split`, the split streams' logical streams, the event count, the capacity and the huge
+streams.
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ def sync_state_text(ctx: SyncInputs, state: SyncState) -> str:
     lines += _id_lines("notifies" if ctx.notify else "events", state.pairs)
     if state.events.ids() or state.events.recv:
         lines += _id_lines("loop and attached events", state.events)
-    lines += [f"attached_send {s.id}: {s.sender} on stream {s.stream}"
-              for s in state.attached_sends]
+    lines += [f"attached_{'send' if s.send else 'recv'} {s.id}: {s.node} on stream {s.stream}"
+              for s in state.attached_sync]
+    lines += [_listed(f"reserved {kind} {name}", ids)
+              for kind, table in (("events", state.resources.events),
+                                  ("notifies", state.resources.notifies))
+              for name in in_n_order(table) for ids in [table[name]]]
     lines += [_listed(f"active {name}", lists[name])
               for lists in [state.activation.active_stream_list] for name in in_n_order(lists)]
     lines += _physical_lines(state)

@@ -1,24 +1,30 @@
-"""Task accounting for the physical split (spec 1.4, 5.4).
+"""Task accounting for the physical split and the plan (spec 1.4, 5.4).
 
 GE counts the task records task generation produced; we have no task generator, so a graph
 node issues `task_count` units (else its engine's default) on its main stream and on each
-attached stream (the convention of GE's test harness); explicit `_node_sqe_num` and the HCCL
-`_hccl_task_num` / `_hccl_attached_task_num` attributes override as in GE. A Send is 1 unit, a
-Recv 2 (an event wait also resets the event), a notify Send or Recv 1.
+attached stream (the convention of GE's test harness). GE's explicit counts override those
+records (ASSIGNED, 5.4): `_node_sqe_num` on every stream of the node, the HCCL
+`_hccl_task_num` on its main stream and `_hccl_attached_task_num` on its attached streams. A
+Send is 1 unit, a Recv 2 (an event wait also resets the event), a notify Send or Recv 1; a
+StreamActive issues one task per stream it activates. The same count sizes the split, the
+limit check after it and the plan's `tasks`.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.sync.model import Task
 
+ACTIVE = "StreamActive"
+
 
 def own_units(graph: Graph, node: Node) -> int:
-    """Units a graph node's own tasks take on one stream."""
+    """Units of a graph node's own task records on one stream (before GE's overrides)."""
     if node.task_count is not None:
         return node.task_count
     return graph.engines.engines[node.engine].default_task_count
@@ -41,37 +47,65 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
 
 
 def task_units(graph: Graph, task: Task) -> dict[int, int]:
-    """{stream: units} the task's records take (before GE's explicit overrides)."""
-    if task.is_sync:  # a generated StreamActive: one unit here, replaced in `collect`
+    """{stream: units} a task issues, as GE counts them (5.4): its records per stream, an
+    explicit count (ASSIGNED) replacing them; a generated StreamActive counts 1 here (the
+    split replaces a StreamActive's count by the streams it activates)."""
+    if task.is_sync:
         return {task.stream: SYNC_UNITS.get(task.type, 1)}
-    units = {task.stream: own_units(graph, graph.node(task.name))}
+    own = own_units(graph, graph.node(task.name))
+    units = {task.stream: own}
     for a in task.attached:
-        units[a] = units.get(a, 0) + own_units(graph, graph.node(task.name))
+        units[a] = units.get(a, 0) + own
+    main, extra = assigned(graph, task, False), assigned(graph, task, True)
+    if main > 0:
+        units[task.stream] = main
+    if extra > 0:
+        units.update(dict.fromkeys(task.attached, extra))
     return units
 
 
+def issues_tasks(graph: Graph, task: Task) -> bool:
+    """The task has records at all (5.4: such a node must live on a stream)."""
+    return task.is_sync or own_units(graph, graph.node(task.name)) > 0
+
+
+def home_streamless(graph: Graph, tasks: Sequence[Task]) -> None:
+    """A task without a stream that issues tasks goes on stream 0 (5.4, B7): GE moves such a
+    node (a root-graph RTS label node, 2.6 of the logical spec) before it counts tasks."""
+    for task in tasks:
+        if task.stream == INVALID and issues_tasks(graph, task):
+            task.stream = 0
+
+
 def collect(graph: Graph, tasks: list[Task], max_task: int,
-            active: dict[str, list[int]]) -> dict[int, dict[int, int]]:
-    """units_of (task index -> {stream: units}), with the StreamActive override."""
+            active: Mapping[str, Sequence[int]]) -> dict[int, dict[int, int]]:
+    """units_of (task index -> {stream: units}), with the StreamActive override (5.4)."""
     units_of: dict[int, dict[int, int]] = {}
     total: dict[int, int] = defaultdict(int)
     for i, task in enumerate(tasks):
         if task.stream == INVALID:
             continue
-        m = {task.stream: 0}
-        for s, u in task_units(graph, task).items():
-            m[s] = m.get(s, 0) + u
-        if assigned(graph, task, False) > 0:
-            m[task.stream] = assigned(graph, task, False)
-        if assigned(graph, task, True) > 0:
-            for a in task.attached:
-                m[a] = assigned(graph, task, True)
-        units_of[i] = m
-        for s, u in m.items():
+        units_of[i] = {task.stream: 0, **task_units(graph, task)}
+        for s, u in units_of[i].items():
             total[s] += u
     estimate = {s: math.ceil(t / max_task) for s, t in total.items()}
     for i, task in enumerate(tasks):
-        if task.type == "StreamActive" and i in units_of:
+        if task.type == ACTIVE and i in units_of:
             units_of[i][task.stream] = sum(estimate[s] for s in active.get(task.name, ())
                                            if s in estimate)
     return units_of
+
+
+def stream_units(graph: Graph, tasks: Sequence[Task],
+                 active: Mapping[str, Sequence[int]]) -> dict[int, int]:
+    """Units per physical stream of the final task order: what each task issues there, a
+    StreamActive one task per stream in its final activation list."""
+    units: dict[int, int] = defaultdict(int)
+    for task in tasks:
+        if task.stream == INVALID:
+            continue
+        for stream, used in task_units(graph, task).items():
+            units[stream] += used
+        if task.type == ACTIVE and task.name in active:
+            units[task.stream] += len(active[task.name]) - task_units(graph, task)[task.stream]
+    return dict(units)

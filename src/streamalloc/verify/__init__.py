@@ -3,7 +3,7 @@
 Written without the `sync` package, so that a bug there cannot hide itself here.
 `verify_plan(graph, plan)` returns a `VerifyReport` (`ok`, the first violations with kind
 and message, counts per kind, statistics, `exit_code`, `text()`, `raise_for_failure()`);
-`verify_command(GRAPH, PLAN)` is `streamalloc verify` and returns (text, exit code).
+`verify_command(GRAPH, PLAN)` is `streamalloc verify` and returns (report text, exit code).
 Exit codes: 0 valid; 5 wrong plan (`PlanVerifyError`); 4 only limits exceeded
 (`LimitExceeded`; a wrong plan wins over a limit); 3 unreadable or malformed graph or plan
 file, or a non-integer limit option (`InputError`, naming the file and the field).
@@ -23,15 +23,19 @@ What is checked (violation kinds in brackets):
    [sync-node-not-listed] on their declared stream [sync-node-wrong-stream]. One physical
    stream holds nodes of one logical stream [physical-mixes-logical].
 2. Sync ids, per space (Send/Recv: event, SendNotify/RecvNotify: notify). No id >= the
-   count [event-id-range, notify-id-range]; every id 0..count-1 has a Send or Recv
-   [event-id-gap, notify-id-gap]. Every id has one Send and one Recv [event-unpaired,
-   event-multiple-recv, event-multiple-send, and the notify- forms]; the only shared id is
+   count [event-id-range, notify-id-range]; every id 0..count-1 has a Send or Recv, except
+   one contiguous block of as many ids as the graph's attached sync resources reserve (sync
+   spec 4.5, which GE numbers without Send/Recv) [event-id-gap, notify-id-gap]. Every id
+   has one Send and one Recv [event-unpaired, event-multiple-recv, event-multiple-send, and
+   the notify- forms]; the only shared id is
    multi-dims reuse: Sends in different subgraph instances of one Case node, each paired
    with the one Recv of its branch (a Send belongs to the graph node it follows on its
    stream, a Recv to the one it precedes). Every id has an `events` entry and no more
-   entries than Sends; an entry's Send is on send_stream and its Recv on recv_stream
-   [event-entry]; when the `send` (`recv`) node is on that stream, the Send comes after it
-   (the Recv before it) [event-placement].
+   entries than Sends; an entry's Send is on send_stream and its Recv on recv_stream, and
+   its `send` (`recv`) node runs in the logical stream of that stream (the same physical
+   stream or another split piece of it), unless the node has attached streams, whose work is
+   not listed [event-entry]; when the node is on that stream, the Send comes after it (the
+   Recv before it) [event-placement].
 3. Activation. Activators are listed tasks [activation] that do not activate their own
    stream [activation-own-stream]; activated streams have a list [activation].
 4. Limits (graph options, defaults 2024 / 65535 / 1024 / 1024 / 8192):
@@ -42,8 +46,10 @@ What is checked (violation kinds in brackets):
 5. Deadlock freedom. Vertices: the listed tasks. Edges: program order on each stream; each
    Send to the Recv it pairs with; each activator to the first task of each stream it
    starts. A stream nobody activates starts with the model; the loop activator
-   (`is_loop_active`) and an activator that comes after the stream's first graph node in
-   T-order restart streams and add no edge. A cycle (a Recv before its own Send on one
+   (`is_loop_active`) restarts streams and adds no edge, and so does an activator that comes
+   after the stream's first graph node in T-order when an earlier one starts the stream
+   (without one, the later activators start it: an activated stream runs only once
+   activated). A cycle (a Recv before its own Send on one
    stream, streams waiting on each other, a stream whose activator waits for it) is
    reported with the streams, tasks and ids involved and the number of tasks that can
    never run [deadlock].

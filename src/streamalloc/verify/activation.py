@@ -9,6 +9,10 @@ kinds of activation restart streams instead of starting them and give no edge:
   next iteration; the first iteration's streams start with the model;
 * an activator that comes after the activated stream's first graph node in T-order (the
   back edge of a loop in the graph) re-activates a stream some earlier activator started.
+  A stream whose activators all come after its first graph node has no such earlier start:
+  GE's runtime binds every activated stream as a non-head stream, which runs only once
+  activated, so those activators start it (a label stream activated by a node G-order puts
+  after the stream's nodes, sync spec 2.2 rule 5 and 3.3).
 """
 
 from __future__ import annotations
@@ -20,17 +24,18 @@ from streamalloc.verify.context import Context
 
 def activation_waits(ctx: Context) -> dict[int, list[int]]:
     """First-task gid of each activated stream -> gids of the activators it waits for."""
-    waits: dict[int, list[int]] = defaultdict(list)
+    # first task -> (activators no later than the stream's first node, later activators)
+    found: dict[int, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     for name, streams in ctx.plan.activations.items():
         gid = _activator(ctx, name)
-        if gid is None:
+        if gid is None or _is_loop_activator(ctx, name):
             continue
         own = ctx.table.place(gid)[0]
         for stream in dict.fromkeys(streams):
             first = _first_task(ctx, name, stream, own)
-            if first is not None and _starts(ctx, name, gid, first):
-                waits[first].append(gid)
-    return waits
+            if first is not None:
+                found[first][0 if _before(ctx, gid, first) else 1].append(gid)
+    return {first: earlier or later for first, (earlier, later) in found.items()}
 
 
 def _activator(ctx: Context, name: str) -> int | None:
@@ -48,7 +53,7 @@ def _first_task(ctx: Context, name: str, stream: int, own: int) -> int | None:
     k = ctx.table.index_of_stream(stream)
     if stream == own:
         ctx.log.add("activation-own-stream", f"{name} activates its own stream {stream} "
-                    "(GE rejects this, sync spec 6.5)")
+                    "(GE rejects this; docs/ge-behaviour.md section 6)")
         return None
     if k is None:
         ctx.log.add("activation", f"{name} activates stream {stream}, which has no task list")
@@ -56,11 +61,14 @@ def _first_task(ctx: Context, name: str, stream: int, own: int) -> int | None:
     return ctx.table.base[k] if ctx.table.lists[k] else None
 
 
-def _starts(ctx: Context, name: str, gid: int, first: int) -> bool:
-    """The activation starts the stream (rather than restarting it in a loop)."""
+def _is_loop_activator(ctx: Context, name: str) -> bool:
+    """The loop activator restarts the loop streams; it never starts them."""
     node = ctx.nodes.get(name)
-    if node is not None and node.attr("is_loop_active") is True:
-        return False
+    return node is not None and node.attr("is_loop_active") is True
+
+
+def _before(ctx: Context, gid: int, first: int) -> bool:
+    """The activator comes no later than the stream's first graph node in T-order."""
     return _t_position(ctx, gid, backward=True) <= _t_position(ctx, first, backward=False)
 
 

@@ -6,9 +6,9 @@ per stream follow the sync spec's accounting (1.4, 5.4) as far as a plan can tel
 * if the plan has `tasks` (stream id -> units), that number is the stream's units;
 * otherwise the units of the listed tasks are summed: Send 1, Recv 2 (wait + reset),
   SendNotify 1, RecvNotify 1, a generated StreamActive one per stream it activates; a graph
-  node: a StreamActive one per stream it activates when it is an activator, else
-  `_node_sqe_num` if set, else `_hccl_task_num` for HCCL nodes if set, else the node's
-  `task_count`, else its engine's `default_task_count`;
+  node: a StreamActive one per stream it activates when it is an activator, else a positive
+  `_node_sqe_num`, else a positive `_hccl_task_num` for HCCL nodes (+1 for a Recv/RecvMem
+  node), else the node's `task_count`, else its engine's `default_task_count`;
 * a stream is over the limit when its units + 7 profiling units exceed `max_task_per_stream`
   (GE splits at counted units + 27 reserved = 7 profiling trace points + 20 spare; the spare
   takes the split's own Send/Recv, which come after GE's count, sync spec 5.6 and 10), or
@@ -116,11 +116,14 @@ class _Units:
 
 
 def node_units(graph: Graph, node: Node) -> int:
-    """Units of a graph node: `_node_sqe_num`, HCCL `_hccl_task_num`, task_count, engine."""
-    for key, applies in (("_node_sqe_num", True), ("_hccl_task_num", _is_hccl(node))):
-        value = node.attr(key)
-        if applies and isinstance(value, int) and not isinstance(value, bool):
-            return value
+    """Units of a graph node on its main stream: a positive explicit count (`_node_sqe_num`,
+    else `_hccl_task_num` for an HCCL node; one more for a Recv/RecvMem node), else its
+    task_count, else its engine's default (sync spec 5.4)."""
+    key = "_node_sqe_num" if node.has_attr("_node_sqe_num") else \
+        "_hccl_task_num" if _is_hccl(node) else None
+    value = node.attr(key) if key is not None else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value + (1 if node.type in ("Recv", "RecvMem") else 0)
     if node.task_count is not None:
         return node.task_count
     engine = graph.engines.get(node.engine)

@@ -1,7 +1,8 @@
-"""Reading a plan file (formats.md section 3) into typed, immutable records.
+"""Reading a plan file (docs/plan-format.md) into typed, immutable records.
 
-Only the shape is checked here: JSON that parses, required keys present, values of the right
-type. A malformed plan is an `InputError` (exit 3) that names the file and the field. Whether
+Only the shape is checked here: JSON that parses, follows the plan schema (`streamalloc schema
+plan`), required keys present, values of the right type. A malformed plan is an `InputError`
+(exit 3) that names the file and the field. Whether
 the plan is *right* (names exist, ids pair up, dependencies are ordered) is the verifier's
 job and gives violations, not exceptions.
 """
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.errors import InputError
-from streamalloc.plan_fields import PlanFields, read_plan_json
+from streamalloc.plan_fields import PLAN_DOC, PlanFields, read_plan_json
+from streamalloc.schemas import PLAN_FORMAT, check_document
 
-PLAN_FORMAT = "streamalloc.plan/v1"
 # Generated task types and the id space they use; StreamActive (switch handling, sync spec 6.3)
 # carries no id.
 SEND_TYPES = {"Send": "event", "SendNotify": "notify"}
@@ -104,19 +105,22 @@ class PlanView:
 
 
 def read_plan(path: str | Path) -> PlanView:
-    """Read and type-check a plan file (InputError naming the file and the field)."""
+    """Read a plan file, validate it against the plan schema and type-check it (InputError
+    naming the file and the field)."""
     path = Path(path)
-    return plan_view(read_plan_json(path), source=str(path))
+    data = read_plan_json(path)
+    check_document("plan", data, str(path))
+    return plan_view(data, source=str(path))
 
 
 def plan_view(data: Any, source: str = "<plan>") -> PlanView:
-    """Type-check an in-memory plan dict (formats.md section 3) and return it as a PlanView."""
+    """Type-check an in-memory plan dict (docs/plan-format.md) and return it as a PlanView."""
     f = PlanFields(source)
     data = f.obj(data, "the plan")
     for key in REQUIRED:
         if key not in data:
             raise InputError(f"{source}: missing key {key!r}; a plan needs "
-                             f"{', '.join(REQUIRED)} (formats.md section 3)")
+                             f"{', '.join(REQUIRED)} ({PLAN_DOC})")
     if data["format"] != PLAN_FORMAT:
         raise f.fail("format", repr(PLAN_FORMAT), data["format"])
     return PlanView(

@@ -7,8 +7,13 @@ depend on these passing (they look names up defensively).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Collection
 
 from streamalloc.verify.context import Context
+
+# At most this many missing ids are listed; a count far beyond the listed streams or ids (a plan
+# claiming 10^9 streams) costs time in proportion to what the plan lists, not to the count.
+LISTED_MISSING = 64
 
 
 def check_structure(ctx: Context) -> None:
@@ -35,11 +40,12 @@ def check_stream_ids(ctx: Context) -> None:
             ctx.log.add("stream-id-range", f"stream {sid} has a task list, but ids run 0.."
                         f"{top - 1} (physical_stream_count {plan.physical_stream_count}, "
                         f"attached_stream_count {plan.attached_stream_count})")
-    missing = [s for s in range(plan.physical_stream_count) if s not in plan.streams]
-    if missing:
-        ctx.log.add("stream-gap", f"physical_stream_count is {plan.physical_stream_count} but "
-                    f"{ids_phrase('stream', missing, 'has', 'have')} no task list; stream ids "
-                    "must run from 0 without gaps")
+    count = plan.physical_stream_count
+    missing, total = missing_ids(count, plan.streams)
+    if total:
+        ctx.log.add("stream-gap", f"physical_stream_count is {count} but "
+                    f"{missing_phrase('stream', missing, total, 'has', 'have')} no task list; "
+                    "stream ids must run from 0 without gaps")
 
 
 def check_task_names(ctx: Context) -> None:
@@ -124,6 +130,32 @@ def check_sync_declarations(ctx: Context) -> None:
         elif ctx.table.place(gid)[0] != entry.stream:
             ctx.log.add("sync-node-wrong-stream", f"sync node {name} is declared on stream "
                         f"{entry.stream} but listed as {ctx.table.describe(gid)}")
+
+
+def missing_ids(count: int, present: Collection[int]) -> tuple[list[int], int]:
+    """The first (at most LISTED_MISSING) ids of 0..count-1 not in `present`, and how many are
+    missing in all; the work is bounded by len(present), whatever `count` is.
+
+    >>> missing_ids(5, {0, 2})
+    ([1, 3, 4], 3)
+    >>> missing_ids(10**12, {0, 2})[1]
+    999999999998
+    """
+    total = count - sum(1 for i in present if 0 <= i < count)
+    scan = range(min(count, len(present) + LISTED_MISSING))
+    return [i for i in scan if i not in present][:LISTED_MISSING], total
+
+
+def missing_phrase(noun: str, ids: list[int], total: int, one: str, many: str) -> str:
+    """`stream 2 has`, `streams 2-3 have`, or with more missing than listed `999 streams
+    (2-65, ...) have`.
+
+    >>> missing_phrase("stream", [2, 3], 1000, "has", "have")
+    '1000 streams (2-3, ...) have'
+    """
+    if total <= len(ids):
+        return ids_phrase(noun, ids, one, many)
+    return f"{total} {noun}s ({id_ranges(ids)}, ...) {many}"
 
 
 def ids_phrase(noun: str, ids: list[int], one: str, many: str) -> str:

@@ -17,9 +17,10 @@ from collections.abc import Iterable
 from itertools import chain
 from typing import NamedTuple
 
+from streamalloc.ir.attached import resource_ids
 from streamalloc.verify.context import Context
 from streamalloc.verify.plan_input import EventEntry
-from streamalloc.verify.structure import ids_phrase
+from streamalloc.verify.structure import ids_phrase, missing_ids, missing_phrase
 
 Key = tuple[str, int]  # (id space, id)
 
@@ -67,12 +68,19 @@ def check_ids(ctx: Context, ends: dict[Key, Ends]) -> None:
             ids = ids_phrase(f"{space} id", beyond, "is", "are")
             ctx.log.add(f"{space}-id-range", f"{ids} used but {space}_count is {count}; ids run "
                         f"0..{count - 1}")
-        gaps = [i for i in range(count) if i not in used]
-        if gaps:
-            ids = ids_phrase(f"{space} id", gaps, "has", "have")
+        gaps, total = missing_ids(count, used)
+        if total and not _reserved_block(ctx, space, gaps, total):
+            ids = missing_phrase(f"{space} id", gaps, total, "has", "have")
             ctx.log.add(f"{space}-id-gap", f"{ids} no Send or Recv although {space}_count is "
                         f"{count}; ids must run from 0 without gaps (the runtime checks "
                         "continuity)")
+
+
+def _reserved_block(ctx: Context, space: str, gaps: list[int], total: int) -> bool:
+    """The ids without Send or Recv are the block the graph's attached sync resources reserve
+    (sync spec 4.5): that many ids, contiguous (GE numbers them in one go)."""
+    reserved = resource_ids(ctx.graph, space, 0)[1]
+    return total == reserved and gaps == list(range(gaps[0], gaps[0] + len(gaps)))
 
 
 def pair_waits(ctx: Context, ends: dict[Key, Ends]) -> dict[int, list[int]]:
@@ -110,7 +118,8 @@ def _pair_reused(ctx: Context, key: Key, e: Ends, waits: dict[int, list[int]]) -
     if not shared_ok:
         ctx.log.add(f"{space}-multiple-send", f"{space} {ident} is recorded by "
                     f"{_list(ctx, sends)}, which are not in different subgraph instances of one "
-                    "Case node; an id has one sender except in multi-dims reuse (sync spec 4.2)")
+                    "Case node; an id has one sender except in multi-dims reuse "
+                    "(docs/ge-behaviour.md section 5)")
         return
     matched: dict[int, int] = defaultdict(int)
     for r in e.recvs:
@@ -173,10 +182,11 @@ def check_entries(ctx: Context, ends: dict[Key, Ends]) -> None:
     """The `events` list matches the Send/Recv tasks: streams, counts, placement."""
     per_key: dict[Key, int] = defaultdict(int)
     none = Ends([], [])
+    logical = _logical_streams(ctx)
     for entry in ctx.plan.events:
         key = (entry.kind, entry.id)
         per_key[key] += 1
-        _check_entry(ctx, entry, ends.get(key, none))
+        _check_entry(ctx, entry, ends.get(key, none), logical)
     for (space, ident), e in ends.items():
         n, sends = per_key[(space, ident)], len(e.sends)
         if n == 0:
@@ -187,7 +197,17 @@ def check_entries(ctx: Context, ends: dict[Key, Ends]) -> None:
                         f"{sends} Send; one entry per sender")
 
 
-def _check_entry(ctx: Context, entry: EventEntry, e: Ends) -> None:
+def _logical_streams(ctx: Context) -> dict[int, int]:
+    """Physical stream -> the logical stream of the graph nodes listed on it (one, or the
+    structure checks report `physical-mixes-logical`)."""
+    logical: dict[int, int] = {}
+    for name, entry in ctx.plan.nodes.items():
+        if entry.physical_stream >= 0 and entry.stream >= 0 and name in ctx.nodes:
+            logical.setdefault(entry.physical_stream, entry.stream)
+    return logical
+
+
+def _check_entry(ctx: Context, entry: EventEntry, e: Ends, logical: dict[int, int]) -> None:
     for role, name in (("sender", entry.send), ("receiver", entry.recv)):
         if name not in ctx.nodes and name not in ctx.sync:
             ctx.log.add("event-entry", f"{entry.label()} names {role} {name}, which is neither "
@@ -201,7 +221,26 @@ def _check_entry(ctx: Context, entry: EventEntry, e: Ends) -> None:
             ctx.log.add("event-entry", f"{entry.label()}: no {'Send' if is_send else 'Recv'} of "
                         f"{entry.kind} {entry.id} is listed on its stream {stream}")
         else:
+            _check_logical(ctx, entry, node, stream, logical=logical, is_send=is_send)
             _check_placement(ctx, entry, on_stream, node, is_send)
+
+
+def _check_logical(ctx: Context, entry: EventEntry, node: str, stream: int, *,
+                   logical: dict[int, int], is_send: bool) -> None:
+    """The entry's node runs on the logical stream its Send (Recv) is on: the same physical
+    stream, or another split piece of it (a split may fall between a Recv and its node). A
+    node's work on its attached streams is not listed, so nodes with attached streams are
+    exempt; so are nodes without a logical stream that issue a task (GE runs them on stream 0,
+    sync spec 5.4)."""
+    entry_node = ctx.plan.nodes.get(node)
+    if entry_node is None or node not in ctx.nodes or ctx.plan.attached.get(node) \
+            or entry_node.stream < 0 or entry_node.physical_stream < 0 or stream not in logical:
+        return
+    if entry_node.stream != logical[stream]:
+        what, role = ("Send", "sender") if is_send else ("Recv", "receiver")
+        ctx.log.add("event-entry", f"{entry.label()}: its {role} {node} is on logical stream "
+                    f"{entry_node.stream}, but the {what} on stream {stream} is in logical "
+                    f"stream {logical[stream]}; the entry does not match its {what} task")
 
 
 def _check_placement(ctx: Context, entry: EventEntry, tasks: list[int], node: str,
@@ -209,9 +248,9 @@ def _check_placement(ctx: Context, entry: EventEntry, tasks: list[int], node: st
     """A record follows the node it publishes, a wait precedes the node it guards."""
     gid = ctx.table.where.get(node)
     if gid is None or ctx.table.owner[gid] != ctx.table.owner[tasks[0]]:
-        return  # the node is on another (e.g. attached) stream: nothing positional to check
-    if any((t > gid) == after for t in tasks):
-        return
+        return  # the node is on another (split piece or attached) stream: nothing positional
+    if any(t == gid or (t > gid) == after for t in tasks):
+        return  # (an entry may name the Send itself: a split event with no task before it)
     what, rel = ("Send", "after") if after else ("Recv", "before")
     ctx.log.add("event-placement", f"{entry.label()}: the {what} "
                 f"{ctx.table.describe(tasks[0])} is not {rel} {ctx.table.describe(gid)}; it "

@@ -1,0 +1,144 @@
+"""`verify` and `emulate` reject the same broken plan files with the same exit codes: 3 for a plan
+that does not follow the plan schema (the message on stderr names the file, the field and the
+expected value), 5 for a plan the verifier finds wrong (emulate runs the verifier first and
+prints its violations on stderr). Huge claimed counts fail at once instead of hanging."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamalloc.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAPH = ROOT / "examples" / "graphs" / "train_step.yaml"
+OTHER_PLAN = ROOT / "examples" / "plans" / "fork_join.plan.json"
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    assert main(["allocate", str(GRAPH), "-o", str(path)]) == 0
+    return json.loads(path.read_text())
+
+
+def _drop_last_event(p: dict[str, Any]) -> None:
+    p["events"].pop()
+
+
+def _swap_sender(p: dict[str, Any]) -> None:
+    p["events"][0]["send"] = p["events"][1]["send"]
+
+
+def _other_graph_name(p: dict[str, Any]) -> None:
+    p["graph"] = "other"
+
+
+def _set(*path: Any, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(p: dict[str, Any]) -> None:
+        target = p
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+# (change, exit code of both commands, what stderr says)
+CASES = {
+    "event id 1e30": (_set("events", 0, "id", value=1e30), 3,
+                      "field events[0].id: expected an integer >= 0"),
+    "event id 10**30": (_set("sync_nodes", 0, "event", value=10**30), 3,
+                        "field sync_nodes[0].event: expected an integer >= 0"),
+    "bool sync stream": (_set("sync_nodes", 0, "stream", value=True), 3,
+                         "field sync_nodes[0].stream: expected an integer >= 0 (up to "
+                         "2147483647), found true"),
+    "bool node stream": (_set("nodes", "loss", "physical_stream", value=False), 3,
+                         "field nodes['loss'].physical_stream: expected an integer >= -1"),
+    "bool event stream": (_set("events", 0, "send_stream", value=True), 3,
+                          "field events[0].send_stream"),
+    "1e12 streams": (_set("physical_stream_count", value=10**12), 3,
+                     "field physical_stream_count: expected an integer >= 0 (up to 2147483647)"),
+    "events entry missing": (_drop_last_event, 5, "but no entry in `events`"),
+    "events entry mismatch": (_swap_sender, 5, "the entry does not match its Send task"),
+    "another graph's name": (_other_graph_name, 5, "graph-mismatch: the plan is for graph "
+                                                   "'other'"),
+    "2e9 streams and events": (lambda p: p.update(physical_stream_count=2 * 10**9,
+                                                  event_count=2 * 10**9), 5,
+                               "stream-gap: physical_stream_count is 2000000000 but "
+                               "1999999996 streams (4-67, ...) have no task list"),
+}
+
+
+def _write(tmp_path: Path, good: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> Path:
+    plan = copy.deepcopy(good)
+    change(plan)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_verify_and_emulate_reject_the_same_broken_plans(
+        case: str, good: dict[str, Any], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    change, code, message = CASES[case]
+    path = _write(tmp_path, good, change)
+    capsys.readouterr()
+    began = time.perf_counter()
+    assert main(["verify", str(GRAPH), str(path)]) == code
+    verify_out, verify_err = capsys.readouterr()
+    assert main(["emulate", str(GRAPH), str(path), "--json"]) == code
+    emulate_out, emulate_err = capsys.readouterr()
+    assert time.perf_counter() - began < 20  # sizes are checked before anything is allocated
+    assert not emulate_out  # nothing ran: no report
+    assert message in emulate_err, emulate_err
+    assert str(path) in emulate_err
+    if code == 3:  # an input error: on stderr, not stdout
+        assert not verify_out and message in verify_err and str(path) in verify_err
+    else:  # a wrong plan: verify's report is its output; emulate's error carries the same lines
+        assert message in verify_out and not verify_err
+        for line in verify_out.splitlines()[1:-1]:
+            assert line in emulate_err
+
+
+def test_a_plan_made_for_another_graph_is_rejected_by_both(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(GRAPH), str(OTHER_PLAN)]) == 5
+    assert "graph-mismatch" in capsys.readouterr().out
+    assert main(["emulate", str(GRAPH), str(OTHER_PLAN)]) == 5
+    out, err = capsys.readouterr()
+    assert not out and "graph-mismatch" in err and "not emulated" in err
+
+
+def test_no_verify_runs_a_plan_the_verifier_rejects(good: dict[str, Any], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, good, _drop_last_event)  # the Send/Recv tasks are still there
+    assert main(["emulate", str(GRAPH), str(path), "--no-verify"]) == 0
+    assert "status ok" in capsys.readouterr().out
+    # the schema is still checked
+    path = _write(tmp_path, good, _set("events", 0, "id", value=1e30))
+    assert main(["emulate", str(GRAPH), str(path), "--no-verify"]) == 3
+
+
+def test_the_emulator_reads_the_plan_under_the_options_it_records(
+        good: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # made with a raised per-stream limit: over the default one, within the recorded one
+    plan = copy.deepcopy(good)
+    plan["options"] = {**plan["options"], "streamalloc.max_task_per_stream": "4096"}
+    plan["tasks"] = {**plan["tasks"], "2": 2000}
+    path = tmp_path / "raised.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    assert main(["verify", str(GRAPH), str(path)]) == 0
+    assert main(["emulate", str(GRAPH), str(path)]) == 0
+    plan["options"].pop("streamalloc.max_task_per_stream")
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["verify", str(GRAPH), str(path)]) == 4
+    assert main(["emulate", str(GRAPH), str(path)]) == 4
+    assert "limit-tasks" in capsys.readouterr().err
