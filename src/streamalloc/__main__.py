@@ -1,5 +1,9 @@
 """`python -m streamalloc` runs the command line."""
 
-from streamalloc.cli import main
+try:
+    from streamalloc.cli import main
+except KeyboardInterrupt:  # Ctrl-C while starting: the same one line as during a command
+    print("streamalloc: interrupted", file=__import__("sys").stderr)
+    raise SystemExit(130) from None
 
 raise SystemExit(main())

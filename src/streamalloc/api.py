@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import warnings
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from streamalloc.allocation import Allocation
-from streamalloc.errors import InputError, UsageError
+from streamalloc.errors import InputError, InputWarning, UsageError
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.loaders import GRAPH_SUFFIXES, load_graph
+from streamalloc.ir.op_types import known_op_type, near_op_type
+from streamalloc.ir.options import check_options
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
 from streamalloc.optimal import FREE, OptimalOptions, SolverReport, allocate_optimal
@@ -18,14 +22,15 @@ from streamalloc.passes import PassObserver
 from streamalloc.preset import preset_allocation
 from streamalloc.rules import RuleSet, default_rule_set, rule_set
 from streamalloc.rules.labelling import default_labels
+from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.sync.driver import SYNC_STRATEGIES, synchronize
 from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
 
 __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverReport", "SyncPlan",
-           "allocate",
-           "convert_graph", "default_rule_set", "load_graph", "load_rule_set", "optimal_plan",
-           "partition_model", "plan", "synced_graph", "synchronize", "with_options",
+           "allocate", "check_graph", "check_op_types", "convert_graph", "default_rule_set",
+           "load_graph", "load_rule_set", "optimal_plan",
+           "partition_model", "plan", "read_graph", "synced_graph", "synchronize", "with_options",
            "write_atomic", "write_graph"]
 
 
@@ -46,6 +51,46 @@ def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:
     return graph.with_options(settings)
 
 
+def read_graph(path: str | Path, settings: Mapping[str, str] | None = None,
+               rules: RuleSet | None = None) -> Graph:
+    """Load a graph, apply `--set` options (they win over the file) and check it once:
+    options (`ir.options.check_options`, exit 3 or a warning; the options `rules` gate on
+    count as read) and op types (a warning)."""
+    graph = load_graph(path).with_options(settings or {})
+    check_graph(graph, rules)
+    return graph
+
+
+def check_graph(graph: Graph, rules: RuleSet | None = None) -> None:
+    """The checks `read_graph` runs: options, then op types."""
+    check_options(graph, rules.gate_options() if rules is not None else ())
+    check_op_types(graph)
+
+
+def check_op_types(graph: Graph) -> None:
+    """One `InputWarning` for the op types of a graph file (YAML/JSON: written by hand, where a
+    typo goes unnoticed) that look like a typo of a known type: run on the default engine (the
+    engine table does not map them), unknown to the cost table, ONNX and `train-step`, and
+    within an edit distance of 2 (or a case change) of a type one of those knows. Other unknown
+    types are custom ops of the default engine and pass silently; ONNX models and GE dumps
+    name their types themselves and are not checked."""
+    if Path(graph.source).suffix.lower() not in GRAPH_SUFFIXES:
+        return
+    costs = default_cost_table().ops
+    table = graph.engines.op_engines
+    default = graph.engines.default_engine
+    unknown = Counter(n.type for n in graph.all_nodes() if n.engine == default
+                      and n.type not in table and not known_op_type(n.type, costs))
+    typos = {t: meant for t in unknown
+             if (meant := near_op_type(t, [*table, *costs])) is not None}
+    if typos:
+        types = ", ".join(f"{t} ({unknown[t]} node(s); did you mean {typos[t]}?)"
+                          for t in sorted(typos))
+        warnings.warn(f"{graph.source}: {sum(unknown[t] for t in typos)} node(s) of unknown op "
+                      f"type(s), placed on {default} at the default cost: {types}",
+                      InputWarning, stacklevel=2)
+
+
 def load_rule_set(path: str | Path | None) -> RuleSet | None:
     """A rule file or shipped rule set name given with --rules (None: GE's rules for the graph)."""
     return None if path is None else rule_set(path)
@@ -60,6 +105,7 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
     """Logical stream allocation of `graph` in the given mode. `observer` is told after every
     pass of the ge mode (`PassPrinter` is the one behind `--print-after`); preset mode runs
     no passes; optimal mode (`options`) solves, syncs and checks, see `optimal_plan`."""
+    _check_allocatable(graph)
     if mode == "preset":
         return preset_allocation(graph)
     if mode == "optimal":
@@ -69,7 +115,37 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
     if rules is not None and rules.name == FREE:
         raise InputError("rule set 'free' declares no rules and allocates nothing; it is for "
                          "--mode optimal (ge mode needs GE's rules or a file extending them)")
+    if rules is not None:
+        _check_assigning(graph, rules)
     return allocate_ge(graph, rules, observer=observer)
+
+
+# Rule kinds that give every subgraph a stream; a ge-mode rule set needs one enabled.
+ASSIGNING_KINDS = ("assign-by-dependency", "assign-by-label", "single-stream",
+                   "dynamic-engine-streams")
+SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
+
+
+def _check_assigning(graph: Graph, rules: RuleSet) -> None:
+    enabled = [r for r in rules.rules if r.enabled(graph.options)]
+    if not any(r.kind in ASSIGNING_KINDS for r in enabled):
+        raise InputError(
+            f"{rules.source}: rule set {rules.name!r} has no enabled rule that assigns streams "
+            f"(one of the kinds {', '.join(ASSIGNING_KINDS)}) for graph {graph.name!r}, so ge "
+            "mode would leave nodes without a stream; add `extends: ge-static-multi-stream` "
+            "(or another shipped rule set) to build on GE's rules, or add such a rule")
+
+
+def _check_allocatable(graph: Graph) -> None:
+    """A graph that already carries its Send/Recv tasks (`allocate --graph-out`, a built GE
+    graph) cannot be allocated again: its sync nodes would be synchronized a second time."""
+    synced = [n.name for n in graph.all_nodes() if n.type in SYNC_TYPES]
+    if synced:
+        raise InputError(
+            f"{graph.source or graph.name}: graph {graph.name!r} already has {len(synced)} "
+            f"Send/Recv node(s) (e.g. {synced[0]!r}): it is a synchronized graph, such as "
+            "`allocate --graph-out` writes; allocate the graph it was made from (sync tasks are "
+            "generated, not allocated), or check its streams with `verify GRAPH PLAN`")
 
 
 def optimal_plan(graph: Graph, rules: RuleSet | None = None,

@@ -4,41 +4,45 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import threading
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
-from streamalloc import __version__, api
-from streamalloc.commands import emulate_command
-from streamalloc.commands.compare import MODES as COMPARE_MODES
-from streamalloc.commands.compare import CompareSettings, compare_command, parse_modes
-from streamalloc.errors import StreamallocError, UsageError
-from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
-from streamalloc.ir.printer import print_graph
-from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET, training_step
-from streamalloc.memory import vars_command
-from streamalloc.outputs import write_bytes_atomic
-from streamalloc.passes import PassPrinter
-from streamalloc.report.allocation_report import (
-    explain_node,
-    solver_summary,
-    stream_table,
-    sync_summary,
-)
-from streamalloc.report.graph_report import graph_summary, graph_summary_json
-from streamalloc.rules import RuleSet, builtin_names
-from streamalloc.rules.schema import RULES_SCHEMA
-from streamalloc.runtime_emu.cost_table import load_cost_table
-from streamalloc.schemas import SCHEMAS as OUTPUT_SCHEMAS
-from streamalloc.sync.driver import SYNC_STAGE_NAMES
-from streamalloc.verify import verify_command, verify_plan
+from streamalloc import __version__
+from streamalloc.errors import InputWarning, StreamallocError, UsageError
 
+if TYPE_CHECKING:
+    from streamalloc import api
+    from streamalloc.passes import PassPrinter
+    from streamalloc.rules import RuleSet
+
+# Heavy modules (numpy, networkx, ortools, onnx behind them) are imported inside the handlers,
+# so that `--version` and `--help` answer at once. The choices below are their constants, kept
+# equal to them by tests/test_user_errors.py.
+MODES = ("ge", "preset", "optimal")  # api.MODES
+SYNC_STRATEGIES = ("ge", "minimal")  # sync.driver.SYNC_STRATEGIES
+COMPARE_MODES = ("ge", "ge-minimal", "optimal")  # commands.compare.MODES
+ALLREDUCE_MODES = ("per-gradient", "bucketed")  # ir.training.ALLREDUCE_MODES
+DEFAULT_BUCKET = 16  # ir.training.DEFAULT_BUCKET
 # The files users write (graph, rules) and the files the tool writes (plan, vars, emulation,
 # compare): `streamalloc schema KIND`.
-SCHEMAS = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA, **OUTPUT_SCHEMAS}
+SCHEMA_KINDS = ("compare", "emulation", "graph", "plan", "rules", "vars")
+
+
+def schemas() -> dict[str, Any]:
+    """The JSON Schema of every file format, by kind."""
+    from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
+    from streamalloc.rules.schema import RULES_SCHEMA
+    from streamalloc.schemas import SCHEMAS as OUTPUT_SCHEMAS
+    return {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA, **OUTPUT_SCHEMAS}
 
 
 def _settings(items: list[str]) -> dict[str, str]:
@@ -51,14 +55,35 @@ def _settings(items: list[str]) -> dict[str, str]:
     return result
 
 
+def _read_graph(path: str, args: argparse.Namespace,
+                rules: RuleSet | None = None) -> api.Graph:
+    """The graph of a command, with its --set options, checked once (api.read_graph)."""
+    from streamalloc import api
+    return api.read_graph(path, _settings(getattr(args, "set", None) or []), rules)
+
+
+def _loaded_graph(path: str) -> api.Graph:
+    """A graph whose options the command merges itself (verify, emulate, vars): loaded, its
+    op types checked; the command checks the merged options."""
+    from streamalloc import api
+    graph = api.load_graph(path)
+    api.check_op_types(graph)
+    return graph
+
+
 def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
-    graph = api.with_options(api.load_graph(args.graph), _settings(args.set))
-    return graph, api.allocate(graph, api.load_rule_set(args.rules), args.mode)
+    from streamalloc import api
+    rules = api.load_rule_set(args.rules)
+    graph = _read_graph(args.graph, args, rules)
+    return graph, api.allocate(graph, rules, args.mode)
 
 
 def _pass_printer(args: argparse.Namespace, graph: api.Graph,
                   rules: RuleSet | None) -> PassPrinter | None:
     """The instrument of --print-after and --dump-dir (None without them)."""
+    from streamalloc import api
+    from streamalloc.passes import PassPrinter
+    from streamalloc.sync.driver import SYNC_STAGE_NAMES
     if args.print_after is None and args.dump_dir is None:
         return None
     names = None
@@ -74,8 +99,10 @@ def _pass_printer(args: argparse.Namespace, graph: api.Graph,
 
 
 def _allocate(args: argparse.Namespace) -> int:
-    graph = api.with_options(api.load_graph(args.graph), _settings(args.set))
+    from streamalloc import api
+    from streamalloc.verify import verify_plan
     given = api.load_rule_set(args.rules)
+    graph = _read_graph(args.graph, args, given)
     if args.mode == "optimal":
         return _allocate_optimal(args, graph, given)
     printer = _pass_printer(args, graph, given)
@@ -89,16 +116,22 @@ def _allocate(args: argparse.Namespace) -> int:
 
 
 def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet | None) -> int:
+    from streamalloc import api
+    from streamalloc.report.allocation_report import solver_summary
+    from streamalloc.verify import verify_plan
     began = time.perf_counter()
     plan, report = api.optimal_plan(graph, given, _optimal_options(args))
     document = {**plan.to_json(), "solver": report.to_json()}
     verify_plan(graph, document).raise_for_failure()  # rules: checked by the optimal mode
     _write_plan(args, graph, plan, document)
-    sys.stdout.write(solver_summary(report.to_json(), time.perf_counter() - began))
+    if not args.json:
+        sys.stdout.write(solver_summary(report.to_json(), time.perf_counter() - began))
     return 0
 
 
 def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
+    from streamalloc import api
+    from streamalloc.runtime_emu.cost_table import load_cost_table
     if args.print_after is not None or args.dump_dir is not None:
         raise UsageError("--print-after and --dump-dir instrument the ge and preset modes")
     costs = load_cost_table(args.cost) if args.cost else None
@@ -111,16 +144,28 @@ def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
 
 def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
                 document: dict[str, object]) -> None:
-    """Write what was asked for (only after the plan verified), then print the tables."""
+    """Write what was asked for (only after the plan verified), then print the tables (or
+    the plan JSON with --json, or the per-node table with --nodes)."""
+    from streamalloc import api
+    from streamalloc.report.allocation_report import node_table, stream_table, sync_summary
+    text = json.dumps(document, indent=1) + "\n"
     if args.output:
-        api.write_atomic(Path(args.output), json.dumps(document, indent=1) + "\n")
+        api.write_atomic(Path(args.output), text)
     if args.graph_out:
         api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
+    if args.json:
+        sys.stdout.write(text)
+        return
     sys.stdout.write(stream_table(graph, plan.allocation))
+    if args.nodes:
+        sys.stdout.write("\n" + node_table(graph, plan))
     sys.stdout.write(sync_summary(plan))
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from streamalloc import api
+    from streamalloc.commands.compare import CompareSettings, compare_command, parse_modes
+    from streamalloc.outputs import write_bytes_atomic
     settings = CompareSettings(parse_modes(args.modes), api.load_rule_set(args.rules),
                                _settings(args.set), _optimal_options(args))
     sys.stdout.write(compare_command(args.graphs, settings, json_out=args.json, plot=args.plot,
@@ -129,6 +174,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from streamalloc.report.allocation_report import explain_node
     graph, allocation = _allocated(args)
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
@@ -137,25 +183,31 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _emulate(args: argparse.Namespace) -> int:
-    text, code = emulate_command(args.graph, args.plan, json_out=args.json, trace=args.trace,
-                                 gantt=args.gantt, cost=args.cost, verify=args.verify)
+    from streamalloc.commands import emulate_command
+    text, code = emulate_command(_loaded_graph(args.graph), args.plan, json_out=args.json,
+                                 trace=args.trace, gantt=args.gantt, cost=args.cost,
+                                 verify=args.verify, settings=_settings(args.set))
     sys.stdout.write(text)
     return code
 
 
 def _verify(args: argparse.Namespace) -> int:
-    text, code = verify_command(args.graph, args.plan, rules=args.rules,
-                                settings=_settings(args.set))
+    from streamalloc.verify import verify_command
+    text, code = verify_command(_loaded_graph(args.graph), args.plan, rules=args.rules,
+                                settings=_settings(args.set), json_out=args.json)
     sys.stdout.write(text)
     return code
 
 
 def _vars(args: argparse.Namespace) -> int:
-    sys.stdout.write(vars_command(args.graph, args.output))
+    from streamalloc.memory import vars_command
+    sys.stdout.write(vars_command(_loaded_graph(args.graph), args.output,
+                                  settings=_settings(args.set), json_out=args.json))
     return 0
 
 
 def _rules_check(args: argparse.Namespace) -> int:
+    from streamalloc import api
     rules = api.load_rule_set(args.file)
     assert rules is not None
     print(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), {len(rules.rules)} "
@@ -167,6 +219,9 @@ def _rules_check(args: argparse.Namespace) -> int:
 
 
 def _rules_list(args: argparse.Namespace) -> int:
+    from streamalloc import api
+    from streamalloc.rules import builtin_names
+    from streamalloc.sync.driver import SYNC_STAGE_NAMES
     if args.ruleset is None:
         for name in builtin_names():
             rules = api.load_rule_set(name)
@@ -187,7 +242,10 @@ def _rules_list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    graph = api.load_graph(args.graph)
+    from streamalloc import api
+    from streamalloc.ir.printer import print_graph
+    from streamalloc.report.graph_report import graph_summary, graph_summary_json
+    graph = _read_graph(args.graph, args)
     if args.canonical:
         sys.stdout.write(print_graph(graph))
         return 0
@@ -200,14 +258,18 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    graph = api.convert_graph(args.model, args.output)
+    from streamalloc import api
+    graph = _read_graph(args.model, args)
+    api.write_graph(graph, Path(args.output))
     print(f"wrote {args.output}: graph {graph.name}, {graph.node_count()} nodes, "
           f"{len(graph.subgraphs)} subgraphs")
     return 0
 
 
 def _train_step(args: argparse.Namespace) -> int:
-    graph = training_step(api.load_graph(args.model), allreduce=args.allreduce,
+    from streamalloc import api
+    from streamalloc.ir.training import training_step
+    graph = training_step(_read_graph(args.model, args), allreduce=args.allreduce,
                           bucket=args.bucket, aicpu_ops=args.aicpu_ops, seed=args.seed)
     api.write_graph(graph, Path(args.output))
     engines = Counter(n.engine for n in graph.all_nodes())
@@ -217,19 +279,23 @@ def _train_step(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    sys.stdout.write(json.dumps(SCHEMAS[args.kind], indent=1) + "\n")
+    sys.stdout.write(json.dumps(schemas()[args.kind], indent=1) + "\n")
     return 0
+
+
+def _set_arg(parser: argparse.ArgumentParser, what: str = "set a graph option (wins over the "
+             "file); repeatable") -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=what)
 
 
 def _allocation_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
-    parser.add_argument("--mode", default="ge", choices=list(api.MODES),
+    parser.add_argument("--mode", default="ge", choices=list(MODES),
                         help="ge: GE's pass chain; preset: the graph's own stream_id values; "
                              "optimal: the CP-SAT allocator under the same rules")
     parser.add_argument("--rules", help="rule file replacing or extending (extends:) the "
                                         "shipped GE rules, or a shipped rule set name")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="set a graph option (wins over the file); repeatable")
+    _set_arg(parser)
 
 
 def _optimal_args(parser: argparse.ArgumentParser) -> None:
@@ -267,6 +333,7 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     emu.add_argument("--no-verify", dest="verify", action="store_false",
                      help="emulate a plan file even when the verifier rejects it (to watch a "
                           "deadlock or a race); its schema is still checked")
+    _set_arg(emu, "set a graph option (wins over the file and the plan); repeatable")
     emu.set_defaults(run=_emulate)
 
     ver = sub.add_parser("verify", help="independent check of a plan file; exit 0 only if valid")
@@ -274,13 +341,17 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     ver.add_argument("plan", help="plan file (docs/plan-format.md)")
     ver.add_argument("--rules", help="the rule file the plan was made with (default: the "
                                      "shipped rule set the plan names)")
-    ver.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="set a graph option over those the plan records; repeatable")
+    _set_arg(ver, "set a graph option over those the plan records; repeatable")
+    ver.add_argument("--json", action="store_true",
+                     help="print the report as JSON: valid, violations, counts, stats")
     ver.set_defaults(run=_verify)
 
     var = sub.add_parser("vars", help="variable memory plan of a graph (docs/vars-format.md)")
     var.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
     var.add_argument("-o", "--output", help="plan file to write (JSON, streamalloc.vars/v1)")
+    var.add_argument("--json", action="store_true",
+                     help="print the plan JSON (what -o writes) instead of the table")
+    _set_arg(var)
     var.set_defaults(run=_vars)
 
 
@@ -314,6 +385,7 @@ def _generator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     train.add_argument("--aicpu-ops", type=int, default=3, metavar="N",
                        help="AI CPU overflow checks on the backward chain (3)")
     train.add_argument("--seed", type=int, default=0, help="where the AI CPU checks go (0)")
+    _set_arg(train, "set a graph option of the model (kept in the step); repeatable")
     train.set_defaults(run=_train_step)
 
 
@@ -343,11 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = show.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="machine-readable output")
     fmt.add_argument("--canonical", action="store_true", help="the canonical text form")
+    _set_arg(show)
     show.set_defaults(run=_show)
 
     imp = sub.add_parser("import", help="convert an ONNX model or GE dump into our graph format")
     imp.add_argument("model", help="an .onnx model or a GE dump (protobuf text or binary)")
     imp.add_argument("-o", "--output", required=True, help="graph file to write (.yaml or .json)")
+    _set_arg(imp, "set a graph option in the written graph; repeatable")
     imp.set_defaults(run=_import)
 
     alloc = sub.add_parser("allocate", help="logical stream allocation; per-stream table")
@@ -355,7 +429,13 @@ def build_parser() -> argparse.ArgumentParser:
     alloc.add_argument("-o", "--output", help="plan file to write (JSON)")
     alloc.add_argument("--graph-out", metavar="FILE",
                        help="write the graph with its Send/Recv nodes (.yaml or .json)")
-    alloc.add_argument("--sync", choices=list(api.SYNC_STRATEGIES),
+    out = alloc.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true",
+                     help="print the plan JSON (what -o writes) instead of the tables")
+    out.add_argument("--nodes", action="store_true",
+                     help="also print the per-node table: type, engine, logical and physical "
+                          "stream, deciding rule (or why a node has no stream)")
+    alloc.add_argument("--sync", choices=list(SYNC_STRATEGIES),
                        help="event elimination: ge (GE's optimisations; the default in ge and "
                             "preset modes) or minimal (only the events no other ordering "
                             "implies; the default in optimal mode)")
@@ -382,22 +462,93 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the JSON Schema of a file format: the files "
                                            "you write (graph, rules) and those the tool writes "
                                            "(plan, vars, emulation, compare)")
-    schema.add_argument("kind", choices=sorted(SCHEMAS))
+    schema.add_argument("kind", choices=SCHEMA_KINDS)
     schema.set_defaults(run=_schema)
     return parser
+
+
+def _show_warning(message: Warning | str, category: type[Warning],  # noqa: PLR0917
+                  filename: str, lineno: int, file: TextIO | None = None,
+                  line: str | None = None) -> None:
+    """Input warnings as one line on stderr; others as Python prints them (warnings'
+    `showwarning` signature)."""
+    del file
+    if issubclass(category, InputWarning):
+        print(f"streamalloc: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null, so that the flush at exit is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
+BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
+INTERRUPTED = 130  # 128 + SIGINT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (README, "Exit codes")."""
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+class _Interrupt:
+    """Ctrl-C seen: a KeyboardInterrupt inside an extension module's import comes out as an
+    ImportError ("initialization failed"), so the handler remembers the signal itself."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        del signum, frame
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace) -> int:
+    _Interrupt.seen = False
+    previous = None
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous = signal.signal(signal.SIGINT, _Interrupt.handler)
     try:
-        return int(args.run(args))
+        return _run_command(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    try:
+        code = int(args.run(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # the reader closed its end (`| head`): stop quietly
+        _quiet_stdout()
+        return BROKEN_PIPE
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        print("streamalloc: interrupted", file=sys.stderr)
+        return INTERRUPTED
     except StreamallocError as exc:
         if args.debug:
             traceback.print_exc()
         print(f"streamalloc: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except Exception as exc:  # a bug: say so, and keep the traceback behind --debug
+        if _Interrupt.seen:  # Ctrl-C during an import
+            print("streamalloc: interrupted", file=sys.stderr)
+            return INTERRUPTED
         if args.debug:
             traceback.print_exc()
         print(f"streamalloc: internal error ({type(exc).__name__}): {exc}; rerun with --debug "

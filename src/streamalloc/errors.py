@@ -65,3 +65,8 @@ class InternalError(StreamallocError):
     """An internal invariant broke: a bug in streamalloc, not in the input."""
 
     exit_code = 1
+
+
+class InputWarning(UserWarning):
+    """Input the tool accepts but suspects (an option it does not read, an unknown op type);
+    the command line prints it as one line on stderr."""

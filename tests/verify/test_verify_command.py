@@ -53,9 +53,15 @@ def test_wrong_plan_exits_5(tmp_path: Path) -> None:
 
 
 def test_limit_exits_4(tmp_path: Path) -> None:
-    text, code = verify_command(*files(tmp_path, good(), "{streamalloc.max_events: 0}"))
+    text, code = verify_command(*files(tmp_path, good(), "{streamalloc.max_streams: 1}"))
     assert code == 4
-    assert "limit-events: the plan uses 1 events, the device allows 0" in text
+    assert "limit-streams: the plan uses 2 streams, the device allows 1" in text
+
+
+def test_a_non_positive_limit_is_exit_3(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"option streamalloc\.max_events is '0'; expected a "
+                                         "positive integer"):
+        verify_command(*files(tmp_path, good(), "{streamalloc.max_events: 0}"))
 
 
 @pytest.mark.parametrize(("content", "expected"), [
@@ -78,7 +84,8 @@ def test_missing_files_exit_3(tmp_path: Path) -> None:
 
 
 def test_bad_limit_option_exits_3(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"option streamalloc\.max_events: expected an integer"):
+    with pytest.raises(InputError,
+                       match=r"option streamalloc\.max_events is 'many'; expected a posi"):
         verify_command(*files(tmp_path, good(), '{streamalloc.max_events: "many"}'))
 
 

@@ -20,7 +20,6 @@ from typing import Any
 from streamalloc import api
 from streamalloc.errors import UsageError
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
 from streamalloc.rules import RuleSet
@@ -58,7 +57,7 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
     for path in _progress(paths):
-        graph = load_graph(path).with_options(settings.options)
+        graph = api.read_graph(path, settings.options, settings.rules)
         reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
         for mode in settings.modes:
             rows.append({"input": Path(path).stem, "graph": graph.name, "file": str(path),

@@ -18,6 +18,7 @@ not at all.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from streamalloc import api
 from streamalloc.errors import LimitExceeded, PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.options import check_options
 from streamalloc.memory import PlanLoader, variable_plan
 from streamalloc.outputs import write_bytes_atomic
 from streamalloc.plan_fields import read_plan_json
@@ -38,16 +40,21 @@ from streamalloc.schemas import check_document
 from streamalloc.verify import plan_view, verify_plan
 
 
-def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, json_out: bool,
-                    trace: str | None, gantt: str | None, cost: str | None,
-                    verify: bool = True) -> tuple[str, int]:
-    """Run one plan of one graph on the emulated device: (text to print, exit code)."""
+def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None, *,
+                    json_out: bool, trace: str | None, gantt: str | None, cost: str | None,
+                    verify: bool = True, settings: Mapping[str, str] | None = None
+                    ) -> tuple[str, int]:
+    """Run one plan of one graph (a file, or a graph already loaded) on the emulated device:
+    (text to print, exit code). `settings` (`--set`) win over the file's and the plan's
+    options; the merged options are checked (`ir.options.check_options`)."""
     table = load_cost_table(cost) if cost else default_cost_table()
-    graph = load_graph(graph_path)
+    graph = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
     if plan_path is None:  # allocate in ge mode (and verify) first, as `allocate` would
+        graph = graph.with_options(settings or {})
+        check_options(graph)
         plan: Plan | dict[str, Any] = ge_plan(graph)
     else:
-        graph, plan = checked_plan(graph, Path(plan_path), verify=verify)
+        graph, plan = checked_plan(graph, Path(plan_path), verify=verify, settings=settings)
     # the variable memory plan is loaded into emulated device memory before the first task
     variables = PlanLoader(variable_plan(graph), device_id=0)
     result = emulate(graph, plan, costs=table, variables=variables)
@@ -64,7 +71,8 @@ def emulate_command(graph_path: str | Path, plan_path: str | Path | None, *, jso
     return text, 0
 
 
-def checked_plan(graph: Graph, path: Path, *, verify: bool = True) -> tuple[Graph, Plan]:
+def checked_plan(graph: Graph, path: Path, *, verify: bool = True,
+                 settings: Mapping[str, str] | None = None) -> tuple[Graph, Plan]:
     """The plan file for the emulator, and the graph under the options the plan records.
 
     The file must follow the plan schema (InputError); with `verify`, the verifier must accept
@@ -72,7 +80,8 @@ def checked_plan(graph: Graph, path: Path, *, verify: bool = True) -> tuple[Grap
     data = read_plan_json(path)
     check_document("plan", data, str(path))
     view = plan_view(data, source=str(path))
-    graph = graph.with_options(dict(view.options or {}))
+    graph = graph.with_options({**(view.options or {}), **(settings or {})})
+    check_options(graph)
     if verify:
         report = verify_plan(graph, view)
         if not report.ok:

@@ -29,6 +29,7 @@ from typing import Any
 
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.options import check_options
 from streamalloc.memory.codes import (
     DEFAULT_DEVICE_MEMORY,
     GIB,
@@ -197,16 +198,21 @@ def plan_text(plan: VariablePlan) -> str:
     return f"{head}\n\n{table}\n\ntotal bytes: {totals}\n"
 
 
-def vars_command(graph_path: str, output: str | None = None) -> str:
+def vars_command(graph_path: str | Graph, output: str | None = None,
+                 settings: Mapping[str, str] | None = None, json_out: bool = False) -> str:
     """`streamalloc vars GRAPH [-o vars.json]`: plan the graph's variables, write the JSON.
 
     The plan runs in a manager pool of its own. Writes the plan JSON atomically to `output` if
-    given and returns the table text to print. Raises GraphLoadError / VarGraphError (exit 3) for
-    bad input, VarMemoryExhausted (exit 4) when the variables do not fit, UsageError (exit 2)
+    given and returns the table text to print (with `json_out`, the JSON the file holds).
+    `graph_path` may be a graph already loaded; `settings` (`--set`) win over its options.
+    Raises GraphLoadError / VarGraphError / OptionError (exit 3) for bad input,
+    VarMemoryExhausted (exit 4) when the variables do not fit, UsageError (exit 2)
     when the output cannot be written. Nothing is written when the command fails.
     """
-    graph = load_graph(graph_path)
+    loaded = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
+    graph = loaded.with_options(settings or {})
+    check_options(graph)
     plan = variable_plan(graph, pool=plan_pool(graph))
     if output is not None:
         write_atomic(Path(output), plan_json_text(plan))
-    return plan_text(plan)
+    return plan_json_text(plan) if json_out else plan_text(plan)

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamalloc.allocation import Allocation
+from streamalloc.facts import INVALID
+from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph
 from streamalloc.report.table import format_table
 from streamalloc.sync.result import SyncPlan
@@ -31,6 +33,34 @@ def stream_table(graph: Graph, allocation: Allocation) -> str:
     table = format_table(["stream", "nodes", "engines", "user_labels", "attached", "first nodes"],
                          rows)
     return f"{head}\n\n{table}\n"
+
+
+def node_table(graph: Graph, plan: SyncPlan) -> str:
+    """`allocate --nodes`: per node (T-order) its type, engine, logical and physical stream and
+    the rule that decided it; for a node without a stream, why it has none."""
+    allocation = plan.allocation
+    rows = []
+    for name, result in allocation.nodes.items():
+        node = graph.node(name)
+        physical = plan.physical.get(name, INVALID)
+        why = result.rule if result.stream != INVALID else _no_stream(graph, name, result.rule)
+        rows.append([name, node.type, node.engine, result.stream,
+                     physical if physical != INVALID else "-", why])
+    return format_table(["node", "type", "engine", "logical", "physical", "rule / why none"],
+                        rows) + "\n"
+
+
+def _no_stream(graph: Graph, name: str, rule: str) -> str:
+    node = graph.node(name)
+    engine = graph.engines.get(node.engine)
+    if is_data_like(node):
+        return "none: data-like source (in no engine subgraph)"
+    if node.has_attr("_rts_label_node"):
+        return "none: RTS label node (`_rts_label_node`: GE leaves it on the invalid stream)"
+    if engine is not None and engine.skip_assign_stream:
+        return (f"none: {node.engine} skips stream assignment and skipped-engine found no "
+                "neighbour's stream to fold it onto")
+    return f"none: left without a stream by {rule}"
 
 
 def sync_summary(plan: SyncPlan) -> str:

@@ -77,6 +77,23 @@ class RuleSet:
     rules: tuple[Rule, ...]
     source: str = ""
 
+    def gate_options(self) -> frozenset[str]:
+        """The graph options the rules' `when:` gates read (options the tool then reads)."""
+        found: set[str] = set()
+
+        def walk(block: object) -> None:
+            if isinstance(block, Mapping):
+                if isinstance(block.get("option"), str):
+                    found.add(block["option"])
+                for value in block.values():
+                    walk(value)
+            elif isinstance(block, list | tuple):
+                for value in block:
+                    walk(value)
+        for rule in self.rules:
+            walk(rule.when_block)
+        return frozenset(found)
+
     def by_scope(self, scope: str) -> tuple[Rule, ...]:
         """The rules of one scope (label, graph, model), in order."""
         return tuple(r for r in self.rules if r.spec.scope == scope)

@@ -8,23 +8,31 @@ every other error.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.options import check_options
 from streamalloc.verify.plan_input import read_plan
 from streamalloc.verify.report import DEFAULT_CAP
 from streamalloc.verify.rules import plan_rule_set
 from streamalloc.verify.verifier import verify_plan
 
 
-def verify_command(graph_path: str | Path, plan_path: str | Path, *, rules: str | None = None,
-                   settings: Mapping[str, str] | None = None,
-                   cap: int = DEFAULT_CAP) -> tuple[str, int]:
+def verify_command(graph_path: str | Path | Graph, plan_path: str | Path, *,
+                   rules: str | None = None, settings: Mapping[str, str] | None = None,
+                   cap: int = DEFAULT_CAP, json_out: bool = False) -> tuple[str, int]:
     """Verify the plan file against the graph file, under the options the plan records (then
     `settings`) and its rule set (or `rules`, a file or shipped name): (report text, exit code).
-    Unreadable or malformed input raises InputError."""
+    `graph_path` may be a graph already loaded. Unreadable or malformed input raises
+    InputError; so do bad options (`ir.options.check_options`, run on the merged options)."""
     plan = read_plan(plan_path)
-    graph = load_graph(graph_path).with_options({**(plan.options or {}), **(settings or {})})
-    report = verify_plan(graph, plan, rules=plan_rule_set(plan, rules), cap=cap)
-    return report.text(), report.exit_code
+    loaded = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
+    graph = loaded.with_options({**(plan.options or {}), **(settings or {})})
+    rule_set = plan_rule_set(plan, rules)
+    check_options(graph, rule_set.gate_options() if rule_set is not None else ())
+    report = verify_plan(graph, plan, rules=rule_set, cap=cap)
+    text = json.dumps(report.to_json(), indent=1) + "\n" if json_out else report.text()
+    return text, report.exit_code

@@ -115,6 +115,14 @@ class VerifyReport:
             f"{kind} {n}" for kind, n in sorted(self.counts.items())))
         return "\n".join(lines) + "\n"
 
+    def to_json(self) -> dict[str, object]:
+        """`verify --json`: the verdict, the kept violations, counts by kind, statistics."""
+        return {"graph": self.graph, "plan": self.source, "valid": self.ok,
+                "exit_code": self.exit_code, "total": self.total,
+                "violations": [{"kind": v.kind, "message": v.message} for v in self.violations],
+                "counts": dict(self.counts),
+                "stats": {f: getattr(self.stats, f) for f in VerifyStats.__slots__}}
+
     def raise_for_failure(self) -> None:
         """Raise PlanVerifyError (or LimitExceeded when only limits fail) with the text."""
         if self.exit_code == PlanVerifyError.exit_code:

@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from streamalloc.ir.attrs import ATTR_KINDS
+from streamalloc.ir.dtypes import DTYPES
 from streamalloc.ir.graph import GRAPH_FORMAT
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # GE's and ONNX's dimensions are int64
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 
 _TENSOR = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "shape": {"type": ["array", "null"], "items": {"type": "integer"}},
-        "dtype": {"type": "string"},
+        "shape": {"type": ["array", "null"],
+                  "items": {"type": "integer", "minimum": INT64_MIN, "maximum": INT64_MAX,
+                            "description": "a dimension: an int64 (-1 unknown)"}},
+        "dtype": {"enum": list(DTYPES)},
         "format": {"type": "string"},
         "attrs": {"$ref": "#/$defs/attrs"},
     },

@@ -1,0 +1,352 @@
+"""What a user meets: strict options, input errors instead of internal ones, one behaviour across
+commands (broken pipes, Ctrl-C, --set, --json, --nodes) and a fast `--version`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from streamalloc import api, cli
+from streamalloc.cli import main
+from streamalloc.errors import InputWarning
+from streamalloc.ir.options import OPTIONS, near_miss, options_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = str(ROOT / "examples" / "graphs" / "train_step.yaml")
+LAYERS = str(ROOT / "examples" / "graphs" / "transformer_layers.yaml")
+GRAPH = """\
+format: streamalloc.graph/v1
+name: demo
+options: {OPTIONS}
+nodes:
+  - {{name: data, type: Data, outputs: [{{shape: [1, 4], dtype: float16}}]}}
+  - {{name: relu, type: {RELU}, inputs: ["data:0"],
+     outputs: [{{shape: [1, {DIM}], dtype: {DTYPE}}}]}}
+  - {{name: ar, type: HcomAllReduce, inputs: [relu], attrs: {{fusion: 1}}}}
+  - {{name: add, type: Add, inputs: [ar]}}
+"""
+
+
+def graph_file(tmp_path: Path, options: str = "{}", relu: str = "Relu", dim: str = "4",
+               dtype: str = "float16") -> str:
+    path = tmp_path / "g.yaml"
+    path.write_text(GRAPH.format(OPTIONS=options, RELU=relu, DIM=dim, DTYPE=dtype),
+                    encoding="utf-8")
+    return str(path)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("streamalloc: error: "), err
+    return lines[0]
+
+
+# --- 1. strict options ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("setting", "expected"), [
+    ("ge.streamMaxParalelNum=AIcoreEngine:2", "did you mean 'ge.streamMaxParallelNum'"),
+    ("ge.hcomparallel=1", "did you mean 'ge.hcomParallel'"),
+    ("streamalloc.max_evnts=3", "did you mean 'streamalloc.max_events'"),
+    ("streamalloc.colour=red", "the streamalloc.* options are: streamalloc.max_streams"),
+    ("ge.hcomParallel=maybe", "option ge.hcomParallel is 'maybe'; valid: '0', '1', ''"),
+    ("ge.enableSingleStream=yes", "valid: '', 'true', 'false'"),
+    ("ge.topoSortingMode=9", "valid: '', '0', '1', '2', '3'"),
+    ("ge.streamMaxParallelNum=Bogus:4", "no engine 'Bogus'; engines: AIcoreEngine"),
+    ("ge.streamMaxParallelNum=AIcoreEngine:0", "expected ENGINE:N with N a positive integer"),
+    ("streamalloc.max_events=0", "expected a positive integer"),
+    ("streamalloc.max_streams=-3", "expected a positive integer"),
+    ("ge.autoMultistreamParallelMode=LoadBalance:99", "N in 1..64"),
+    ("ge.event=events", "valid: '', 'notify'"),
+])
+def test_bad_options_are_exit_3_naming_the_fix(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path, setting: str,
+                                               expected: str) -> None:
+    graph = graph_file(tmp_path)
+    for command in (["allocate", graph], ["show", graph], ["vars", graph], ["emulate", graph]):
+        code, out, err = run(capsys, *command, "--set", setting)
+        assert code == 3, (command, err)
+        assert expected in one_error(err), (command, err)
+        assert out == ""
+
+
+def test_options_in_the_file_are_checked_too(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    graph = graph_file(tmp_path, '{ge.streamMaxParalelNum: "AIcoreEngine:2"}')
+    code, _, err = run(capsys, "allocate", graph)
+    assert code == 3
+    assert "g.yaml: unknown option 'ge.streamMaxParalelNum'; did you mean" in one_error(err)
+
+
+def test_unknown_foreign_options_are_one_warning(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    graph = graph_file(tmp_path, '{ge.exec.precision_mode: allow_fp32_to_fp16, '
+                                 'ge.graphRunMode: "1"}')
+    code, out, err = run(capsys, "allocate", graph)
+    assert code == 0
+    assert "logical stream" in out
+    assert err == (f"streamalloc: warning: {graph}: 2 option(s) this tool does not read, "
+                   "ignored: ge.exec.precision_mode, ge.graphRunMode\n")
+
+
+def test_an_option_a_rule_gates_on_is_read(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text("format: streamalloc.rules/v1\nname: mine\nextends: ge-static-multi-stream\n"
+                     "rules:\n  - {name: pin, kind: pin-stream, priority: 1150, "
+                     "match: {type: Add}, when: {option: my.pin, equals: \"yes\"}, "
+                     "options: {stream: 0}}\n", encoding="utf-8")
+    code, _, err = run(capsys, "allocate", graph_file(tmp_path), "--rules", str(rules),
+                       "--set", "my.pin=yes")
+    assert (code, err) == (0, "")
+
+
+def test_valid_values_pass(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    graph = graph_file(tmp_path, '{ge.hcomParallel: "1", ge.enableSingleStream: "false", '
+                                 'ge.streamMaxParallelNum: "AIcoreEngine:2,DNN_HCCL:1", '
+                                 'streamalloc.max_events: "100", ge.topoSortingMode: "1"}')
+    code, _, err = run(capsys, "allocate", graph)
+    assert (code, err) == (0, "")
+
+
+def test_near_miss() -> None:
+    assert near_miss("ge.streamMaxParalelNum") == "ge.streamMaxParallelNum"
+    assert near_miss("GE.HCOMPARALLEL") == "ge.hcomParallel"
+    assert near_miss("ge.exec.precision_mode") is None
+    assert near_miss("ge.graphRunMode") is None
+
+
+def _readme_options() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("| option | values (default first) | effect |")
+    lines = []
+    for line in text[start:].splitlines():
+        if not line.startswith("|"):
+            break
+        lines.append(line)
+    return lines
+
+
+def test_readme_options_table_is_the_code_table() -> None:
+    assert _readme_options() == options_markdown().splitlines()
+    assert len(OPTIONS) == len(_readme_options()) - 2
+
+
+def test_unknown_dtype_is_exit_3_with_the_valid_ones(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    code, _, err = run(capsys, "show", graph_file(tmp_path, dtype="flaot16"))
+    assert code == 3
+    line = one_error(err)
+    assert "g.yaml:7: node 'relu' field 'outputs.0.dtype': found 'flaot16'; valid: float32" in line
+
+
+def test_a_typo_of_an_op_type_is_one_warning(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    code, _, err = run(capsys, "show", graph_file(tmp_path, relu="Relue"))
+    assert code == 0
+    assert err.count("\n") == 1
+    assert err.startswith("streamalloc: warning: ")
+    assert "1 node(s) of unknown op type(s)" in err
+    assert "Relue (1 node(s); did you mean Relu?)" in err
+    # a custom op type is not a typo, GE's variants of known types neither
+    for custom in ("FooBarOp", "SoftmaxV2", "ConcatD"):
+        code, _, err = run(capsys, "show", graph_file(tmp_path, relu=custom))
+        assert (code, err) == (0, ""), custom
+
+
+def test_no_op_type_warning_on_the_examples_and_golden_cases() -> None:
+    paths = [TRAIN, LAYERS, *sorted(str(p) for p in (ROOT / "tests" / "goldens" / "cases")
+                                    .glob("*.yaml"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputWarning)
+        for path in paths:
+            api.check_op_types(api.load_graph(path))
+
+
+# --- 2. input errors, not internal ones -------------------------------------------------------
+
+def test_a_stand_alone_rule_set_without_an_assigning_rule(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text("format: streamalloc.rules/v1\nname: lonely\nrules:\n"
+                     "  - {name: lab, kind: stream-label, match: {type: Relu}, "
+                     "options: {label: a}}\n", encoding="utf-8")
+    code, _, err = run(capsys, "allocate", graph_file(tmp_path), "--rules", str(rules))
+    assert code == 3
+    line = one_error(err)
+    assert "rule set 'lonely' has no enabled rule that assigns streams" in line
+    assert "extends: ge-static-multi-stream" in line
+
+
+def test_a_dimension_beyond_int64_is_exit_3(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    code, _, err = run(capsys, "allocate", graph_file(tmp_path, dim="99999999999999999999"))
+    assert code == 3
+    assert "is greater than the maximum of 9223372036854775807" in one_error(err)
+
+
+def test_a_synced_graph_fed_back_is_exit_3(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    synced = str(tmp_path / "synced.yaml")
+    code, _, _ = run(capsys, "allocate", TRAIN, "--graph-out", synced)
+    assert code == 0
+    for argv in (["allocate", synced], ["allocate", synced, "--mode", "preset"],
+                 ["emulate", synced]):
+        code, out, err = run(capsys, *argv)
+        assert code == 3, argv
+        assert "already has 14 Send/Recv node(s)" in one_error(err)
+        assert "allocate the graph it was made from" in err
+        assert out == ""
+
+
+# --- 3. one behaviour across commands ---------------------------------------------------------
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+def test_output_closed_early_is_quiet() -> None:
+    # a reader that goes away after the first line: no traceback, no "internal error"
+    proc = subprocess.Popen([sys.executable, "-m", "streamalloc", "show", LAYERS],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=60)
+    assert code in (0, cli.BROKEN_PIPE), err
+    assert err == ""
+
+
+def test_ctrl_c_is_one_line_and_exit_130(capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(api, "read_graph", interrupted)
+    code, out, err = run(capsys, "allocate", TRAIN)
+    assert (code, out, err) == (130, "", "streamalloc: interrupted\n")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_in_a_subprocess() -> None:
+    from real_models import LIGHT
+    model = LIGHT / "light_densenet121.onnx"  # a few seconds to allocate
+    proc = subprocess.Popen([sys.executable, "-m", "streamalloc", "allocate", str(model)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            # a shell's background job ignores SIGINT; the command must not
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == cli.INTERRUPTED, err
+    assert err.decode() == "streamalloc: interrupted\n"
+
+
+def test_set_on_every_command_that_reads_a_graph(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    graph = graph_file(tmp_path)
+    plan = str(tmp_path / "plan.json")
+    assert run(capsys, "allocate", graph, "-o", plan)[0] == 0
+    bad = ("--set", "ge.hcomParallel=maybe")
+    commands = [["allocate", graph], ["explain", graph, "relu"], ["show", graph],
+                ["vars", graph], ["emulate", graph], ["emulate", graph, plan],
+                ["verify", graph, plan], ["compare", graph, "--modes", "ge"],
+                ["train-step", graph, "-o", str(tmp_path / "t.yaml")],
+                ["import", graph, "-o", str(tmp_path / "i.yaml")]]
+    for command in commands:
+        code, _, err = run(capsys, *command, *bad)
+        assert code == 3, (command, err)
+        assert "option ge.hcomParallel is 'maybe'" in err, command
+    code, out, _ = run(capsys, "show", graph, "--canonical", "--set", "ge.event=notify")
+    assert code == 0
+    assert 'option ge.event = "notify"' in out
+
+
+def test_allocate_json_is_the_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    code, out, err = run(capsys, "allocate", TRAIN, "--json", "-o", str(plan))
+    assert (code, err) == (0, "")
+    assert json.loads(out) == json.loads(plan.read_text(encoding="utf-8"))
+    assert json.loads(out)["format"] == "streamalloc.plan/v1"
+
+
+def test_verify_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    assert run(capsys, "allocate", TRAIN, "-o", str(plan))[0] == 0
+    code, out, _ = run(capsys, "verify", TRAIN, str(plan), "--json")
+    report = json.loads(out)
+    assert code == 0
+    assert report["valid"] is True
+    assert report["violations"] == []
+    assert report["stats"]["tasks"] > 0
+    document = json.loads(plan.read_text(encoding="utf-8"))
+    document["streams"]["0"] = document["streams"]["0"][::-1]
+    plan.write_text(json.dumps(document), encoding="utf-8")
+    code, out, _ = run(capsys, "verify", TRAIN, str(plan), "--json")
+    report = json.loads(out)
+    assert code == report["exit_code"] == 5
+    assert report["valid"] is False
+    assert {"kind", "message"} == set(report["violations"][0])
+    assert sum(report["counts"].values()) == report["total"]
+
+
+def test_vars_json_is_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_file = tmp_path / "vars.json"
+    code, out, _ = run(capsys, "vars", TRAIN, "--json", "-o", str(out_file))
+    assert code == 0
+    assert out == out_file.read_text(encoding="utf-8")
+
+
+def test_allocate_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "allocate", TRAIN, "--nodes")
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.startswith("node "))
+    assert header.split() == ["node", "type", "engine", "logical", "physical", "rule", "/",
+                              "why", "none"]
+    assert "none: data-like source" in out
+    rows = [line for line in out.splitlines() if line.startswith("conv1 ")]
+    assert rows and "AIcoreEngine" in rows[0]
+
+
+# --- 4. a fast --version ----------------------------------------------------------------------
+
+HEAVY = ("ortools", "onnx", "numpy", "networkx")
+
+
+def test_version_and_help_import_nothing_heavy() -> None:
+    script = ("import sys\nfrom streamalloc.cli import main\n"
+              "for argv in (['--version'], ['--help'], ['allocate', '--help']):\n"
+              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+              f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=_env(), check=True)
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    version = subprocess.run([sys.executable, "-m", "streamalloc", "--version"],
+                             capture_output=True, text=True, env=_env(), check=True)
+    assert version.stdout.startswith("streamalloc ")
+
+
+def test_the_cli_choices_are_the_modules_constants() -> None:
+    from streamalloc.commands.compare import MODES as COMPARE_MODES
+    from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET
+    from streamalloc.sync.driver import SYNC_STRATEGIES
+    assert cli.MODES == api.MODES
+    assert tuple(SYNC_STRATEGIES) == cli.SYNC_STRATEGIES
+    assert cli.COMPARE_MODES == COMPARE_MODES
+    assert tuple(ALLREDUCE_MODES) == cli.ALLREDUCE_MODES
+    assert cli.DEFAULT_BUCKET == DEFAULT_BUCKET
+    assert tuple(sorted(cli.schemas())) == cli.SCHEMA_KINDS
