@@ -221,6 +221,7 @@ def allocate_or_conflict(graph: Graph, path: Path) -> str:
     return "ok"
 
 
+@pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # random rules often idle
 @settings(max_examples=250, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(spec=models("multi"), rules=user_rules())

@@ -11,9 +11,11 @@ lives here and not in `runtime_emu`.
 deadlock or a violation the emulator finds (README, "Exit codes"). Bad input raises InputError
 (3); a plan the verifier rejects raises PlanVerifyError (5) with the verifier's violations, or
 LimitExceeded (4) when it only exceeds device limits; `verify=False` (`--no-verify`) emulates it
-anyway, to watch a deadlock or a race happen. Output files are written only when the command
-succeeds ("nothing is written to an output file when the command fails"), each completely or
-not at all.
+anyway, to watch a deadlock or a race happen. Output files are written completely or not at
+all, and not when the command fails before the run ("nothing is written to an output file when
+the command fails"), with one exception: a run that deadlocks or breaks a dependency still
+writes its `--trace` and `--gantt` files, up to the failure with the blocked streams and the
+violations marked, as diagnostics, and exits 5.
 """
 
 from __future__ import annotations
@@ -59,16 +61,16 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     variables = PlanLoader(variable_plan(graph), device_id=0)
     result = emulate(graph, plan, costs=table, variables=variables)
     text = report_json(result) if json_out else report_text(result)
-    if result.status != "ok":
-        if trace or gantt:
-            note = "not written (the plan failed, so no output file is written)"
-            text += "" if json_out else f"trace/gantt {note}\n"
-        return text, PlanVerifyError.exit_code
+    # A failed run still gets its trace and Gantt, up to the failure and with the blocked
+    # streams and violations marked: they are diagnostics (the exception to "nothing is
+    # written when the command fails"); the exit code stays 5.
+    failed = result.status != "ok"
     outputs = _render(result, trace, gantt)
     _write_all(outputs)
     if not json_out:
-        text += "".join(f"wrote {path}\n" for path, _ in outputs)
-    return text, 0
+        note = " (diagnostics of the failed run)" if failed else ""
+        text += "".join(f"wrote {path}{note}\n" for path, _ in outputs)
+    return text, PlanVerifyError.exit_code if failed else 0
 
 
 def checked_plan(graph: Graph, path: Path, *, verify: bool = True,

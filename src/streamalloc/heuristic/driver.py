@@ -11,6 +11,7 @@ pass (graphs not reached yet on their initial streams), or the stream labels aft
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -18,17 +19,18 @@ from types import MappingProxyType
 from typing import Any
 
 from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
-from streamalloc.errors import InputError
+from streamalloc.errors import InputError, InputWarning
 from streamalloc.heuristic.context import GraphContext, ModelContext, is_unknown_shape
 from streamalloc.heuristic.label_rules import labels_text
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
 from streamalloc.heuristic.registry import GRAPH_PASSES, LABEL_PASSES, MODEL_PASSES
-from streamalloc.heuristic.rule_check import check_rules
+from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
+from streamalloc.rules.conflicts import check_static
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
@@ -37,6 +39,7 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
                 observer: PassObserver | None = None) -> Allocation:
     """Logical streams for every node, as GE's pass chain (or the given rules) assigns them."""
     run = _Run(graph, rules or default_rule_set(graph), observer)
+    check_static(run.rules, graph)  # user rules that cannot both hold, before allocating
     enabled = [r for r in run.rules.rules if r.enabled(graph.options)]
     labels, label_notes = _labels(run, [r for r in enabled if r.kind in LABEL_PASSES])
     main_rule = next((r for r in enabled if r.kind == "dynamic-renumber"), None)
@@ -51,6 +54,8 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
         run.tell_model(model_pass.name, "", result, plan)
     allocation = run.allocation(plan)
     check_rules(graph, run.rules, allocation, run.context.partitions)
+    for message in idle_rules(graph, run.rules, allocation):
+        warnings.warn(message, InputWarning, stacklevel=2)
     return allocation
 
 
@@ -175,12 +180,14 @@ def _initial_model(graph: Graph) -> ModelPlan:
 def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelContext,
                 label_notes: Mapping[str, list[Note]]) -> Allocation:
     partitions, labels = model.partitions, model.labels
-    order = {r.name: i for i, r in enumerate(rules.rules)}
+    order = rules.run_order()
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}
     for node in graph.all_nodes():
         touches = _touches(node.name, plan.graphs[node.graph], partitions.get(node.graph),
                            label_notes.get(node.name, []), order)
+        # the deciding rule: the last (in run order) whose note chose the node's stream; label
+        # notes, a node taking its subgraph's stream and compaction renames choose none
         deciding = [t.note.rule for t in touches if t.note.decides]
         nodes[node.name] = NodeStream(plan.graphs[node.graph].streams[node.name],
                                       deciding[-1] if deciding else "initial",
@@ -199,6 +206,8 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
 
 def _touches(name: str, plan: GraphPlan, partition: GraphPartition | None,
              label_notes: list[Note], order: Mapping[str, int]) -> tuple[Touch, ...]:
+    """The node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
+    model rules, whatever their priorities); a rule's own notes keep their order."""
     touches = [Touch("labels", n) for n in label_notes]
     index = partition.subgraph_of.get(name) if partition is not None else None
     if partition is not None and index is not None and index < len(plan.sg_notes):

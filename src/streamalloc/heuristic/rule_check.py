@@ -11,11 +11,14 @@ from collections.abc import Mapping
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import RuleConflictError
+from streamalloc.facts import INVALID
+from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
 from streamalloc.rules.check import Broken, Placement, broken
-from streamalloc.rules.constraints import rule_constraints
-from streamalloc.rules.model import RuleSet
+from streamalloc.rules.constraints import DifferentStreams, DisjointGroups, rule_constraints
+from streamalloc.rules.kinds import USER_KINDS
+from streamalloc.rules.model import Rule, RuleSet
 
 
 def placement_of(allocation: Allocation) -> Placement:
@@ -33,27 +36,103 @@ def check_rules(graph: Graph, rules: RuleSet, allocation: Allocation,
 
 
 def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Broken]) -> str:
-    """Which rule does not hold, which later rule placed the offending nodes, what to do."""
+    """Which rule does not hold, which later rule placed the offending nodes, what to do; when
+    that rule is another user rule, that the two cannot both hold (naming both, file:line)."""
     first = problems[0]
     rule = rules.rule(first.rule)
-    order = {r.name: i for i, r in enumerate(rules.rules)}
+    order = rules.run_order()
     mine = order[rule.name]
     # per offending node (the rule's own nodes come first), the last rule after this one that
     # touched it: the pass that undid the rule
-    later = {n: touches[-1].note.rule for n in first.nodes
-             if (touches := [t for t in allocation.provenance.get(n, ())
-                             if order.get(t.note.rule, -1) > mine])}
+    later = _placed_later(first.nodes, allocation, order, mine) \
+        or _placed_later(_all_nodes(first), allocation, order, mine)
     deciders = sorted({allocation.nodes[n].rule for n in first.nodes if n in allocation.nodes})
     text = f"{rule.origin}: rule {rule.name!r} ({rule.kind}) does not hold: {first.message}"
     if later:
         culprit = rules.rule(next(iter(later.values())))
-        ge = f" (GE's {culprit.spec.ge_pass})" if culprit.spec.ge_pass else ""
         moved = [n for n, r in later.items() if r == culprit.name]
-        text += (f"; rule {culprit.name!r}{ge} runs after it and placed {', '.join(moved)}. "
-                 f"Order {rule.name!r} after it (a priority above {culprit.priority}, or "
-                 f"after: [{culprit.name}]) or disable it")
+        if culprit.kind in USER_KINDS and rule.kind in USER_KINDS:
+            text = (f"rules {rule.name!r} ({rule.kind}, {rule.origin}) and {culprit.name!r} "
+                    f"({culprit.kind}, {culprit.origin}) cannot both hold: {first.message}; "
+                    f"{culprit.name!r} runs after {rule.name!r} and placed {', '.join(moved)}. "
+                    "Change the match of one of them or disable one")
+        else:
+            ge = f" (GE's {culprit.spec.ge_pass})" if culprit.spec.ge_pass else ""
+            text += (f"; rule {culprit.name!r}{ge} runs after it and placed "
+                     f"{', '.join(moved)}. Order {rule.name!r} after it (a priority above "
+                     f"{culprit.priority}, or after: [{culprit.name}]) or disable it")
     elif deciders:
         text += f"; the nodes were placed by {', '.join(deciders)}"
     if len(problems) > 1:
         text += f" ({len(problems) - 1} more constraint(s) broken)"
     return text
+
+
+def _placed_later(nodes: tuple[str, ...], allocation: Allocation, order: Mapping[str, int],
+                  mine: int) -> dict[str, str]:
+    """Per node, the last rule after position `mine` (run order) that touched it."""
+    return {n: touches[-1].note.rule for n in nodes
+            if (touches := [t for t in allocation.provenance.get(n, ())
+                            if order.get(t.note.rule, -1) > mine])}
+
+
+def _all_nodes(problem: Broken) -> tuple[str, ...]:
+    """Every node the broken constraint binds (when the offending ones were not moved later,
+    the rule may have been undone on the others: a pin moving one node of a same-stream)."""
+    c = problem.constraint
+    if isinstance(c, DifferentStreams):
+        return (*c.first, *c.second)
+    if isinstance(c, DisjointGroups):
+        return tuple(n for group in c.groups for n in group)
+    return c.nodes
+
+
+def idle_rules(graph: Graph, rules: RuleSet, allocation: Allocation) -> list[str]:
+    """One warning per enabled user-policy rule (`USER_KINDS`) that decides no node: its match
+    selects no task node of the graph (data-like sources do not count), or it changed no
+    node's stream or label (no note of it in any node's provenance), either because every
+    node it matches was placed by rules that run after it or because it had nothing to act
+    on. Rules gated off by `when:` are silent."""
+    users = [r for r in rules.rules if r.kind in USER_KINDS and r.enabled(graph.options)]
+    if not users:
+        return []
+    tasks = [n for n in graph.all_nodes() if not is_data_like(n)]
+    acted = {t.note.rule for touches in allocation.provenance.values() for t in touches}
+    found = []
+    for rule in users:
+        head = f"{rule.origin}: rule {rule.name!r} ({rule.kind}) decides no node: "
+        matched = [n.name for n in tasks if rule.matches(n)]
+        if not matched:
+            found.append(head + f"its match selects no node of graph {graph.name!r}"
+                         " (data-like sources such as Data and Const do not count)")
+            continue
+        if rule.name in acted:
+            continue
+        found.append(head + _idle_reason(rule, matched, allocation, rules))
+    return found
+
+
+def _idle_reason(rule: Rule, matched: list[str], allocation: Allocation,
+                 rules: RuleSet) -> str:
+    count = f"{len(matched)} node(s) it matches"
+    if rule.spec.scope == "label":
+        return f"it had nothing to act on: the {count} already carry its stream label"
+    placed = [n for n in matched if allocation.nodes[n].stream != INVALID]
+    if not placed:
+        return f"it had nothing to act on: none of the {count} has a stream"
+    order = rules.run_order()
+    mine = order[rule.name]
+    deciders = {allocation.nodes[n].rule for n in placed}
+    if all(order.get(r, -1) > mine for r in deciders):
+        after = sorted(deciders, key=lambda r: order[r])
+        # the last rule of its own scope that touched them (node-stream-update, which copies
+        # the subgraph streams to the nodes, included): a priority above it acts on the result
+        touched = [rules.rule(t.note.rule) for n in placed for t in allocation.provenance[n]
+                   if order.get(t.note.rule, -1) > mine]
+        same_scope = [r for r in touched if r.spec.scope == rule.spec.scope]
+        last = max(same_scope, key=lambda r: order[r.name], default=None)
+        hint = "" if last is None else \
+            f": give it a priority above {last.priority} ({last.name}) to act on their streams"
+        return (f"every node it matches was placed by rules that run after it "
+                f"({', '.join(after)}); at priority {rule.priority} it runs before them{hint}")
+    return f"it had nothing to act on: the {count} already satisfy it"

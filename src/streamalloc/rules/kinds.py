@@ -106,6 +106,10 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
 )}
 
 
+# The user policies: the kinds that are no GE pass (a rule of these kinds is the user's own).
+USER_KINDS: frozenset[str] = frozenset(k for k, spec in KINDS.items() if not spec.ge_pass)
+
+
 def kinds_markdown() -> str:
     """The vocabulary as a markdown table (docs/rules.md carries it; a test keeps it current)."""
     rows = ["| kind | scope | what it does (GE pass) | constraint form (both allocators) |",

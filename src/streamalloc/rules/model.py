@@ -13,6 +13,9 @@ from streamalloc.ir.graph import Node
 from streamalloc.rules.kinds import KINDS, KindSpec
 from streamalloc.rules.predicates import NodePredicate, OptionPredicate
 
+# the order the scopes run in (label rules before GE's partition, model rules at the end)
+SCOPE_RANK = {"label": 0, "graph": 1, "model": 2}
+
 
 def _canonical(rule: Rule) -> dict[str, Any]:
     return {"name": rule.name, "kind": rule.kind, "priority": rule.priority,
@@ -108,6 +111,14 @@ class RuleSet:
     def digest(self) -> str:
         """`sha256:` + the hex digest of the canonical text (a plan records it)."""
         return "sha256:" + hashlib.sha256(self.canonical_text().encode()).hexdigest()
+
+    def run_order(self) -> dict[str, int]:
+        """Rule name -> its position in the order the heuristic runs the rules: label rules,
+        then graph rules, then model rules, each in rule order (so a model rule such as
+        `pin-stream` at priority 0 still runs after every graph rule)."""
+        ranked = sorted(range(len(self.rules)),
+                        key=lambda i: (SCOPE_RANK[self.rules[i].spec.scope], i))
+        return {self.rules[i].name: position for position, i in enumerate(ranked)}
 
     def rule(self, name: str) -> Rule:
         """The rule called `name`."""

@@ -4,8 +4,18 @@ One process (the device), one track (tid) per stream named "stream N", one compl
 event per task that ran (a Recv spans its wait; an engine task's args carry its `block_dim`,
 the units it held), and flow arrows ("s" -> "f"): from each Send
 to the Recv that consumed its record (category "event" or "notify"), and from each activator
-to the streams it started (category "activation"). Timestamps are microseconds, the trace
-format's unit.
+to the streams it started (category "activation").
+
+Times: `ts` and `dur` are microseconds, the trace format's unit, with nanosecond fractions;
+`displayTimeUnit` "ns" only asks chrome://tracing to display them to the nanosecond. A slice's
+start and end are rounded to the nanosecond and its `dur` is their difference, so consecutive
+tasks on one stream never overlap through rounding.
+
+A run that failed still has its trace, up to the failure (`emulate` writes it as a diagnostic):
+each stream blocked in a deadlock gets a slice "waiting for event N" (notify N, activation;
+category "deadlock") from the time it blocked to the makespan, and an instant event there; each
+violation (the first `MAX_MARKED`) an instant event "violation: KIND" on the consumer's track at
+its start.
 """
 
 from __future__ import annotations
@@ -15,13 +25,36 @@ import math
 from typing import Any
 
 from streamalloc.runtime_emu.program import KIND_NAMES, NOTIFY_SPACE, RECV, SEND
-from streamalloc.runtime_emu.results import EmulationResult
+from streamalloc.runtime_emu.results import Blocked, EmulationResult
 
 PID = 0
+MAX_MARKED = 100  # violations marked, as many as the report lists
+
+
+def _ns(value: float) -> int:
+    """A time in us as whole nanoseconds (the trace's resolution)."""
+    return round(value * 1000)
 
 
 def _us(value: float) -> float:
-    return round(value, 3) + 0.0
+    return _ns(value) / 1000 + 0.0
+
+
+def waiting_label(blocked: Blocked) -> str:
+    """What a blocked stream waits for: "waiting for event 3", "waiting for activation"."""
+    what = blocked.waits_for if blocked.id is None else f"{blocked.waits_for} {blocked.id}"
+    return f"waiting for {what}"
+
+
+def blocked_since(result: EmulationResult) -> list[tuple[Blocked, float]]:
+    """Each stream blocked in a deadlock with the time it blocked: when it reached the task it
+    waits at (0 for a stream never activated, which waits before its first task)."""
+    program, found = result.program, []
+    for blocked in result.deadlock:
+        tid = next(t for t in program.stream_tids[blocked.stream] if result.end[t] == math.inf)
+        since = result.start[tid]
+        found.append((blocked, 0.0 if since == math.inf else since))
+    return found
 
 
 def trace_dict(result: EmulationResult) -> dict[str, Any]:
@@ -35,6 +68,7 @@ def trace_dict(result: EmulationResult) -> dict[str, Any]:
                        "args": {"sort_index": sid}})
     events += _slices(result)
     events += _flows(result)
+    events += _failure_marks(result)
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"status": result.status, "makespan_us": _us(result.makespan_us)}}
 
@@ -53,10 +87,39 @@ def _slices(result: EmulationResult) -> list[dict[str, Any]]:
             args["id"] = program.sync_ids[tid]
         elif program.widths[tid]:
             args["block_dim"] = program.widths[tid]
-        slices.append({"ph": "X", "pid": PID, "tid": program.streams[tid], "name": name,
-                       "cat": category, "ts": _us(begin), "dur": _us(finish - begin),
-                       "args": args})
+        slices.append(_slice(program.streams[tid], name, category, (begin, finish), args))
     return slices
+
+
+def _slice(track: int, name: str, category: str, span: tuple[float, float],
+           args: dict[str, Any]) -> dict[str, Any]:
+    # round both ends, then dur = end - start: rounding never makes neighbours overlap
+    first, last = _ns(span[0]), _ns(span[1])
+    return {"ph": "X", "pid": PID, "tid": track, "name": name, "cat": category,
+            "ts": first / 1000 + 0.0, "dur": (last - first) / 1000 + 0.0, "args": args}
+
+
+def _failure_marks(result: EmulationResult) -> list[dict[str, Any]]:
+    """Slices and instants marking where a deadlocked or violating run went wrong."""
+    marks: list[dict[str, Any]] = []
+    for blocked, since in blocked_since(result):
+        label = waiting_label(blocked)
+        args: dict[str, Any] = {
+            "task": blocked.task, "waits_for": blocked.waits_for, "id": blocked.id,
+            "by": [{"task": name, "stream": sid} for name, sid in blocked.by]}
+        marks.append(_slice(blocked.stream, label, "deadlock",
+                            (since, max(since, result.makespan_us)), args))
+        marks.append({"ph": "i", "s": "t", "pid": PID, "tid": blocked.stream,
+                      "name": f"blocked: {label}", "cat": "deadlock", "ts": _us(since),
+                      "args": args})
+    for row in result.violation_records()[:MAX_MARKED]:
+        args = {k: v for k, v in row.items() if k != "consumer_start_us"}
+        if row["producer_end_us"] is not None:
+            args["producer_end_us"] = _us(row["producer_end_us"])
+        marks.append({"ph": "i", "s": "t", "pid": PID, "tid": row["consumer_stream"],
+                      "name": f"violation: {row['kind']}", "cat": "violation",
+                      "ts": _us(row["consumer_start_us"]), "args": args})
+    return marks
 
 
 def _flows(result: EmulationResult) -> list[dict[str, Any]]:
