@@ -73,34 +73,45 @@ class HbmMemResource(MemResource):
         return self.var_mem_size - self.const_placeholder_size
 
 
-class RdmaMemResource(MemResource):
-    """Variables in the RDMA pool of the manager's device."""
+class _PoolMemResource(MemResource):
+    """Variables in a memory pool of the manager's device: pointers of exactly their size."""
 
-    mem_type = MemType.RDMA_HBM
+    pool_name = ""
 
     def allocate(self, manager: VarManager, name: str, size: int, op_type: str) -> int:
         """A pointer of exactly `size` bytes; MEMALLOC_FAILED without memory manager or block."""
-        pointer = manager.get_rdma_pool_memory(MemType.RDMA_HBM, size)
+        pointer = self.pool(manager, size)
         if pointer is None:
-            fail(Status.MEMALLOC_FAILED, f"RDMA pool has no {size}-byte block for {name!r}",
-                 VarMemoryExhausted)
+            fail(Status.MEMALLOC_FAILED, f"{self.pool_name} pool has no {size}-byte block for "
+                 f"{name!r}", VarMemoryExhausted)
         self.var_mem_size += size
         return pointer
 
+    def pool(self, manager: VarManager, size: int) -> int | None:
+        """A block of the pool, None when there is none."""
+        raise NotImplementedError
 
-class HostMemResource(MemResource):
+
+class RdmaMemResource(_PoolMemResource):
+    """Variables in the RDMA pool of the manager's device."""
+
+    mem_type = MemType.RDMA_HBM
+    pool_name = "RDMA"
+
+    def pool(self, manager: VarManager, size: int) -> int | None:
+        """A block of the RDMA pool."""
+        return manager.get_rdma_pool_memory(MemType.RDMA_HBM, size)
+
+
+class HostMemResource(_PoolMemResource):
     """Variables in host memory (zero-filled)."""
 
     mem_type = MemType.HOST
+    pool_name = "host"
 
-    def allocate(self, manager: VarManager, name: str, size: int, op_type: str) -> int:
-        """A zero-filled host pointer of exactly `size` bytes."""
-        pointer = manager.get_host_pool_memory(MemType.HOST, size)
-        if pointer is None:
-            fail(Status.MEMALLOC_FAILED, f"host pool has no {size}-byte block for {name!r}",
-                 VarMemoryExhausted)
-        self.var_mem_size += size
-        return pointer
+    def pool(self, manager: VarManager, size: int) -> int | None:
+        """A zero-filled block of host memory."""
+        return manager.get_host_pool_memory(MemType.HOST, size)
 
 
 _RESOURCES: Mapping[int, type[MemResource]] = MappingProxyType({
