@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from streamalloc import __version__
 from streamalloc.errors import InputWarning, StreamallocError, UsageError
+from streamalloc.outputs import Progress
 
 if TYPE_CHECKING:
     from streamalloc import api
@@ -529,7 +530,11 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     try:
-        code = int(args.run(args))
+        if args.command == "compare":  # it has its own progress bar per graph
+            code = int(args.run(args))
+        else:
+            with Progress(args.command, sys.stderr):
+                code = int(args.run(args))
         sys.stdout.flush()
         return code
     except BrokenPipeError:  # the reader closed its end (`| head`): stop quietly
