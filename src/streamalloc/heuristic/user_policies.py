@@ -19,11 +19,6 @@ from streamalloc.rules.model import Rule
 from streamalloc.rules.predicates import NodePredicate
 
 
-def _group_by(rule: Rule) -> str | None:
-    value = rule.options.get("group_by")
-    return None if value is None else str(value)
-
-
 def _groups(rule: Rule, group_by: str | None, ctx: GraphContext,
             plan: GraphPlan) -> dict[object, list[str]]:
     """Matched nodes with a stream, grouped by the `group_by` attribute value (G-order)."""
@@ -38,16 +33,22 @@ def _groups(rule: Rule, group_by: str | None, ctx: GraphContext,
 
 
 @dataclass(frozen=True, slots=True)
-class SameStream(RulePass):
-    """same-stream; option `group_by`: one stream per value of this attribute (None: one for
-    all matched nodes)."""
+class _Grouped(RulePass):
+    """A policy over groups of matched nodes; option `group_by`: an attribute whose values
+    group them (None: the policy's default grouping)."""
 
     group_by: str | None = None
 
     @classmethod
     def from_rule(cls, rule: Rule) -> Self:
         """The pass with the rule's `group_by` option."""
-        return cls(rule, _group_by(rule))
+        value = rule.options.get("group_by")
+        return cls(rule, None if value is None else str(value))
+
+
+@dataclass(frozen=True, slots=True)
+class SameStream(_Grouped):
+    """same-stream: one stream per `group_by` value (None: one for all matched nodes)."""
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Each group joins the stream of its first node."""
@@ -60,16 +61,8 @@ class SameStream(RulePass):
 
 
 @dataclass(frozen=True, slots=True)
-class DedicatedStream(RulePass):
-    """dedicated-stream; option `group_by`: one stream per value of this attribute (None: one
-    per matched node)."""
-
-    group_by: str | None = None
-
-    @classmethod
-    def from_rule(cls, rule: Rule) -> Self:
-        """The pass with the rule's `group_by` option."""
-        return cls(rule, _group_by(rule))
+class DedicatedStream(_Grouped):
+    """dedicated-stream: one stream per `group_by` value (None: one per matched node)."""
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Each matched node (or group) gets a fresh stream that nothing else uses."""
