@@ -123,7 +123,9 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     began = time.perf_counter()
     plan, report = api.optimal_plan(graph, given, _optimal_options(args))
     document = {**plan.to_json(), "solver": report.to_json()}
-    verify_plan(graph, document).raise_for_failure()  # rules: checked by the optimal mode
+    # the rule set the plan records: the given one (`free` states no constraint), else GE's
+    rules = given or api.default_rule_set(graph)
+    verify_plan(graph, document, rules=rules).raise_for_failure()
     _write_plan(args, graph, plan, document)
     if not args.json:
         sys.stdout.write(solver_summary(report.to_json(), time.perf_counter() - began))

@@ -86,7 +86,8 @@ def _row(graph: Graph, mode: str, settings: CompareSettings) -> dict[str, Any]:
         sync = "minimal" if mode == "ge-minimal" else "ge"
         plan = api.plan(graph, _ge_rules(settings), "ge", sync)
     document = plan.to_json()
-    verify_plan(graph, document).raise_for_failure()
+    verify_plan(graph, document, rules=settings.rules or api.default_rule_set(graph)
+                ).raise_for_failure()
     result = emulate(graph, document, costs=settings.optimal.costs or default_cost_table())
     return {**_counts(plan), "makespan_us": round(result.makespan_us, 3),
             "critical_path_us": round(result.bounds.critical_path_us, 3),

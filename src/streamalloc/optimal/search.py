@@ -28,7 +28,7 @@ from streamalloc.optimal.options import (
 )
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
-from streamalloc.rules.constraints import Constraint
+from streamalloc.rules.constraints import Constraint, constraint_nodes
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.solver.dag import TaskDag
@@ -167,7 +167,7 @@ def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
     by_node: dict[int, list[Constraint]] = {}
     index = {n: i for i, n in enumerate(dag.names)}
     for c in constraints:
-        for name in _named(c):
+        for name in constraint_nodes(c):
             if name in index:
                 by_node.setdefault(index[name], []).append(c)
 
@@ -178,17 +178,6 @@ def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
         return not broken(list(touched.values()), graph, _placement(dag, trial))
 
     return allowed
-
-
-def _named(constraint: Constraint) -> list[str]:
-    """The node names a constraint mentions."""
-    names: list[str] = []
-    for value in vars(constraint).values() if hasattr(constraint, "__dict__") else \
-            (getattr(constraint, f) for f in constraint.__slots__):
-        if isinstance(value, tuple):
-            for item in value:
-                names.extend(item if isinstance(item, tuple) else [item])
-    return [n for n in names if isinstance(n, str)]
 
 
 def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | None, *,

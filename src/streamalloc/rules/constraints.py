@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
@@ -88,6 +88,17 @@ class AttachedStreams:
 Constraint = (SameStream | DifferentStreams | DedicatedStream | PinnedStream | DisjointGroups
               | StreamCap | AttachedStreams)
 Builder = Callable[[Rule, Inputs], list[Constraint]]
+
+
+def constraint_nodes(constraint: Constraint) -> list[str]:
+    """The node names a constraint mentions (its node tuples, groups flattened)."""
+    names: list[str] = []
+    for field in fields(constraint):
+        value = getattr(constraint, field.name)
+        if isinstance(value, tuple):
+            for item in value:
+                names.extend(item if isinstance(item, tuple) else [item])
+    return names
 
 
 def rule_constraints(rules: RuleSet, graph: Graph,
