@@ -183,9 +183,10 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     order = rules.run_order()
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}
+    scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
     for node in graph.all_nodes():
         touches = _touches(node.name, plan.graphs[node.graph], partitions.get(node.graph),
-                           label_notes.get(node.name, []), order)
+                           label_notes.get(node.name, []), order, scoped)
         # the deciding rule: the last (in run order) whose note chose the node's stream; label
         # notes, a node taking its subgraph's stream and compaction renames choose none
         deciding = [t.note.rule for t in touches if t.note.decides]
@@ -205,13 +206,27 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
 
 
 def _touches(name: str, plan: GraphPlan, partition: GraphPartition | None,
-             label_notes: list[Note], order: Mapping[str, int]) -> tuple[Touch, ...]:
+             label_notes: list[Note], order: Mapping[str, int],
+             scoped: dict[tuple[str, int | None], tuple[Touch, ...]]) -> tuple[Touch, ...]:
     """The node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
-    model rules, whatever their priorities); a rule's own notes keep their order."""
-    touches = [Touch("labels", n) for n in label_notes]
+    model rules, whatever their priorities); a rule's own notes keep their order. `scoped`
+    keeps each subgraph's notes, shared by its nodes."""
     index = partition.subgraph_of.get(name) if partition is not None else None
-    if partition is not None and index is not None and index < len(plan.sg_notes):
-        scope = f"subgraph {partition.subgraphs[index].id}"
-        touches += [Touch(scope, n) for n in plan.sg_notes[index]]
-    touches += [Touch("node", n) for n in plan.notes.get(name, ())]
+    key = (plan.graph, index)
+    if key not in scoped:
+        found: tuple[Touch, ...] = ()
+        if partition is not None and index is not None and index < len(plan.sg_notes):
+            scope = f"subgraph {partition.subgraphs[index].id}"
+            found = _in_run_order([Touch(scope, n) for n in plan.sg_notes[index]], order)
+        scoped[key] = found
+    own = plan.notes.get(name, ())
+    if not label_notes and not own:
+        return scoped[key]
+    touches = [Touch("labels", n) for n in label_notes]
+    touches += scoped[key]
+    touches += [Touch("node", n) for n in own]
+    return _in_run_order(touches, order)
+
+
+def _in_run_order(touches: list[Touch], order: Mapping[str, int]) -> tuple[Touch, ...]:
     return tuple(sorted(touches, key=lambda t: order.get(t.note.rule, -1)))

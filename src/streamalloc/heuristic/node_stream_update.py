@@ -30,13 +30,16 @@ class NodeStreamUpdate(RulePass):
 
 
 def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    changes = {n.name: (INVALID, Note(rule.name, INVALID, "reset before copying subgraph "
-                                      "streams", decides=False)) for n in ctx.nodes}
+    # notes are immutable: one per reason, shared by the nodes it explains
+    reset = (INVALID, Note(rule.name, INVALID, "reset before copying subgraph streams",
+                           decides=False))
+    changes = dict.fromkeys((n.name for n in ctx.nodes), reset)
     while_body_output = _in_unknown_while_body(ctx)
     for sg in ctx.subgraphs:
         stream = plan.sg_streams[sg.index]
         if stream == INVALID and not sg.engine.skip_assign_stream:
             raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
+        copied = (stream, Note(rule.name, stream, f"stream of {sg.id}", decides=False))
         for name in sg.nodes:
             node = ctx.compute.node(name)
             if node.has_attr(RTS_LABEL_NODE):
@@ -46,8 +49,7 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
                 changes[name] = (0, Note(rule.name, 0, "NetOutput of a While body in an "
                                                        "unknown-shape graph"))
             else:
-                changes[name] = (stream, Note(rule.name, stream, f"stream of {sg.id}",
-                                              decides=False))
+                changes[name] = copied
     return plan.set_nodes(changes)
 
 

@@ -133,6 +133,14 @@ class Graph:
     partition: tuple[PartitionEntry, ...] | None = None
     node_order: str = "given"
     source: str = field(default="", compare=False)
+    # every node by name, all graphs: the hot lookup of every pass (derived, so not compared)
+    by_name: Mapping[str, Node] = field(default_factory=lambda: MappingProxyType({}),
+                                        compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.by_name:
+            index = {n.name: n for g in self.graphs() for n in g.nodes}
+            object.__setattr__(self, "by_name", MappingProxyType(index))
 
     def graphs(self) -> Iterator[ComputeGraph]:
         """The root, then every subgraph in file order."""
@@ -144,11 +152,8 @@ class Graph:
         return self.root if name == self.root.name else self.subgraphs[name]
 
     def node(self, name: str) -> Node:
-        """Any node of the model by its (model-unique) name."""
-        for graph in self.graphs():
-            if name in graph.index:
-                return graph.node(name)
-        raise KeyError(name)
+        """Any node of the model by its (model-unique) name (KeyError if absent)."""
+        return self.by_name[name]
 
     def all_nodes(self) -> Iterator[Node]:
         """Every node in T-order: root nodes in G-order, each node's subgraphs right after it."""

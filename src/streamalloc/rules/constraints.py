@@ -101,16 +101,29 @@ def constraint_nodes(constraint: Constraint) -> list[str]:
     return names
 
 
+# The last few results by (rule-set text, graph object): the heuristic's self-check, the
+# verifier and the solver ask for the same constraints of the same immutable graph in one run.
+_RECENT: dict[tuple[str, int], tuple[Graph, tuple[Constraint, ...]]] = {}
+_RECENT_SIZE = 4
+
+
 def rule_constraints(rules: RuleSet, graph: Graph,
                      partitions: Mapping[str, GraphPartition] | None = None) -> list[Constraint]:
     """The constraints of every enabled rule of `rules` on `graph`, in rule order
     (`partitions`: GE's partition under the rules' labels, when the caller has it)."""
+    key = (rules.canonical_text(), id(graph))
+    recent = _RECENT.get(key)
+    if recent is not None and recent[0] is graph:
+        return list(recent[1])
     inputs = Inputs.of(rules, graph, partitions)
     result: list[Constraint] = []
     for rule in inputs.enabled:
         build = FORMS[rule.kind]
         if build is not None:
             result += build(rule, inputs)
+    if len(_RECENT) >= _RECENT_SIZE:
+        del _RECENT[next(iter(_RECENT))]
+    _RECENT[key] = (graph, tuple(result))
     return result
 
 

@@ -219,10 +219,15 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]
     main_events = [plan.events] if ctx.notify else [plan.pairs, plan.events]
     notifies = [plan.pairs] if ctx.notify else []
     attached = _attached_by_node(plan.attached_sync)
+    synced = {name for m in [*main_events, *notifies] for side in (m.send, m.recv)
+              for name, ids in side.items() if ids} | {name for name, _ in attached}
     ordered: list[Task] = []
     for name in model.order:
         node = model.node(name)
         task = Task(name, node.type, node.graph, plan.streams[name], list(model.attached[name]))
+        if name not in synced:  # most nodes: no Send or Recv around them
+            ordered.append(task)
+            continue
         after = _made(namer, task, "Send", [*_ids(main_events, name, task.stream, send=True),
                                             *attached[(name, True)]])
         after += _made(namer, task, "Send_Notify", _ids(notifies, name, task.stream, send=True))
