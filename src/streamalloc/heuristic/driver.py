@@ -186,7 +186,7 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
     for node in graph.all_nodes():
         touches = _touches(node.name, plan.graphs[node.graph], partitions.get(node.graph),
-                           label_notes.get(node.name, []), order, scoped)
+                           label_notes.get(node.name, []), order, scoped=scoped)
         # the deciding rule: the last (in run order) whose note chose the node's stream; label
         # notes, a node taking its subgraph's stream and compaction renames choose none
         deciding = [t.note.rule for t in touches if t.note.decides]
@@ -206,7 +206,7 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
 
 
 def _touches(name: str, plan: GraphPlan, partition: GraphPartition | None,
-             label_notes: list[Note], order: Mapping[str, int],
+             label_notes: list[Note], order: Mapping[str, int], *,
              scoped: dict[tuple[str, int | None], tuple[Touch, ...]]) -> tuple[Touch, ...]:
     """The node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
     model rules, whatever their priorities); a rule's own notes keep their order. `scoped`
