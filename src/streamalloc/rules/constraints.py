@@ -103,7 +103,8 @@ def constraint_nodes(constraint: Constraint) -> list[str]:
 
 # The last few results by (rule-set text, graph object): the heuristic's self-check, the
 # verifier and the solver ask for the same constraints of the same immutable graph in one run.
-_RECENT: dict[tuple[str, int], tuple[Graph, tuple[Constraint, ...]]] = {}
+_RECENT: dict[tuple[str, int, int, tuple[tuple[str, str], ...]],
+              tuple[Graph, tuple[Constraint, ...]]] = {}
 _RECENT_SIZE = 4
 
 
@@ -111,9 +112,12 @@ def rule_constraints(rules: RuleSet, graph: Graph,
                      partitions: Mapping[str, GraphPartition] | None = None) -> list[Constraint]:
     """The constraints of every enabled rule of `rules` on `graph`, in rule order
     (`partitions`: GE's partition under the rules' labels, when the caller has it)."""
-    key = (rules.canonical_text(), id(graph))
+    # the same structure under the same options (`with_options` shares root and engines)
+    key = (rules.canonical_text(), id(graph.root), id(graph.engines),
+           tuple(sorted(graph.options.items())))
     recent = _RECENT.get(key)
-    if recent is not None and recent[0] is graph:
+    if recent is not None and recent[0].root is graph.root \
+            and recent[0].engines is graph.engines:
         return list(recent[1])
     inputs = Inputs.of(rules, graph, partitions)
     result: list[Constraint] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from streamalloc.errors import InternalError
 
@@ -40,7 +40,8 @@ class Task:
 
     def copy(self) -> Task:
         """A copy the caller owns."""
-        return replace(self, attached=list(self.attached))
+        return Task(self.name, self.type, self.graph, self.stream, list(self.attached),
+                    self.units, self.sync_id, self.sync_kind, self.peer, self.is_sync)
 
 
 def in_n_order(names: Iterable[str]) -> list[str]:

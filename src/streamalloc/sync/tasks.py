@@ -30,11 +30,7 @@ def own_units(graph: Graph, node: Node) -> int:
     return graph.engines.engines[node.engine].default_task_count
 
 
-def assigned(graph: Graph, task: Task, attached: bool) -> int:
-    """GE's ASSIGNED(node, attached): explicit unit counts, 0 when none is given."""
-    if task.is_sync:
-        return 0
-    node = graph.node(task.name)
+def _assigned(node: Node, attached: bool) -> int:
     value = 0
     if node.has_attr("_node_sqe_num"):
         value = node.int_attr("_node_sqe_num")
@@ -46,17 +42,42 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
     return value
 
 
+# Per graph (by its node table, kept alive here), per node: (own units, ASSIGNED main,
+# ASSIGNED attached). The split and the plan ask for every task's units several times.
+_COUNTS: dict[int, tuple[Mapping[str, Node], dict[str, tuple[int, int, int]]]] = {}
+
+
+def _counts(graph: Graph, name: str) -> tuple[int, int, int]:
+    entry = _COUNTS.get(id(graph.by_name))
+    if entry is None or entry[0] is not graph.by_name:
+        if len(_COUNTS) >= 4:
+            del _COUNTS[next(iter(_COUNTS))]
+        entry = _COUNTS[id(graph.by_name)] = (graph.by_name, {})
+    found = entry[1].get(name)
+    if found is None:
+        node = graph.node(name)
+        found = entry[1][name] = (own_units(graph, node), _assigned(node, False),
+                                  _assigned(node, True))
+    return found
+
+
+def assigned(graph: Graph, task: Task, attached: bool) -> int:
+    """GE's ASSIGNED(node, attached): explicit unit counts, 0 when none is given."""
+    if task.is_sync:
+        return 0
+    return _counts(graph, task.name)[2 if attached else 1]
+
+
 def task_units(graph: Graph, task: Task) -> dict[int, int]:
     """{stream: units} a task issues, as GE counts them (5.4): its records per stream, an
     explicit count (ASSIGNED) replacing them; a generated StreamActive counts 1 here (the
     split replaces a StreamActive's count by the streams it activates)."""
     if task.is_sync:
         return {task.stream: SYNC_UNITS.get(task.type, 1)}
-    own = own_units(graph, graph.node(task.name))
+    own, main, extra = _counts(graph, task.name)
     units = {task.stream: own}
     for a in task.attached:
         units[a] = units.get(a, 0) + own
-    main, extra = assigned(graph, task, False), assigned(graph, task, True)
     if main > 0:
         units[task.stream] = main
     if extra > 0:
@@ -66,7 +87,7 @@ def task_units(graph: Graph, task: Task) -> dict[int, int]:
 
 def issues_tasks(graph: Graph, task: Task) -> bool:
     """The task has records at all (5.4: such a node must live on a stream)."""
-    return task.is_sync or own_units(graph, graph.node(task.name)) > 0
+    return task.is_sync or _counts(graph, task.name)[0] > 0
 
 
 def home_streamless(graph: Graph, tasks: Sequence[Task]) -> None:
