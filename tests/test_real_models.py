@@ -53,7 +53,7 @@ def partition_summary(graph: Graph) -> str:
 @pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
 def test_model_loads_and_partitions(model: Path, golden: Callable[[Path, str], None]) -> None:
     graph = load_graph(model)
-    assert graph.node_count() > 50
+    assert graph.node_count() > 40  # zfnet512, the smallest: 42 nodes with its weights folded
     parts = partition_model(graph, default_labels(graph))
     placed = {n for p in parts.values() for sg in p.subgraphs for n in sg.nodes}
     outside = {n for p in parts.values() for n in p.outside}

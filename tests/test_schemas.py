@@ -61,7 +61,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_every_schema_is_a_valid_draft_2020_12_schema() -> None:
-    assert set(SCHEMAS) == {"plan", "vars", "emulation", "compare"}
+    assert set(SCHEMAS) == {"plan", "vars", "emulation", "compare", "sweep"}
     for schema in SCHEMAS.values():
         jsonschema.Draft202012Validator.check_schema(schema)
 

@@ -34,9 +34,10 @@ __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverRe
            "write_atomic", "write_graph"]
 
 
-def convert_graph(model: str | Path, output: str | Path) -> Graph:
-    """Load any supported model and write it as our graph format (`.json` or YAML by suffix)."""
-    graph = load_graph(model)
+def convert_graph(model: str | Path, output: str | Path, *, fold: bool = True) -> Graph:
+    """Load any supported model and write it as our graph format (`.json` or YAML by suffix);
+    `fold=False` keeps an ONNX model's constant-only nodes as written (`load_graph`)."""
+    graph = load_graph(model, fold=fold)
     write_graph(graph, Path(output))
     return graph
 
@@ -52,11 +53,12 @@ def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:
 
 
 def read_graph(path: str | Path, settings: Mapping[str, str] | None = None,
-               rules: RuleSet | None = None) -> Graph:
+               rules: RuleSet | None = None, *, fold: bool = True) -> Graph:
     """Load a graph, apply `--set` options (they win over the file) and check it once:
     options (`ir.options.check_options`, exit 3 or a warning; the options `rules` gate on
-    count as read) and op types (a warning)."""
-    graph = load_graph(path).with_options(settings or {})
+    count as read) and op types (a warning). `fold=False` keeps an ONNX model's constant-only
+    nodes as written (`load_graph`)."""
+    graph = load_graph(path, fold=fold).with_options(settings or {})
     check_graph(graph, rules)
     return graph
 

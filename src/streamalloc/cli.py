@@ -33,17 +33,19 @@ SYNC_STRATEGIES = ("ge", "minimal")  # sync.driver.SYNC_STRATEGIES
 COMPARE_MODES = ("ge", "ge-minimal", "optimal")  # commands.compare.MODES
 ALLREDUCE_MODES = ("per-gradient", "bucketed")  # ir.training.ALLREDUCE_MODES
 DEFAULT_BUCKET = 16  # ir.training.DEFAULT_BUCKET
-# The files users write (graph, rules) and the files the tool writes (plan, vars, emulation,
-# compare): `streamalloc schema KIND`.
-SCHEMA_KINDS = ("compare", "emulation", "graph", "plan", "rules", "vars")
+# The files users write (graph, rules, sweep-spec) and the files the tool writes (plan, vars,
+# emulation, compare, sweep): `streamalloc schema KIND`.
+SCHEMA_KINDS = ("compare", "emulation", "graph", "plan", "rules", "sweep", "sweep-spec", "vars")
 
 
 def schemas() -> dict[str, Any]:
     """The JSON Schema of every file format, by kind."""
+    from streamalloc.commands.sweep_spec import SPEC_SCHEMA
     from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
     from streamalloc.rules.schema import RULES_SCHEMA
     from streamalloc.schemas import SCHEMAS as OUTPUT_SCHEMAS
-    return {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA, **OUTPUT_SCHEMAS}
+    return {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA, "sweep-spec": SPEC_SCHEMA,
+            **OUTPUT_SCHEMAS}
 
 
 def _settings(items: list[str]) -> dict[str, str]:
@@ -176,6 +178,16 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from streamalloc.commands.sweep import sweep_command
+    from streamalloc.outputs import write_atomic
+    jobs = args.jobs if args.jobs is not None else os.cpu_count() or 1
+    sys.stdout.write(sweep_command(args.spec, jobs=jobs,
+                                   ray=args.ray, json_out=args.json, output=args.output,
+                                   markdown=args.md, write=write_atomic))
+    return 0
+
+
 def _explain(args: argparse.Namespace) -> int:
     from streamalloc.report.allocation_report import explain_node
     graph, allocation = _allocated(args)
@@ -262,7 +274,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from streamalloc import api
-    graph = _read_graph(args.model, args)
+    graph = api.read_graph(args.model, _settings(args.set or []), fold=args.fold)
     api.write_graph(graph, Path(args.output))
     print(f"wrote {args.output}: graph {graph.name}, {graph.node_count()} nodes, "
           f"{len(graph.subgraphs)} subgraphs")
@@ -359,7 +371,8 @@ def _plan_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _compare_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """compare: GE's heuristic against the optimal allocator, side by side."""
+    """compare: GE's heuristic against the optimal allocator, side by side; sweep: over the
+    cross product of a spec."""
     cmp = sub.add_parser("compare", help="ge, ge-minimal and optimal side by side: streams, "
                                          "events, makespan, bounds")
     cmp.add_argument("graphs", nargs="+", metavar="GRAPH", help="graph files")
@@ -373,6 +386,20 @@ def _compare_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                      help="events against makespan per mode, with the optimal frontier")
     cmp.set_defaults(run=_compare, print_after=None, dump_dir=None, sync=None)
     _optimal_args(cmp)
+
+    swp = sub.add_parser("sweep", help="the cross product of a sweep spec (graphs, rules, "
+                                       "options, modes, solver settings): one row per point")
+    swp.add_argument("spec", metavar="SPEC.yaml", help="sweep spec (docs/sweep-format.md)")
+    swp.add_argument("-o", "--output", metavar="OUT.json", help="write streamalloc.sweep/v1 JSON")
+    swp.add_argument("--md", metavar="FILE", help="write the table as markdown")
+    swp.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    swp.add_argument("--jobs", type=int, metavar="N",
+                     help="local processes (default: the CPU count; 1: this process); with "
+                          "--ray local, the CPUs of the local Ray instance")
+    swp.add_argument("--ray", metavar="ADDRESS",
+                     help="run on Ray (pip install 'streamalloc[ray]'): local (start one "
+                          "here), auto (this machine's cluster) or ray://HOST:PORT")
+    swp.set_defaults(run=_sweep)
 
 
 def _generator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -425,6 +452,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("model", help="an .onnx model or a GE dump (protobuf text or binary)")
     imp.add_argument("-o", "--output", required=True, help="graph file to write (.yaml or .json)")
     _set_arg(imp, "set a graph option in the written graph; repeatable")
+    imp.add_argument("--no-fold", dest="fold", action="store_false",
+                     help="keep an ONNX model's constant-only nodes (ConstantOfShape weights, ...) "
+                          "as written instead of folding them into Const weights")
     imp.set_defaults(run=_import)
 
     alloc = sub.add_parser("allocate", help="logical stream allocation; per-stream table")
@@ -463,8 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
     _rules_commands(sub)
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a file format: the files "
-                                           "you write (graph, rules) and those the tool writes "
-                                           "(plan, vars, emulation, compare)")
+                                           "you write (graph, rules, sweep-spec) and those the "
+                                           "tool writes (plan, vars, emulation, compare, sweep)")
     schema.add_argument("kind", choices=SCHEMA_KINDS)
     schema.set_defaults(run=_schema)
     return parser
@@ -532,7 +562,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     try:
-        if args.command == "compare":  # it has its own progress bar per graph
+        if args.command in ("compare", "sweep"):  # they count graphs or points themselves
             code = int(args.run(args))
         else:
             with Progress(args.command, sys.stderr):

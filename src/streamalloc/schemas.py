@@ -1,9 +1,10 @@
 """JSON Schemas of the files streamalloc writes: plan, variable plan, emulation report, comparison.
 
 `streamalloc schema plan|vars|emulation|compare` prints them (`graph` and `rules`, the files
-users write, live beside their loaders). `check_document(kind, document, source)` validates a
-document against one of them and raises an `InputError` (exit 3) whose message names the file,
-the field and what was expected:
+users write, live beside their loaders); `SWEEP_SCHEMA` (`schema sweep`) describes the results
+of `streamalloc sweep`, which no command reads back. `check_document(kind, document, source)`
+validates a document against one of them and raises an `InputError` (exit 3) whose message
+names the file, the field and what was expected:
 
     plan.json: field events[0].id: expected an integer >= 0 (up to 2147483647), found 1e+30
     (docs/plan-format.md)
@@ -32,6 +33,7 @@ PLAN_FORMAT = "streamalloc.plan/v1"
 VARS_FORMAT = "streamalloc.vars/v1"
 EMULATION_FORMAT = "streamalloc.emulation/v1"
 COMPARE_FORMAT = "streamalloc.compare/v1"
+SWEEP_FORMAT = "streamalloc.sweep/v1"
 
 # Ids and counts are 32-bit on the device (stream, event and notify ids, task units); a plan with
 # a larger number is malformed, whatever the device limits in the graph options say.
@@ -322,15 +324,47 @@ COMPARE_SCHEMA: dict[str, Any] = {
     }, required=("format", "rows", "frontier")),
 }
 
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+SWEEP_SCHEMA: dict[str, Any] = {
+    "$schema": DRAFT,
+    "$id": "https://streamalloc.dev/schema/sweep-v1.json",
+    "title": "streamalloc sweep",
+    "description": f"format {SWEEP_FORMAT}: one row per point of a sweep spec, compare's row "
+                   "plus the point's parameters (docs/sweep-format.md)",
+    **_closed({
+        "format": {"const": SWEEP_FORMAT},
+        "spec": _text("the sweep spec file"),
+        "rows": {"type": "array", "items": _closed({
+            "point": {**_COUNT, "description": "the point's place in the sweep's order"},
+            "input": _text("the graph file's name without its suffix"),
+            "graph": _text("the graph's name"),
+            "file": _text("the graph file as the spec names it"),
+            "rules": _text("a shipped rule set, a rule file, or default"),
+            "options": {"type": "object", "additionalProperties": {"type": "string"},
+                        "description": "the graph options the spec sets at this point"},
+            "mode": {"enum": ["ge", "ge-minimal", "optimal"]},
+            "solver": {"type": "object", "additionalProperties": _SCALAR,
+                       "description": "the solver settings the spec sets (optimal mode)"},
+            "nimble_min_events": {**_COUNT, "description": "Nimble's minimum, a reference"},
+            **_RESULT,
+            "max_rss_mb": {**_NULLABLE_NUMBER, "minimum": 0,
+                           "description": "peak memory of the process that ran the point "
+                                          "(not reproducible)"},
+        }, required=("point", "input", "graph", "file", "rules", "options", "mode", "solver",
+                     "nimble_min_events", *_RESULT_KEYS, "max_rss_mb"))},
+    }, required=("format", "spec", "rows")),
+}
+
 SCHEMAS: Mapping[str, dict[str, Any]] = {
     "plan": PLAN_SCHEMA, "vars": VARS_SCHEMA, "emulation": EMULATION_SCHEMA,
-    "compare": COMPARE_SCHEMA,
+    "compare": COMPARE_SCHEMA, "sweep": SWEEP_SCHEMA,
 }
 # What each kind of document is called in messages, and the document that describes it.
 _NOUNS = {"plan": ("the plan", "docs/plan-format.md"),
           "vars": ("the variable plan", "docs/vars-format.md"),
           "emulation": ("the report", "docs/emulation-report.md"),
-          "compare": ("the comparison", "docs/compare-format.md")}
+          "compare": ("the comparison", "docs/compare-format.md"),
+          "sweep": ("the sweep results", "docs/sweep-format.md")}
 
 
 @cache

@@ -58,17 +58,22 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
     frontier: list[dict[str, Any]] = []
     for path in _progress(paths):
         graph = api.read_graph(path, settings.options, settings.rules)
-        reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
-        for mode in settings.modes:
-            rows.append({"input": Path(path).stem, "graph": graph.name, "file": str(path),
-                         "mode": mode,
-                         "nimble_min_events": reference, **_row(graph, mode, settings)})
+        rows += graph_rows(path, graph, settings)
         if settings.frontier:
             frontier += [{"input": Path(path).stem, "graph": graph.name, "slack": slack,
                           **_row(
                 graph, "optimal", replace(settings, optimal=replace(
                     settings.optimal, makespan_slack=slack)))} for slack in FRONTIER_SLACKS]
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
+
+
+def graph_rows(path: str, graph: Graph, settings: CompareSettings) -> list[dict[str, Any]]:
+    """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
+    what `compare` writes per graph and `sweep` per point (docs/compare-format.md)."""
+    reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+    return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
+             "nimble_min_events": reference, **_row(graph, mode, settings)}
+            for mode in settings.modes]
 
 
 def _ge_rules(settings: CompareSettings) -> RuleSet | None:

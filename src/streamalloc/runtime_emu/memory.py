@@ -54,11 +54,14 @@ class DeviceMemory:
         self.regions[name] = Region(name, mem_type, offset, size)
 
     def summary(self) -> dict[str, Any]:
-        """Count, bytes per memory type and extent (highest end) per memory type, sorted."""
+        """Count, bytes per memory type (a block variables share counted once) and extent
+        (highest end) per memory type, sorted."""
         total: dict[str, int] = {}
         extent: dict[str, int] = {}
+        blocks = {(r.mem_type, r.offset, r.size) for r in self.regions.values()}
+        for mem_type, _, size in blocks:
+            total[mem_type] = total.get(mem_type, 0) + size
         for region in self.regions.values():
-            total[region.mem_type] = total.get(region.mem_type, 0) + region.size
             end = region.offset + region.size
             extent[region.mem_type] = max(extent.get(region.mem_type, 0), end)
         return {"count": len(self.regions), "bytes": dict(sorted(total.items())),

@@ -3,7 +3,7 @@
 | suffix | loader |
 |---|---|
 | `.yaml`, `.yml`, `.json` | our graph format (`yaml_json`) |
-| `.onnx` | ONNX model (`onnx_model`) |
+| `.onnx` | ONNX model (`onnx_model`), constants folded (`onnx_fold`) unless `fold=False` |
 | anything else | GE dump (`ge_dump`): protobuf text or binary, ModelDef or GraphDef |
 """
 
@@ -17,8 +17,13 @@ from streamalloc.ir.graph import Graph
 GRAPH_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def load_graph(path: str | Path) -> Graph:
-    """Load any supported graph file into the IR (raises GraphLoadError on bad input)."""
+def load_graph(path: str | Path, *, fold: bool = True) -> Graph:
+    """Load any supported graph file into the IR (raises GraphLoadError on bad input).
+
+    `fold` applies to ONNX models: constant-only nodes become `Const` weights, as GE's constant
+    folding does (`onnx_fold`); `fold=False` keeps the model as written. Other formats are
+    loaded as written either way.
+    """
     path = Path(path)
     if not path.exists():
         raise GraphLoadError(f"{path}: no such file")
@@ -30,6 +35,6 @@ def load_graph(path: str | Path) -> Graph:
         return load_yaml_json(path)
     if suffix == ".onnx":
         from streamalloc.ir.loaders.onnx_model import load_onnx
-        return load_onnx(path)
+        return load_onnx(path, fold=fold)
     from streamalloc.ir.loaders.ge_dump import load_ge_dump
     return load_ge_dump(path)

@@ -8,6 +8,10 @@ Mapping:
   formal input i is a `Data` node with `_parent_node_index` = i (the owner's input i). ONNX lets a
   body read values of enclosing graphs; our edges cannot cross graphs, so each such value becomes
   a new data input of the owner and a `Data` node in the body, threaded through every level.
+- constant folding (onnx_fold.py, on by default): nodes computed from constants only (the
+  `ConstantOfShape` weights of exported models, Shape of a static shape, ...) become `Const`
+  nodes named after their output tensor, like initializers, as GE folds them before it assigns
+  streams; the constants only they read go away. `load_onnx(path, fold=False)` keeps them.
 - names are unique across all graphs: ONNX names are kept first come, first kept (root first);
   unnamed nodes get `<op_type>_<index>`, and any clash a numeric suffix.
 
@@ -32,6 +36,7 @@ from streamalloc.errors import GraphLoadError
 from streamalloc.ir.attrs import AttrValue, TensorValue
 from streamalloc.ir.builder import GraphBuilder
 from streamalloc.ir.graph import DataInput, Graph
+from streamalloc.ir.loaders.onnx_fold import fold_constants
 from streamalloc.ir.tensor import TensorDesc
 
 ROOT_OUTPUT = "Node_Output"
@@ -93,10 +98,16 @@ class _Scope:
     values: dict[str, tuple[_Draft, int]] = field(default_factory=dict)
 
 
-def load_onnx(path: str | Path) -> Graph:
-    """Load an ONNX model; raises GraphLoadError (message starts with the path) on bad input."""
+def load_onnx(path: str | Path, *, fold: bool = True) -> Graph:
+    """Load an ONNX model; raises GraphLoadError (message starts with the path) on bad input.
+
+    With `fold` (the default) constant-only nodes become `Const` weights first, as GE's constant
+    folding does before stream allocation (onnx_fold.py); `fold=False` keeps the graph as written.
+    """
     path = Path(path)
-    model = _infer(_read_model(path))
+    model = _infer(_read_model(path), data_prop=fold)
+    if fold:
+        model = fold_constants(model)
     name = model.graph.name or path.stem
     importer = _Importer(str(path))
     importer.graph(model.graph, None, "", None)
@@ -123,11 +134,12 @@ def _read_model(path: Path) -> onnx.ModelProto:
     return model
 
 
-def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
+def _infer(model: onnx.ModelProto, *, data_prop: bool = False) -> onnx.ModelProto:
     # Inferred shapes are a bonus: a model that inference rejects (unknown domains, bad types)
-    # still loads with the value_info it carries.
+    # still loads with the value_info it carries. `data_prop` also propagates the values of
+    # shape computations (Shape -> Concat -> ConstantOfShape), which folding needs.
     try:
-        return onnx.shape_inference.infer_shapes(model)
+        return onnx.shape_inference.infer_shapes(model, data_prop=data_prop)
     except Exception:
         return model
 
