@@ -102,7 +102,7 @@ def _pass_printer(args: argparse.Namespace, graph: api.Graph,
 
 
 def _allocate(args: argparse.Namespace) -> int:
-    from streamalloc import api
+    from streamalloc import api, collector
     from streamalloc.verify import verify_plan
     given = api.load_rule_set(args.rules)
     graph = _read_graph(args.graph, args, given)
@@ -111,10 +111,12 @@ def _allocate(args: argparse.Namespace) -> int:
     printer = _pass_printer(args, graph, given)
     allocation = api.allocate(graph, given, args.mode, observer=printer)
     plan = api.synchronize(graph, allocation, sync=args.sync or "ge", observer=printer)
-    document = plan.to_json()
-    rules = given or api.default_rule_set(graph)
-    verify_plan(graph, document, rules=rules if args.mode == "ge" else None).raise_for_failure()
-    _write_plan(args, graph, plan, document)
+    with collector.paused():
+        document = plan.to_json()
+        rules = given or api.default_rule_set(graph)
+        verify_plan(graph, document, rules=rules if args.mode == "ge" else None
+                    ).raise_for_failure()
+        _write_plan(args, graph, plan, document)
     return 0
 
 

@@ -18,6 +18,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
+from streamalloc import collector
 from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
 from streamalloc.errors import InputError, InputWarning
 from streamalloc.heuristic.context import GraphContext, ModelContext, is_unknown_shape
@@ -35,6 +36,7 @@ from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
 
+@collector.pausing
 def allocate_ge(graph: Graph, rules: RuleSet | None = None,
                 observer: PassObserver | None = None) -> Allocation:
     """Logical streams for every node, as GE's pass chain (or the given rules) assigns them."""

@@ -56,9 +56,13 @@ class AttrValue:
         return self.value
 
 
+_NO_ATTRS: Mapping[str, AttrValue] = MappingProxyType({})
+
+
 def freeze_attrs(attrs: Mapping[str, AttrValue] | None) -> Mapping[str, AttrValue]:
-    """A read-only copy of an attribute map, keys in sorted order (the canonical order)."""
-    return MappingProxyType({k: attrs[k] for k in sorted(attrs)} if attrs else {})
+    """A read-only copy of an attribute map, keys in sorted order (the canonical order); one
+    shared empty map for the many nodes without attributes."""
+    return MappingProxyType({k: attrs[k] for k in sorted(attrs)}) if attrs else _NO_ATTRS
 
 
 def infer_attr(value: Any) -> AttrValue:

@@ -210,20 +210,22 @@ class GraphBuilder:
 
     def _check_node(self, pending: _Pending, nodes: Mapping[str, _Pending], graph: str) -> None:
         node, origin = pending.node, pending.origin
-        if self.engines.get(node.engine) is None:
+        if node.engine not in self.engines.engines:
             known = ", ".join(sorted(self.engines.engines))
             raise GraphLoadError(f"{origin}: node {node.name!r} field 'engine': unknown engine "
                                  f"{node.engine!r}; known: {known} (add it under 'engines')")
         for slot, ref in enumerate(node.inputs):
             if ref is not None:
-                self._check_ref(pending, f"input {slot} ({ref})", ref.src, nodes, graph)
+                if ref.src not in nodes:  # the message is only built for a bad reference
+                    self._check_ref(pending, f"input {slot} ({ref})", ref.src, nodes, graph)
                 producer = nodes[ref.src].node
                 if ref.port < 0 or (producer.outputs and ref.port >= len(producer.outputs)):
                     raise GraphLoadError(
                         f"{origin}: node {node.name!r} input {slot} ({ref}): node {ref.src!r} "
                         f"has outputs 0..{len(producer.outputs) - 1}, not {ref.port}")
         for src in node.control_inputs:
-            self._check_ref(pending, f"control input {src!r}", src, nodes, graph)
+            if src not in nodes:
+                self._check_ref(pending, f"control input {src!r}", src, nodes, graph)
 
     def _check_ref(self, pending: _Pending, what: str, src: str, nodes: Mapping[str, _Pending],
                    graph: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import NamedTuple
 
 from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.engines import EngineTable
@@ -21,9 +22,9 @@ GRAPH_FORMAT = "streamalloc.graph/v1"
 # Op types whose data output feeds a loop back edge; such edges do not order nodes (GE's sort).
 
 
-@dataclass(frozen=True, slots=True)
-class DataInput:
-    """One connected data input: output `port` of node `src`."""
+class DataInput(NamedTuple):
+    """One connected data input: output `port` of node `src` (a named tuple: graphs hold
+    one per edge, and tuples are the cheapest immutable records to make)."""
 
     src: str
     port: int = 0
@@ -69,8 +70,7 @@ class Node:
         return (i for i in self.inputs if i is not None)
 
 
-@dataclass(frozen=True, slots=True)
-class Consumer:
+class Consumer(NamedTuple):
     """One data edge seen from its producer: `node` reads output `port` on input `slot`."""
 
     port: int

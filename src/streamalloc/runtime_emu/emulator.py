@@ -26,13 +26,12 @@ ran here could deadlock on a device. All three are violations.
 
 from __future__ import annotations
 
-import gc
 import math
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
+from streamalloc import collector
 from streamalloc.errors import InternalError
 from streamalloc.facts import LIMIT_DEFAULTS
 from streamalloc.ir.graph import Graph
@@ -241,7 +240,7 @@ def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | 
     table = costs or default_cost_table()
     if not isinstance(plan, Plan):
         plan = plan_from_dict(plan)
-    with _collector_paused():
+    with collector.paused():
         program = compile_program(graph, plan, table, dim)
         stream_report = _create_streams(program, graph, pool, runtime)
         dev = EmulatedDevice(program, table)
@@ -255,19 +254,6 @@ def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | 
         wall = time.perf_counter() - began
         return _result(dev, table, stream_report, loaded, wall)
 
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    # A run allocates hundreds of thousands of small tuples and no garbage cycles worth
-    # collecting meanwhile; the cyclic collector's passes over them cost about a quarter of
-    # the time. It is switched back on (if it was on) however the run ends.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _create_streams(program: Program, graph: Graph, pool: StreamPool | None,

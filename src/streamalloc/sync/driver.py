@@ -12,6 +12,7 @@ from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 
+from streamalloc import collector
 from streamalloc.allocation import Allocation
 from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
@@ -53,6 +54,7 @@ def sync_stages(strategy: str = "ge") -> tuple[SyncStage, ...]:
 SYNC_STAGE_NAMES = tuple(stage.name for stage in sync_stages())
 
 
+@collector.pausing
 def synchronize(graph: Graph, allocation: Allocation, sync: str = "ge",
                 observer: PassObserver | None = None) -> SyncPlan:
     """Events (or notifies), their elimination (`sync`: "ge" or "minimal") and numbering, the

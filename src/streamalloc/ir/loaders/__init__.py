@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from streamalloc import collector
 from streamalloc.errors import GraphLoadError
 from streamalloc.ir.graph import Graph
 
 GRAPH_SUFFIXES = (".yaml", ".yml", ".json")
 
 
+@collector.pausing
 def load_graph(path: str | Path, *, fold: bool = True) -> Graph:
     """Load any supported graph file into the IR (raises GraphLoadError on bad input).
 

@@ -160,19 +160,23 @@ def _option_text(value: Any) -> str:
 
 def _add_nodes(builder: GraphBuilder, nodes: Sequence[Mapping[str, Any]], graph: str,
                path: list[Any], locate: Locate) -> None:
+    # the hot loop of loading: optional fields are converted only when present
     for index, node in enumerate(nodes):
         here = [*path, index]
+        get = node.get
+        inputs, outputs, descs, cost = (get("inputs"), get("outputs"), get("input_descs"),
+                                        get("cost_us"))
         builder.add_node(
-            node["name"], node["type"], graph=graph, engine=node.get("engine"),
-            inputs=[None if ref == "" else parse_ref(ref) for ref in node.get("inputs", ())],
-            control_inputs=node.get("control_inputs", ()),
-            attrs=_attrs(node, here, locate, f"node {node['name']!r}"),
-            outputs=[desc_from_plain(d) for d in node.get("outputs", ())],
-            input_descs=[desc_from_plain(d) for d in node.get("input_descs", ())],
-            subgraphs=tuple((node.get("subgraphs") or {}).items()),
-            stream_id=node.get("stream_id"), task_count=node.get("task_count"),
-            cost_us=None if node.get("cost_us") is None else float(node["cost_us"]),
-            origin=locate(here))
+            node["name"], node["type"], graph=graph, engine=get("engine"),
+            inputs=[None if ref == "" else parse_ref(ref) for ref in inputs] if inputs else (),
+            control_inputs=get("control_inputs", ()),
+            attrs=_attrs(node, here, locate, f"node {node['name']!r}") if "attrs" in node
+            else None,
+            outputs=[desc_from_plain(d) for d in outputs] if outputs else (),
+            input_descs=[desc_from_plain(d) for d in descs] if descs else (),
+            subgraphs=tuple(node["subgraphs"].items()) if "subgraphs" in node else (),
+            stream_id=get("stream_id"), task_count=get("task_count"),
+            cost_us=None if cost is None else float(cost), origin=locate(here))
 
 
 def _attrs(owner: Mapping[str, Any], here: list[Any], locate: Locate, what: str
