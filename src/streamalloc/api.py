@@ -16,7 +16,7 @@ from streamalloc.ir.op_types import known_op_type, near_op_type
 from streamalloc.ir.options import check_options
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
-from streamalloc.optimal import FREE, OptimalOptions, SolverReport, allocate_optimal
+from streamalloc.optimal.options import FREE, OptimalOptions, SolverReport
 from streamalloc.outputs import write_atomic
 from streamalloc.passes import PassObserver
 from streamalloc.preset import preset_allocation
@@ -153,6 +153,7 @@ def _check_allocatable(graph: Graph) -> None:
 def optimal_plan(graph: Graph, rules: RuleSet | None = None,
                  options: OptimalOptions | None = None) -> tuple[SyncPlan, SolverReport]:
     """The optimal mode's verified plan and the solver's report (the plan's `solver` block)."""
+    from streamalloc.optimal.driver import allocate_optimal  # OR-Tools: only when solving
     return allocate_optimal(graph, rules, options or OptimalOptions())
 
 

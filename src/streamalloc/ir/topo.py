@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
-import networkx as nx
-
 # Sources of these types are taken before any other source in GE's depth-first sort.
 FIRST_SOURCE_TYPES = frozenset({"Data", "RefData", "AippData", "AnnData", "Send", "Recv"})
 
@@ -101,6 +99,7 @@ def _check_complete(order: list[str], names: Sequence[str], successors: Successo
         return
     done = set(order)
     left = [n for n in names if n not in done]
+    import networkx as nx  # only to name the cycle of a bad graph: not on every load
     digraph = nx.DiGraph()
     digraph.add_edges_from((n, s) for n in left for s in successors(n) if s not in done)
     raise CycleError([u for u, _ in nx.find_cycle(digraph)])

@@ -6,9 +6,21 @@ stream assignments and their verified, emulated outcome), `search` (CP-SAT or th
 matching, then the polish), `driver` (baseline, search, fallback).
 """
 
-from streamalloc.optimal.driver import allocate_optimal
-from streamalloc.optimal.evaluate import matching_chains, nimble_min_events, task_dag
+from typing import Any
+
 from streamalloc.optimal.options import FREE, OptimalOptions, SolverReport
 
 __all__ = ["FREE", "OptimalOptions", "SolverReport", "allocate_optimal", "matching_chains",
            "nimble_min_events", "task_dag"]
+
+# The search imports OR-Tools and networkx (about half a second): only when it is used, so that
+# ge mode and the other commands do not pay for it.
+_LAZY = {"allocate_optimal": "driver", "matching_chains": "evaluate",
+         "nimble_min_events": "evaluate", "task_dag": "evaluate"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
