@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from streamalloc import api
+from streamalloc import collector
 from streamalloc.errors import LimitExceeded, PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
@@ -34,14 +34,14 @@ from streamalloc.outputs import write_bytes_atomic
 from streamalloc.plan_fields import read_plan_json
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.plan import Plan, plan_from_dict
+from streamalloc.runtime_emu.plan import Plan, plan_from_dict, validate_plan
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
-from streamalloc.schemas import check_document
 from streamalloc.verify import plan_view, verify_plan
 
 
+@collector.pausing  # reading a 100k-node plan makes the collector rescan the loaded graph
 def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None, *,
                     json_out: bool, trace: str | None, gantt: str | None, cost: str | None,
                     verify: bool = True, settings: Mapping[str, str] | None = None
@@ -80,7 +80,7 @@ def checked_plan(graph: Graph, path: Path, *, verify: bool = True,
     The file must follow the plan schema (InputError); with `verify`, the verifier must accept
     it (PlanVerifyError, or LimitExceeded when only device limits are exceeded)."""
     data = read_plan_json(path)
-    check_document("plan", data, str(path))
+    validate_plan(data, str(path))
     view = plan_view(data, source=str(path))
     graph = graph.with_options({**(view.options or {}), **(settings or {})})
     check_options(graph)
@@ -96,6 +96,9 @@ def checked_plan(graph: Graph, path: Path, *, verify: bool = True,
 
 def ge_plan(graph: Graph) -> dict[str, Any]:
     """The verified ge-mode plan of a graph (docs/plan-format.md)."""
+    # imported here: the allocators (and the solver, through `api`) are not needed to run a
+    # plan file, and cost a second of start-up
+    from streamalloc import api
     document = api.plan(graph).to_json()
     verify_plan(graph, document).raise_for_failure()
     return document

@@ -29,14 +29,18 @@ class LowerBounds:
 def lower_bounds(program: Program, table: CostTable) -> LowerBounds:
     """Both bounds of a compiled program."""
     finish = [0.0] * program.task_count()
-    durations, widths, preds = program.durations, program.widths, program.preds
+    durations, widths, preds, kinds = program.durations, program.widths, program.preds, \
+        program.kinds
     for tid in program.topo:  # a topological order, so every predecessor is done
-        ready = max((finish[p] for p in preds[tid]), default=0.0)
-        finish[tid] = ready + (durations[tid] if program.kinds[tid] == TASK else 0.0)
+        before = preds[tid]
+        ready = (finish[before[0]] if len(before) == 1 else max([finish[p] for p in before])) \
+            if before else 0.0
+        finish[tid] = ready + durations[tid] if kinds[tid] == TASK else ready
     work: dict[str, float] = {}
-    for tid, engine in enumerate(program.engines):
-        if engine is not None and program.kinds[tid] == TASK:
-            work[engine] = work.get(engine, 0.0) + widths[tid] * durations[tid]
+    for engine, kind, width, duration in zip(program.engines, kinds, widths, durations,
+                                             strict=True):
+        if engine is not None and kind == TASK:  # summed in tid order, as reported
+            work[engine] = work.get(engine, 0.0) + width * duration
     per_unit = {e: w / table.engine(e).units for e, w in sorted(work.items())}
     bottleneck = max(per_unit, key=lambda e: (per_unit[e], e), default=None)
     return LowerBounds(critical_path_us=max(finish, default=0.0),

@@ -30,7 +30,8 @@ the table, else 1 (a given time says nothing about the cores it used).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable
+from operator import attrgetter
 
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.tensor import TensorDesc
@@ -40,6 +41,8 @@ from streamalloc.runtime_emu.cost_table import CostTable, EngineParams, OpFormul
 _TRANSPOSE_A = ("transA", "transpose_x1", "adj_x1")
 _CHANNEL_LAST = ("NHWC", "NDHWC")
 _UNKNOWN = TensorDesc()
+# What the formulas read of a tensor description (its attrs never).
+_desc_key = attrgetter("shape", "dtype", "format")
 # The block dim attribute: this project's name, then GE's (TVM_ATTR_NAME_BLOCKDIM, set on
 # compiled AI Core nodes); values below 1 (GE writes -1 for "unset") are ignored.
 BLOCK_DIM_ATTRS = ("block_dim", "tvm_blockdim")
@@ -82,7 +85,9 @@ class CostModel:
 
     def __init__(self, graph: Graph, table: CostTable) -> None:
         self.table = table
-        self._nodes = {n.name: n for n in graph.all_nodes()}
+        self._nodes = graph.by_name
+        self._memo: dict[Hashable, tuple[float, int]] = {}
+        self._formulas: dict[str, str] = {}  # op type -> its formula's name
 
     def node(self, name: str) -> Node:
         """The graph node called `name`."""
@@ -90,7 +95,40 @@ class CostModel:
 
     def kernel(self, node: Node) -> tuple[float, int]:
         """(execution time, block dim) of one task of `node`: it holds block dim units of its
-        engine for the time (launch overhead not included)."""
+        engine for the time (launch overhead not included).
+
+        Memoised on everything `direct_kernel` reads (`kernel_key`): graphs repeat the same
+        op on the same shapes many times, and a model's nodes are costed once per run."""
+        if node.cost_us is not None:  # nothing to compute
+            return self.direct_kernel(node)
+        key = self.kernel_key(node)
+        try:
+            found = self._memo.get(key)
+        except TypeError:  # a shape given as a list by a hand-built graph: not hashable
+            return self.direct_kernel(node)
+        if found is None:
+            found = self._memo[key] = self.direct_kernel(node)
+        return found
+
+    def kernel_key(self, node: Node) -> Hashable:
+        """What `direct_kernel` reads of a node without `cost_us`: op type, engine, block dim
+        attribute, transposition (MatMul), and the shape, dtype and format of each connected
+        input (as `input_descs` resolves it) and output. Nodes with equal keys cost the same."""
+        formula = self._formulas.get(node.type)
+        if formula is None:
+            formula = self._formulas[node.type] = self.table.formula(node.type).formula
+        given = transposed = None
+        if node.attrs:
+            given = block_dim_attr(node)
+            transposed = any(bool(node.attr(key, False)) for key in _TRANSPOSE_A)
+        if formula == "fixed":  # reads no tensor
+            return node.type, node.engine, given
+        return (node.type, node.engine, given, transposed,
+                tuple(map(_desc_key, self.input_descs(node))),
+                tuple(map(_desc_key, node.outputs)))
+
+    def direct_kernel(self, node: Node) -> tuple[float, int]:
+        """`kernel` computed from scratch (no memo)."""
         engine = self.table.engine(node.engine)
         given = block_dim_attr(node) or self.table.formula(node.type).block_dim
         if node.cost_us is not None:
@@ -131,26 +169,29 @@ class CostModel:
             return engine.fallback_us
         return formula.latency_us + formula.factor * data / engine.bytes_per_s * 1e6
 
-    def input_descs(self, node: Node) -> Iterator[TensorDesc]:
+    def input_descs(self, node: Node) -> list[TensorDesc]:
         """Description of each connected data input (the node's own, else the producer's)."""
+        own, nodes, found = node.input_descs, self._nodes, []
+        if not own:  # the usual case (ONNX models, graph files): the producers' outputs
+            for ref in filter(None, node.inputs):
+                producer = nodes.get(ref.src)
+                outputs = producer.outputs if producer is not None else ()
+                found.append(outputs[ref.port] if ref.port < len(outputs) else _UNKNOWN)
+            return found
         for slot, src in enumerate(node.inputs):
             if src is None:
                 continue
-            own = node.input_descs[slot] if slot < len(node.input_descs) else None
-            if own is not None and own.shape is not None:
-                yield own
-                continue
-            producer = self._nodes.get(src.src)
-            if producer is not None and src.port < len(producer.outputs):
-                yield producer.outputs[src.port]
-            else:
-                yield _UNKNOWN
+            desc = own[slot] if slot < len(own) else None
+            if desc is None or desc.shape is None:
+                producer = nodes.get(src.src)
+                desc = producer.outputs[src.port] if producer is not None \
+                    and src.port < len(producer.outputs) else _UNKNOWN
+            found.append(desc)
+        return found
 
     def _input(self, node: Node, index: int) -> TensorDesc | None:
-        for i, desc in enumerate(self.input_descs(node)):
-            if i == index:
-                return desc
-        return None
+        descs = self.input_descs(node)
+        return descs[index] if index < len(descs) else None
 
     def bytes_moved(self, node: Node) -> float | None:
         """Input plus output bytes that are known; None when none is known."""

@@ -2,21 +2,23 @@
 
 Only what the emulator needs is kept: the per-stream task order, the generated sync nodes, the
 event list, the stream activations and the stream counts. A plan file is validated against the
-plan schema first, as `verify` does (`streamalloc schema plan`); unknown top-level keys are
-allowed (other tools may add some); a wrong type or a missing required key is an `InputError`
-that names the file and the field. Whether the names exist in the graph is checked when the plan is
-compiled against a graph (`program.compile_program`).
+plan schema first, as `verify` does (`streamalloc schema plan`, `validate_plan`); unknown
+top-level keys are allowed (other tools may add some); a wrong type or a missing required key is
+an `InputError` that names the file and the field. Whether the names exist in the graph is
+checked when the plan is compiled against a graph (`program.compile_program`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.plan_fields import PlanFields, read_plan_json
-from streamalloc.schemas import PLAN_FORMAT, check_document
+from streamalloc.runtime_emu.fast_schema import compile_check
+from streamalloc.schemas import PLAN_FORMAT, PLAN_SCHEMA, check_document
 
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
 # Generated nodes that are neither graph nodes nor Send/Recv (GE's switch handling adds
@@ -74,8 +76,22 @@ def load_plan(path: str | Path) -> Plan:
     file and field when it is malformed)."""
     path = Path(path)
     data = read_plan_json(path)
-    check_document("plan", data, str(path))
+    validate_plan(data, str(path))
     return plan_from_dict(data, source=str(path))
+
+
+def validate_plan(data: Any, source: str) -> None:
+    """Validate a plan document against the plan schema: InputError naming `source` and the
+    field, as `schemas.check_document` says it. A document the column check
+    (`fast_schema`) accepts follows the schema; only others go through `check_document`."""
+    check = _plan_check()
+    if check is None or not check(data):
+        check_document("plan", data, source)
+
+
+@cache
+def _plan_check() -> Callable[[Any], bool] | None:
+    return compile_check(PLAN_SCHEMA)
 
 
 def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:

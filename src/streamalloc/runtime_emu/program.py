@@ -16,8 +16,11 @@ Case only one dim runs (`dims.py`): the tasks of the others are `NOP`s without d
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
+from typing import cast
 
 from streamalloc.errors import InputError, LimitExceeded
 from streamalloc.facts import ENTER_TYPES, LIMIT_DEFAULTS, LOOP_BACK_TYPES
@@ -31,9 +34,10 @@ TASK, NOP, SEND, RECV = 0, 1, 2, 3
 EVENT_SPACE, NOTIFY_SPACE = 0, 1
 KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
 RTS_ENGINE = "DNN_VM_RTS"
-# One task while compiling: name, kind, type, stream, position, engine, duration, sync id,
-# id space, block dim (the tid is the row's index).
-Row = tuple[str, int, str, int, int, str | None, float, int, int, int]
+# Producers whose data edges order nothing (loop back edges, Enter/RefEnter).
+_UNORDERED_FROM = frozenset(LOOP_BACK_TYPES) | frozenset(ENTER_TYPES)
+_SRC = attrgetter("src")
+_NO_TASK = (None, 0.0, 0)  # (engine, time, block dim) of a node that issues no device work
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +81,16 @@ def compile_program(graph: Graph, plan: Plan, table: CostTable, dim: int = 0) ->
 
 
 class _Compiler:
+    """Builds the columns of a `Program` (`names`, `kinds`, ... indexed by tid), list by list:
+    plans have a hundred thousand tasks, and a pass per column costs less than a row each."""
+
     def __init__(self, graph: Graph, plan: Plan, table: CostTable, dim: int) -> None:
         self.graph, self.plan, self.table, self.dim = graph, plan, table, dim
         self.costs = CostModel(graph, table)
         self.idle: set[str] = set()  # tasks of the dims that do not run
-        self.nodes = {n.name: n for n in graph.all_nodes()}
-        self.tid_of: dict[str, int] = {}
-        self.rows: list[Row] = []
+        self.nodes = graph.by_name
+        self.names = [name for names in plan.streams.values() for name in names]
+        self.tid_of = dict(zip(self.names, range(len(self.names)), strict=True))
         self.sync_kinds = {  # type -> (kind, id space, latency)
             "Send": (SEND, EVENT_SPACE, table.event_record_us),
             "Recv": (RECV, EVENT_SPACE, table.event_wait_us),
@@ -91,20 +98,19 @@ class _Compiler:
             "RecvNotify": (RECV, NOTIFY_SPACE, table.notify_wait_us)}
 
     def build(self) -> Program:
-        self._rows()
+        self._columns()
         self._idle_dims()
         self._check_sync_nodes()
         events, notifies = self._sync_counts()
         preds, topo = self._preds()
-        (names, kinds, types, streams, positions, engines, durations, sync_ids, spaces,
-         widths) = (tuple(col) for col in zip(*self.rows, strict=True)) if self.rows else \
-            ((),) * 10
         return Program(
             graph=self.graph.name, stream_ids=tuple(self.plan.streams),
             stream_tids=self._stream_tids(),
-            names=names, kinds=kinds, types=types, streams=streams, positions=positions,
-            engines=engines, durations=durations, widths=widths, sync_ids=sync_ids,
-            spaces=spaces, preds=preds, checks=self._checks(preds), topo=topo,
+            names=tuple(self.names), kinds=tuple(self.kinds), types=tuple(self.types),
+            streams=tuple(self.streams), positions=tuple(self.positions),
+            engines=tuple(self.engines), durations=tuple(self.durations),
+            widths=tuple(self.widths), sync_ids=tuple(self.sync_ids), spaces=tuple(self.spaces),
+            preds=preds, checks=self._checks(preds), topo=topo,
             activates=self._activates(), activators=self._activators(), event_count=events,
             notify_count=notifies,
             requested_streams=self._requested_streams())
@@ -116,28 +122,69 @@ class _Compiler:
             first += len(names)
         return result
 
-    def _rows(self) -> None:
-        """One row per stream entry, in stream order (the tid is the row index)."""
-        tid_of, rows, sync_nodes, nodes = self.tid_of, self.rows, self.plan.sync_nodes, self.nodes
-        sync_kinds = self.sync_kinds
+    def _columns(self) -> None:
+        """One task per stream entry, in stream order (the tid is the entry's index)."""
+        names, plan = self.names, self.plan
+        self.streams = [sid for sid, listed in plan.streams.items() for _ in listed]
+        self.positions = [pos for listed in plan.streams.values() for pos in range(len(listed))]
+        syncs = list(map(plan.sync_nodes.get, names))  # a sync node wins over a graph node
+        if len(self.tid_of) != len(names) or set(names).difference(plan.sync_nodes, self.nodes):
+            raise self._entry_error()
+        # every entry without a sync node is a graph node (checked just above)
+        nodes = cast("list[Node]", list(map(self.nodes.get, names)))
+        graph, costs = self.graph, self.costs
+        tasks = [_NO_TASK if sync is not None else node_task(graph, costs, node)
+                 for sync, node in zip(syncs, nodes, strict=True)]
+        self.engines = [task[0] for task in tasks]
+        self.durations = [task[1] for task in tasks]
+        self.widths = [task[2] for task in tasks]
+        self.kinds = [NOP if engine is None else TASK for engine in self.engines]
+        self.types = [node.type if sync is None else sync.type
+                      for sync, node in zip(syncs, nodes, strict=True)]
+        self.sync_ids, self.spaces = [-1] * len(names), [0] * len(names)
+        self.sync_tids = []
+        for tid, sync in enumerate(syncs):
+            if sync is not None:
+                self._sync_task(tid, sync)
+                self.sync_tids.append(tid)
+
+    def _sync_task(self, tid: int, sync: SyncNode) -> None:
+        """Fill in the columns of a sync node's task."""
+        if sync.stream != self.streams[tid]:
+            raise self._entry_error()
+        if sync.event is None:  # a generated StreamActive: a runtime task on RTS, one unit
+            table = self.table
+            formula = table.formula(sync.type)
+            run = formula.us if formula.formula == "fixed" else \
+                table.engine(RTS_ENGINE).fallback_us
+            self.kinds[tid], self.engines[tid], self.widths[tid] = TASK, RTS_ENGINE, 1
+            self.durations[tid] = table.launch_us + run
+        else:  # Send/Recv and their notify twins
+            kind, space, latency = self.sync_kinds[sync.type]
+            self.kinds[tid], self.durations[tid] = kind, latency
+            self.sync_ids[tid], self.spaces[tid] = sync.event, space
+
+    def _entry_error(self) -> InputError:
+        """The first bad stream entry, in stream order: a task listed twice, a name that is
+        neither a graph node nor a sync node, a sync node listed on another stream."""
+        seen: dict[str, tuple[int, int]] = {}
         for sid, names in self.plan.streams.items():
             for pos, name in enumerate(names):
-                if name in tid_of:
-                    self._twice(sid, pos, name)
-                sync = sync_nodes.get(name)
-                if sync is None:
-                    if name not in nodes:
-                        raise self._fail(f"streams[{str(sid)!r}][{pos}]",
-                                         f"{name!r} is neither a node of graph "
-                                         f"{self.graph.name!r} nor listed in sync_nodes")
-                    rows.append(self._node_row(sid, pos, nodes[name]))
-                elif sync.stream != sid or sync.event is None:
-                    rows.append(self._generated_row(sid, pos, sync))
-                else:  # Send/Recv, inlined: plans carry many
-                    kind, space, latency = sync_kinds[sync.type]
-                    rows.append((name, kind, sync.type, sid, pos, None, latency, sync.event,
-                                 space, 0))
-                tid_of[name] = len(rows) - 1
+                where = f"streams[{str(sid)!r}][{pos}]"
+                if name in seen:
+                    return self._fail(where, f"task {name!r} is listed twice (first on stream "
+                                             f"{seen[name][0]} at position {seen[name][1]}); "
+                                             "each task runs on one stream")
+                seen[name] = (sid, pos)
+                sync = self.plan.sync_nodes.get(name)
+                if sync is None and name not in self.nodes:
+                    return self._fail(where, f"{name!r} is neither a node of graph "
+                                             f"{self.graph.name!r} nor listed in sync_nodes")
+                if sync is not None and sync.stream != sid:
+                    return self._fail(where, f"sync node {sync.name!r} says stream "
+                                             f"{sync.stream} in sync_nodes but is listed on "
+                                             f"stream {sid}")
+        raise AssertionError("no bad stream entry")  # callers found one
 
     def _idle_dims(self) -> None:
         """The tasks of the dims that do not run become no-ops."""
@@ -145,8 +192,8 @@ class _Compiler:
                                idle_graphs(self.graph, self.dim), self._shared_ids())
         for name in self.idle:
             tid = self.tid_of[name]
-            _, _, kind, sid, pos, *_ = self.rows[tid]
-            self.rows[tid] = (name, NOP, kind, sid, pos, None, 0.0, -1, 0, 0)
+            self.kinds[tid], self.engines[tid], self.durations[tid] = NOP, None, 0.0
+            self.sync_ids[tid], self.spaces[tid], self.widths[tid] = -1, 0, 0
 
     def _shared_ids(self) -> tuple[list[str], list[str]]:
         """The Sends and the Recvs of the ids several Sends record (multi-dims reuse)."""
@@ -164,49 +211,22 @@ class _Compiler:
         """Per task: (producer, producer's stream column, producer's position) to check at its
         start; a same-stream producer listed earlier is ordered by the stream and skipped."""
         column = {sid: i for i, sid in enumerate(self.plan.streams)}
-        rows, empty = self.rows, ()
+        streams, positions = self.streams, self.positions
+        columns = [column[sid] for sid in streams]
+        empty: tuple[tuple[int, int, int], ...] = ()
         result = []
-        for tid, row in enumerate(rows):
-            sid, pos = row[3], row[4]
-            mine = [(p, column[rows[p][3]], rows[p][4]) for p in preds[tid]
-                    if rows[p][3] != sid or rows[p][4] > pos]
-            result.append(tuple(mine) if mine else empty)
+        for tid, producers in enumerate(preds):
+            if not producers:
+                result.append(empty)
+                continue
+            sid, pos = streams[tid], positions[tid]
+            mine = tuple((p, columns[p], positions[p]) for p in producers
+                         if streams[p] != sid or positions[p] > pos)
+            result.append(mine or empty)
         return tuple(result)
-
-    def names_of(self, tid: int) -> str:
-        """The name of a task."""
-        return self.rows[tid][0]
 
     def _fail(self, where: str, message: str) -> InputError:
         return InputError(f"{self.plan.source}: {where}: {message}")
-
-    def _twice(self, sid: int, pos: int, name: str) -> None:
-        first = self.rows[self.tid_of[name]]
-        raise self._fail(f"streams[{str(sid)!r}][{pos}]",
-                         f"task {name!r} is listed twice (first on stream {first[3]} at position "
-                         f"{first[4]}); each task runs on one stream")
-
-    def _node_row(self, sid: int, pos: int, node: Node) -> Row:
-        engine = self.graph.engines.get(node.engine)
-        count = node.task_count if node.task_count is not None else \
-            (engine.default_task_count if engine is not None else 1)
-        if count == 0 and node.cost_us is None:
-            return (node.name, NOP, node.type, sid, pos, None, 0.0, -1, 0, 0)
-        run, width = self.costs.kernel(node)
-        return (node.name, TASK, node.type, sid, pos, node.engine, self.table.launch_us + run,
-                -1, 0, width)
-
-    def _generated_row(self, sid: int, pos: int, sync: SyncNode) -> Row:
-        if sync.stream != sid:
-            raise self._fail(f"streams[{str(sid)!r}][{pos}]",
-                             f"sync node {sync.name!r} says stream {sync.stream} in sync_nodes "
-                             f"but is listed on stream {sid}")
-        # a generated StreamActive: a runtime task on the RTS engine, one unit
-        table = self.table
-        formula = table.formula(sync.type)
-        run = formula.us if formula.formula == "fixed" else table.engine(RTS_ENGINE).fallback_us
-        return (sync.name, TASK, sync.type, sid, pos, RTS_ENGINE, table.launch_us + run, -1, 0,
-                1)
 
     def _check_sync_nodes(self) -> None:
         for i, name in enumerate(self.plan.sync_nodes):
@@ -215,9 +235,10 @@ class _Compiler:
 
     def _sync_counts(self) -> tuple[int, int]:
         highest = [-1, -1]
-        for row in self.rows:
-            if row[1] in (SEND, RECV):
-                highest[row[8]] = max(highest[row[8]], row[7])
+        kinds, sync_ids, spaces = self.kinds, self.sync_ids, self.spaces
+        for tid in self.sync_tids:
+            if kinds[tid] in (SEND, RECV):
+                highest[spaces[tid]] = max(highest[spaces[tid]], sync_ids[tid])
         events = max(self.plan.event_count, highest[EVENT_SPACE] + 1)
         notifies = max(self.plan.notify_count, highest[NOTIFY_SPACE] + 1)
         for what, count, key in (("events", events, "streamalloc.max_events"),
@@ -263,38 +284,60 @@ class _Compiler:
         return {sid: tuple(names) for sid, names in sorted(result.items())}
 
     def _preds(self) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
-        # Task predecessors over graph edges, followed through nodes that issue no task.
+        """Task predecessors over the edges that order tasks (data, then control), followed
+        through nodes that issue no task; and the graph tasks in T-order."""
+        order = list(self.graph.all_nodes())
+        # GE's pair rule 3: edges out of Enter/RefEnter are not synchronized by events (the
+        # loop construct orders them), so they are neither checked nor on the critical path;
+        # nor are loop back edges
+        unordered = {n.name for n in order if n.type in _UNORDERED_FROM}
+        enter = {name for name in unordered if self.nodes[name].type in ENTER_TYPES}
+        tid_get, idle = self.tid_of.get, self.idle
+        idle_tids = {self.tid_of[name] for name in idle}
         through: dict[str, frozenset[int]] = {}
-        preds: list[tuple[int, ...]] = [()] * len(self.rows)
+        preds: list[tuple[int, ...]] = [()] * len(self.names)
         topo = []
-        for node in self.graph.all_nodes():
-            found: set[int] = set()
-            for src in _sources(node, self.nodes):
-                tid = self.tid_of.get(src)
+        for node in order:
+            found: list[int] = []
+            for src in _sources(node, unordered, enter):
+                tid = tid_get(src)
                 if tid is not None:
-                    found.add(tid)
-                else:
-                    found |= through.get(src, frozenset())
-            tid = self.tid_of.get(node.name)
+                    found.append(tid)
+                elif src in through:
+                    found.extend(through[src])
+            if len(found) > 1:
+                found = sorted(set(found))
+            tid = tid_get(node.name)
             if tid is None:
                 if found:
                     through[node.name] = frozenset(found)
                 continue
-            if node.name in self.idle:
+            if node.name in idle:
                 continue
-            preds[tid] = tuple(sorted(t for t in found if self.names_of(t) not in self.idle))
+            preds[tid] = tuple(t for t in found if t not in idle_tids) if idle_tids \
+                else tuple(found)
             topo.append(tid)
         return tuple(preds), tuple(topo)
 
 
-def _sources(node: Node, nodes: Mapping[str, Node]) -> Iterator[str]:
-    """Producers of `node` over the edges that order tasks (data, then control)."""
-    for src in node.data_sources():
-        producer = nodes[src.src]
-        # GE's pair rule 3: edges out of Enter/RefEnter are not synchronized by events (the
-        # loop construct orders them), so they are neither checked nor on the critical path
-        if producer.type not in LOOP_BACK_TYPES and producer.type not in ENTER_TYPES:
-            yield src.src
-    for name in node.control_inputs:
-        if nodes[name].type not in ENTER_TYPES:
-            yield name
+def _sources(node: Node, unordered: set[str], enter: set[str]) -> Iterable[str]:
+    """The producers of `node` over the edges that order tasks: data inputs not from
+    `unordered` nodes, then control inputs not from `enter` nodes."""
+    data: Iterable[str] = map(_SRC, filter(None, node.inputs))
+    if unordered:
+        data = [name for name in data if name not in unordered]
+    if not node.control_inputs:
+        return data
+    return chain(data, (name for name in node.control_inputs if name not in enter))
+
+
+def node_task(graph: Graph, costs: CostModel, node: Node) -> tuple[str | None, float, int]:
+    """(engine, time, block dim) of the task a graph node issues: launch + execution on block
+    dim units; (None, 0, 0) for a node that issues no device work (task count 0)."""
+    engine = graph.engines.get(node.engine)
+    count = node.task_count if node.task_count is not None else \
+        (engine.default_task_count if engine is not None else 1)
+    if count == 0 and node.cost_us is None:
+        return _NO_TASK
+    run, width = costs.kernel(node)
+    return node.engine, costs.table.launch_us + run, width

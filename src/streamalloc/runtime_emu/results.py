@@ -67,14 +67,18 @@ class EmulationResult:
         """Per engine: units, tasks run, busy unit-time (block dim x task time, summed) and
         utilization (busy unit-time over units x makespan)."""
         stats: dict[str, dict[str, float | int]] = {}
-        program = self.program
-        for tid, engine in enumerate(program.engines):
-            if engine is None or program.kinds[tid] != TASK or self.end[tid] == math.inf:
+        program, inf = self.program, math.inf
+        for engine, kind, end, width, duration in zip(
+                program.engines, program.kinds, self.end, program.widths, program.durations,
+                strict=True):
+            if engine is None or kind != TASK or end == inf:
                 continue
-            row = stats.setdefault(engine, {"units": self.table.engine(engine).units,
-                                            "tasks": 0, "busy_us": 0.0})
+            row = stats.get(engine)
+            if row is None:
+                row = stats[engine] = {"units": self.table.engine(engine).units, "tasks": 0,
+                                       "busy_us": 0.0}
             row["tasks"] += 1
-            row["busy_us"] += program.widths[tid] * program.durations[tid]
+            row["busy_us"] += width * duration  # summed in tid order
         for row in stats.values():
             capacity = row["units"] * self.makespan_us
             row["utilization"] = row["busy_us"] / capacity if capacity else 0.0
