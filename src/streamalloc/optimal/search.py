@@ -11,6 +11,7 @@ from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.critical import improve
 from streamalloc.optimal.evaluate import (
     Outcome,
     assignment_of,
@@ -19,6 +20,7 @@ from streamalloc.optimal.evaluate import (
     matching_chains,
     optimal_allocation,
 )
+from streamalloc.optimal.list_schedule import list_schedule_chains
 from streamalloc.optimal.options import (
     CAPACITY_SHARE,
     FREE,
@@ -31,13 +33,23 @@ from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import Constraint, constraint_nodes
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
 from streamalloc.solver.model import SolveInput, build, solve
 from streamalloc.solver.polish import polish
 from streamalloc.solver.rules import add_rules
+from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.tasks import own_units
+
+CRITICAL_PER_SECOND = 10  # emulated moves of the critical-chain search per second of
+# --time-limit on graphs up to CRITICAL_FULL_SIZE nodes (deterministic: a count, not a clock);
+# larger graphs get proportionally fewer (an emulation costs about its task count)
+CRITICAL_FULL_SIZE = 500
+MAKESPAN_SOLVER_SHARE = 0.2  # of --time-limit for CP-SAT under the makespan objective: its
+# model only estimates the emulated makespan; the emulated search gets the rest of the time
 
 
 @dataclass(frozen=True)
@@ -56,14 +68,17 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
            options: OptimalOptions, costs: CostTable) -> Search:
     """Full concurrency without rules or capacity is a matching (exact); otherwise CP-SAT's
     model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
-    among the candidates; for both objectives the polish on the exact event count."""
+    among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule)
+    improved by the critical-chain search; for both objectives the polish on the exact event
+    count."""
     capacity = _capacity(graph)
     if options.concurrency == "full" and not constraints and capacity is None:
         return Search(matching_chains(dag), "OPTIMAL", None, None, 0.0, "matching")
     data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs)
     model = build(data)
     add_rules(model, constraints, {n: i for i, n in enumerate(dag.names)})
-    found = solve(model, time_limit=options.time_limit, seed=options.seed,
+    share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
+    found = solve(model, time_limit=options.time_limit * share, seed=options.seed,
                   workers=options.workers)
     chains = found.chains or tuple(tuple(c) for c in data.hint)
     phase = "cp-sat" if found.chains else "hint"
@@ -71,9 +86,12 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         evaluator = Evaluator(graph, dag, baseline, options, costs)
         limit = evaluator.limit()
         if options.objective == "makespan":
-            chains, limit = _fastest(graph, dag, [chains, *_candidates(graph, dag)],
-                                     constraints, evaluator)
-            phase += "+fastest"
+            candidates = [chains, *_candidates(graph, dag),
+                          list_schedule_chains(graph, dag, costs, limits_of(graph).max_streams)]
+            chains, limit = _fastest(graph, dag, candidates, constraints, evaluator)
+            chains, limit = _sped_up(graph, dag, chains, limit=limit, constraints=constraints,
+                                     evaluator=evaluator)
+            phase += "+fastest+critical"
         chains = _polished(graph, dag, chains, constraints=constraints,
                            evaluator=evaluator, limit=limit)
         phase += "+polish"
@@ -108,6 +126,18 @@ class Evaluator:
         if outcome is None:
             return math.inf  # type: ignore[return-value]
         return math.ceil(outcome.makespan_us * TIME_SCALE)
+
+    def run(self, streams: Sequence[int]) -> EmulationResult | None:
+        """The emulated run of an assignment's plan, unverified (the search's probe; None
+        over a device limit)."""
+        allocation = optimal_allocation(self.graph, self.baseline.allocation, self.dag,
+                                        chains_of_assignment(streams),
+                                        rules=RuleSet(FREE, "static", ()), constraints=[])
+        try:
+            plan = synchronize(self.graph, allocation, sync=self.options.sync)
+            return emulate(self.graph, plan.to_json(), costs=self.costs)
+        except AllocationInfeasible:
+            return None
 
     def limit(self) -> int:
         """The baseline's makespan x (1 + slack)."""
@@ -144,6 +174,30 @@ def _fastest(graph: Graph, dag: TaskDag, candidates: list[tuple[tuple[int, ...],
     if best is None:
         return candidates[0], evaluator.limit()
     return best[2], best[0]
+
+
+def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *, limit: int,
+             constraints: list[Constraint], evaluator: Evaluator
+             ) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """The critical-chain local search from the fastest candidate (moves that break a rule
+    are not tried); its result is kept when it verifies, is faster and keeps the budget."""
+    guard = _rule_guard(graph, dag, constraints)
+    start = assignment_of(dag, chains)
+
+    def run(streams: Sequence[int]) -> EmulationResult | None:
+        moved = [v for v in range(dag.size) if streams[v] != start[v]]
+        return evaluator.run(streams) if guard(streams, moved) else None
+
+    scale = min(1.0, CRITICAL_FULL_SIZE / max(1, dag.size))
+    budget = max(1, int(evaluator.options.time_limit * CRITICAL_PER_SECOND * scale))
+    found = improve(dag, start, run, budget)
+    outcome = evaluator.outcome(found)
+    if outcome is None or math.ceil(outcome.makespan_us * TIME_SCALE) >= limit:
+        return chains, limit
+    if evaluator.options.event_budget is not None \
+            and outcome.events > evaluator.options.event_budget:
+        return chains, limit
+    return chains_of_assignment(found), math.ceil(outcome.makespan_us * TIME_SCALE)
 
 
 def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:

@@ -1,0 +1,223 @@
+"""A lower bound on the makespan of every plan of a graph that also counts sync and core
+contention: `sync_aware_bound`.
+
+The emulator's bounds (critical path, work over units; `runtime_emu.bounds`) leave out what
+streams cost. This bound, from the same compiled task times, uses facts that hold for
+every plan whose streams are ordered by events and notifies (no stream activation: the plans
+of static graphs):
+
+* **sync**: a dependency between tasks on two streams is ordered by a record (a Send or
+  SendNotify task, `record_us`) after the producer on its stream and a wait (`wait_us`) on the
+  consumer's, so the consumer starts >= 2 us after the producer ends. A task with several
+  producers either has them all on its own stream, where they run one at a time, or waits for
+  one of them across streams: its earliest start (head) is at least
+  min(the producers run back to back, the earliest producer end + sync), and never before its
+  last producer ends; likewise the time after a task with several consumers (tail);
+* **contention**: two tasks that are ordered by the graph, or that need more units of one
+  engine together than it has (block dims w1 + w2 > units: the engine admits a task only when
+  all its units are free), never overlap. A set of such pairwise exclusive tasks (a clique) is
+  a one-machine problem with the heads and tails above, whose preemptive relaxation (Jackson's
+  schedule: always run the released task with the longest tail) bounds its makespan;
+* **energy**: an engine's tasks whose heads are >= r run after r on its units, and end before
+  the makespan minus the least of their tails: makespan >= r + their unit-time (block dim x
+  time) / units + that tail (work over units is r = 0, no tail); likewise from the end.
+
+The bound is the largest of: the head + time + tail of any task, Jackson's bound of a few
+greedy cliques (the heaviest chain grown by the longest tasks exclusive with all members; per
+engine, its tasks wider than half its units likewise) and the energy bound of each engine.
+Each term bounds every plan, so the maximum does.
+
+>>> jackson([(0.0, 2.0, 1.0), (0.0, 3.0, 0.0)])  # run the long-tailed task first
+5.0
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from streamalloc.heuristic.driver import allocate_ge
+from streamalloc.ir.graph import Graph
+from streamalloc.rules import default_rule_set
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.plan import plan_from_dict
+from streamalloc.runtime_emu.program import TASK, Program, compile_program
+from streamalloc.sync.driver import synchronize
+
+Job = tuple[float, float, float]  # (head, time, tail)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncAwareBound:
+    """The bound in microseconds and its parts (sync-aware path, clique, energy)."""
+
+    bound_us: float
+    path_us: float
+    clique_us: float
+    energy_us: float
+
+
+def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
+    """The bound of the module docstring for the graph tasks of `program` (any plan's program
+    of the graph: its task times and dependencies do not depend on the plan)."""
+    graph_tasks = list(program.topo)
+    time = [program.durations[t] if program.kinds[t] == TASK else 0.0
+            for t in range(program.task_count())]
+    succs: dict[int, list[int]] = {t: [] for t in graph_tasks}
+    for t in graph_tasks:
+        for p in program.preds[t]:
+            succs[p].append(t)
+    sync = min(table.event_record_us + table.event_wait_us,
+               table.notify_record_us + table.notify_wait_us)
+    if program.activates:  # an activated stream starts when its activator ends: no latency
+        sync = 0.0
+    real = [program.kinds[t] == TASK for t in range(program.task_count())]
+    head = _heads(graph_tasks, program.preds, time, real, sync)
+    tail = _heads(graph_tasks[::-1], succs, time, real, sync)
+    path = max((head[t] + time[t] + tail[t] for t in graph_tasks), default=0.0)
+    clique = max((jackson([(head[t], time[t], tail[t]) for t in c])
+                  for c in _cliques(program, table, graph_tasks, time)),
+                 default=0.0)
+    jobs: dict[str, list[Job]] = {}  # per engine: (head, unit-time, tail)
+    for t in graph_tasks:
+        engine = program.engines[t]
+        if engine is not None and real[t]:
+            jobs.setdefault(engine, []).append((head[t], program.widths[t] * time[t], tail[t]))
+    energy = max((_energy(jobs[e], table.engine(e).units) for e in sorted(jobs)), default=0.0)
+    return SyncAwareBound(max(path, clique, energy), path, clique, energy)
+
+
+def _energy(jobs: Sequence[Job], units: int) -> float:
+    """Work over units after a release (before a tail): the engine's tasks whose head is at
+    least r run within [r, makespan - their least tail] on its units, so makespan >= r +
+    their unit-time / units + that tail; and the mirror image for tails."""
+    best = 0.0
+    for key, other in ((0, 2), (2, 0)):
+        work, least = 0.0, float("inf")
+        for job in sorted(jobs, key=lambda j: -j[key]):
+            work += job[1]
+            least = min(least, job[other])
+            best = max(best, job[key] + work / units + least)
+    return best
+
+
+def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
+           time: Sequence[float], real: Sequence[bool], sync: float) -> dict[int, float]:
+    """Earliest start of each task in `order` (a topological order over `preds`); run on the
+    reversed order with successors, the least time after each task's end."""
+    head: dict[int, float] = {}
+    for t in order:
+        ends = [(head[p], time[p]) for p in preds[t]]
+        start = max((h + d for h, d in ends), default=0.0)
+        timed = [(head[p], time[p]) for p in preds[t] if real[p]]
+        if len(timed) >= 2 and sync > 0:
+            one_stream = _back_to_back(timed)
+            start = max(start, min(one_stream, min(h + d for h, d in timed) + sync))
+        head[t] = start
+    return head
+
+
+def _back_to_back(jobs: Sequence[tuple[float, float]]) -> float:
+    """When jobs (release, time) on one stream are all done at the earliest."""
+    now = 0.0
+    for release, duration in sorted(jobs):
+        now = max(now, release) + duration
+    return now
+
+
+def jackson(jobs: Sequence[Job]) -> float:
+    """Jackson's preemptive schedule of jobs (head, time, tail) on one machine: max over jobs
+    of end + tail, a lower bound of every non-preemptive schedule (ties: input order)."""
+    pending = sorted(range(len(jobs)), key=lambda j: (jobs[j][0], j))
+    ready: list[tuple[float, int, float]] = []  # (-tail, job, time left)
+    now, best, i = 0.0, 0.0, 0
+    while i < len(pending) or ready:
+        if not ready:
+            now = max(now, jobs[pending[i]][0])
+        while i < len(pending) and jobs[pending[i]][0] <= now:
+            j = pending[i]
+            heapq.heappush(ready, (-jobs[j][2], j, jobs[j][1]))
+            i += 1
+        neg_tail, j, left = heapq.heappop(ready)
+        until = jobs[pending[i]][0] if i < len(pending) else float("inf")
+        run = min(left, until - now)
+        now += run
+        if run < left:
+            heapq.heappush(ready, (neg_tail, j, left - run))
+        else:
+            best = max(best, now - neg_tail)
+    return best
+
+
+def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
+             time: Sequence[float]) -> list[list[int]]:
+    """Greedy sets of pairwise exclusive tasks: the heaviest chain, and per engine its tasks
+    wider than half its units, each grown by the longest exclusive tasks."""
+    reach = _reachability(program, graph_tasks)
+    units = {e: table.engine(e).units for e in {program.engines[t] for t in graph_tasks}
+             if e is not None}
+
+    def exclusive(a: int, b: int) -> bool:
+        if reach[a] >> b & 1 or reach[b] >> a & 1:
+            return True
+        engine = program.engines[a]
+        return engine is not None and engine == program.engines[b] \
+            and program.widths[a] + program.widths[b] > units[engine]
+
+    by_length = sorted((t for t in graph_tasks if time[t] > 0), key=lambda t: (-time[t], t))
+    seeds = [_heaviest_chain(program, graph_tasks, time)]
+    for engine in sorted(units):
+        wide = [t for t in graph_tasks if program.engines[t] == engine
+                and 2 * program.widths[t] > units[engine]]
+        if wide:
+            seeds.append(wide)
+    cliques = []
+    for seed in seeds:
+        members = list(seed)
+        for t in by_length:
+            if t not in members and all(exclusive(t, m) for m in members):
+                members.append(t)
+        cliques.append(members)
+    return cliques
+
+
+def _reachability(program: Program, graph_tasks: Sequence[int]) -> dict[int, int]:
+    """Per task, the set (a bitmask over tids) of the tasks it reaches."""
+    reach: dict[int, int] = {}
+    succs: dict[int, list[int]] = {t: [] for t in graph_tasks}
+    for t in graph_tasks:
+        for p in program.preds[t]:
+            succs[p].append(t)
+    for t in reversed(graph_tasks):
+        mask = 0
+        for s in succs[t]:
+            mask |= reach[s] | (1 << s)
+        reach[t] = mask
+    return reach
+
+
+def _heaviest_chain(program: Program, graph_tasks: Sequence[int], time: Sequence[float]
+                    ) -> list[int]:
+    """A longest path over graph edges by task time (ties: lowest tid)."""
+    longest: dict[int, float] = {}
+    via: dict[int, int] = {}
+    for t in graph_tasks:
+        best = max(program.preds[t], key=lambda p: (longest[p], -p), default=None)
+        longest[t] = time[t] + (longest[best] if best is not None else 0.0)
+        if best is not None:
+            via[t] = best
+    end = max(graph_tasks, key=lambda t: (longest[t], -t), default=None)
+    chain = []
+    while end is not None:
+        chain.append(end)
+        end = via.get(end)
+    return chain[::-1]
+
+
+def graph_sync_aware_bound(graph: Graph, table: CostTable) -> SyncAwareBound:
+    """The bound for a graph, from the program of its ge-mode plan (any plan would do: only
+    the task times and dependencies are read)."""
+    rules = default_rule_set(graph)
+    plan = synchronize(graph, allocate_ge(graph, rules), sync="minimal")
+    return sync_aware_bound(compile_program(graph, plan_from_dict(plan.to_json()), table), table)

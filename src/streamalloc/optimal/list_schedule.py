@@ -1,0 +1,158 @@
+"""Streams from a list schedule: the makespan objective's constructive start.
+
+The emulated device runs each engine's tasks in arrival order, a task arriving once its stream
+reached it and its producers on other streams recorded their events. So a plan is fast when
+every task can arrive as soon as its producers finish: on a stream that is idle by then. This
+simulates that device (the same FIFO admission of block-dim units per engine, launch and
+event latencies from the cost table) with streams chosen as tasks become ready:
+
+* the stream of the producer that finished last, when idle and the task follows its last task
+  in T-order (the edge then needs no event and pays no latency);
+* else the idle stream that finished last with an earlier T-order tail (fewest streams kept
+  busy);
+* else a new stream, while the stream limit allows; else, at the limit, the idle stream that
+  finished last (it runs the task in T-order, maybe not where the simulation put it); else the
+  task waits for the first stream that frees up.
+
+Among tasks arriving at the same time the one with the longest path to the end goes first.
+Each stream's tasks are then in T-order, so the streams are chains for the shared evaluation.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from streamalloc.ir.graph import Graph
+from streamalloc.runtime_emu.cost_model import CostModel
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.program import node_task
+from streamalloc.solver.dag import TaskDag
+
+_FINISH, _ARRIVE, _QUEUE = 0, 1, 2  # event kinds at equal times: releases before arrivals
+Entry = tuple[float, int, float, int]  # (time, kind, -rank, node)
+
+
+def list_schedule_chains(graph: Graph, dag: TaskDag, costs: CostTable, max_streams: int
+                         ) -> tuple[tuple[int, ...], ...]:
+    """Streams (chains in T-order) of the greedy schedule described above."""
+    model = CostModel(graph, costs)
+    tasks = [node_task(graph, model, graph.node(n)) for n in dag.names]
+    units = {e: costs.engine(e).units for e in sorted({t[0] for t in tasks if t[0]})}
+    sim = _Simulation(dag, tasks, units, costs.event_record_us + costs.event_wait_us,
+                      max_streams)
+    return sim.run()
+
+
+@dataclass
+class _Simulation:
+    """The device's clock, engines and streams while the list schedule places tasks."""
+
+    dag: TaskDag
+    tasks: Sequence[tuple[str | None, float, int]]  # (engine, time, block dim) per node
+    free: dict[str, int]                            # free units per engine
+    latency: float                                  # event record + wait
+    max_streams: int
+    queue: dict[str, deque[int]] = field(default_factory=dict)
+    heap: list[Entry] = field(default_factory=list)
+    waiting: list[tuple[float, int, int]] = field(default_factory=list)  # no stream free
+    finish: list[float] = field(default_factory=list)
+    stream_of: list[int] = field(default_factory=list)
+    tail: list[int] = field(default_factory=list)   # last node of each stream
+    idle_since: dict[int, float] = field(default_factory=dict)
+    rank: list[float] = field(default_factory=list)  # longest path to the end: priority
+
+    def run(self) -> tuple[tuple[int, ...], ...]:
+        """Simulate to the end; the streams in order of their first node."""
+        n = self.dag.size
+        succs: list[list[int]] = [[] for _ in range(n)]
+        for u, v in self.dag.edges:
+            succs[u].append(v)
+        rank = self.rank = _bottom_levels(self.dag, succs, [t[1] for t in self.tasks])
+        self.queue = {e: deque() for e in self.free}
+        self.finish, self.stream_of = [0.0] * n, [-1] * n
+        missing = [len(p) for p in self.dag.preds]
+        for v in range(n):
+            if not missing[v]:
+                heapq.heappush(self.heap, (0.0, _ARRIVE, -rank[v], v))
+        while self.heap:
+            now, kind, _, v = heapq.heappop(self.heap)
+            if kind == _FINISH:
+                self._finished(v, now)
+                for w in succs[v]:
+                    missing[w] -= 1
+                    if not missing[w]:
+                        heapq.heappush(self.heap, (now, _ARRIVE, -rank[w], w))
+            elif kind == _ARRIVE:
+                self._place(v, now)
+            else:
+                self._queued(v, now)
+        chains: dict[int, list[int]] = {}
+        for v in range(n):
+            chains.setdefault(self.stream_of[v], []).append(v)
+        return tuple(tuple(c) for _, c in sorted(chains.items()))
+
+    def _finished(self, v: int, now: float) -> None:
+        self.finish[v] = now
+        self.idle_since[self.stream_of[v]] = now
+        engine = self.tasks[v][0]
+        if engine is not None:
+            self.free[engine] += self.tasks[v][2]
+            self._admit(engine, now)
+        while self.waiting and self.idle_since:
+            _, u, _ = heapq.heappop(self.waiting)
+            self._place(u, now)
+
+    def _queued(self, v: int, now: float) -> None:
+        engine = self.tasks[v][0]
+        if engine is None:  # no device work: done on arrival
+            heapq.heappush(self.heap, (now, _FINISH, 0.0, v))
+            return
+        self.queue[engine].append(v)
+        self._admit(engine, now)
+
+    def _place(self, v: int, now: float) -> None:
+        stream = self._choose(v)
+        if stream is None:
+            heapq.heappush(self.waiting, (now, v, 0))
+            return
+        self.idle_since.pop(stream, None)
+        self.stream_of[v] = stream
+        self.tail[stream] = v
+        arrive = max((self.finish[p] + (0.0 if self.stream_of[p] == stream else self.latency)
+                      for p in self.dag.preds[v]), default=0.0)
+        heapq.heappush(self.heap, (max(now, arrive), _QUEUE, -self.rank[v], v))
+
+    def _choose(self, v: int) -> int | None:
+        for p in sorted(self.dag.preds[v], key=lambda p: (-self.finish[p], p)):
+            s = self.stream_of[p]
+            if s in self.idle_since and self.tail[s] < v:
+                return s
+        usable = [(t, s) for s, t in self.idle_since.items() if self.tail[s] < v]
+        if usable:
+            return max(usable)[1]
+        if len(self.tail) < self.max_streams:
+            self.tail.append(-1)
+            return len(self.tail) - 1
+        if self.idle_since:  # at the limit: the stream runs its tasks in T-order anyway
+            return max((t, s) for s, t in self.idle_since.items())[1]
+        return None
+
+    def _admit(self, engine: str, now: float) -> None:
+        """Start the engine's waiting tasks in arrival order while the first one fits."""
+        waiting = self.queue[engine]
+        while waiting and self.tasks[waiting[0]][2] <= self.free[engine]:
+            v = waiting.popleft()
+            self.free[engine] -= self.tasks[v][2]
+            heapq.heappush(self.heap, (now + self.tasks[v][1], _FINISH, 0.0, v))
+
+
+def _bottom_levels(dag: TaskDag, succs: list[list[int]], duration: Sequence[float]
+                   ) -> list[float]:
+    """Longest path from each node to the end, its own duration included."""
+    rank = [0.0] * dag.size
+    for v in range(dag.size - 1, -1, -1):
+        rank[v] = duration[v] + max((rank[w] for w in succs[v]), default=0.0)
+    return rank
