@@ -12,6 +12,7 @@ topological (GE's allocator takes GE's order as input); otherwise, and always wi
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +44,8 @@ def parse_ref(text: str) -> DataInput:
     """Parse "node" or "node:k" (split on the last colon, as GE's loader does)."""
     head, sep, tail = text.rpartition(":")
     if sep and tail.lstrip("-").isdigit() and head:
-        return DataInput(head, int(tail))
-    return DataInput(text, 0)
+        return DataInput(sys.intern(head), int(tail))
+    return DataInput(sys.intern(text), 0)
 
 
 @dataclass
@@ -104,6 +105,8 @@ class GraphBuilder:
         """Add a node to `graph` (default: the root). Only names are checked here."""
         graph = graph or self.name
         origin = origin or self.source
+        # one string object per name (refs are interned too): later lookups compare identities
+        name = sys.intern(name)
         if graph not in self._graphs:
             raise GraphLoadError(f"{origin}: node {name!r} is placed in unknown graph {graph!r}")
         if name in self._where:
