@@ -144,7 +144,7 @@ solver: {makespan_slack: [0, 5], seed: 3}
     (HEADER + f"graphs: {GRAPHS / 'train_step.yaml'}\nrules: ge-static\n",
      r"spec.yaml:3: field rules: no shipped rule set or rule file 'ge-static'; shipped: default, "
      r"free"),
-    (HEADER + "graphs: [a.yaml\n", r"spec.yaml:3: malformed YAML"),
+    (HEADER + "graphs: [a.yaml\n", r"spec.yaml:3:\d+: malformed YAML"),
     ("graphs: [a.yaml]\n", r"field format: expected .*found nothing \(missing key 'format'\)"),
 ])
 def test_spec_errors_name_the_file_line_and_field(tmp_path: Path, text: str, message: str,

@@ -29,6 +29,7 @@ from streamalloc.errors import (
     UsageError,
 )
 from streamalloc.outputs import Progress
+from streamalloc.report.compare_report import cell
 from streamalloc.report.table import format_table
 
 SWEEP_FORMAT = "streamalloc.sweep/v1"
@@ -105,17 +106,10 @@ def parameter_columns(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str,
 def _cells(document: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     params = parameter_columns(document["rows"])
     header = [name for name, _, _ in params] + list(RESULT_COLUMNS)
-    body = [[_cell(row[block].get(key) if block else row[key]) for _, block, key in params]
-            + [_cell(row.get(c)) for c in RESULT_COLUMNS] for row in document["rows"]]
+    body = [[cell(row[block].get(key) if block else row[key]) for _, block, key in params]
+            + [cell(row.get(c)) for c in RESULT_COLUMNS] for row in document["rows"]]
     return header, body
 
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
-    return str(value)
 
 
 def sweep_table(document: Mapping[str, Any]) -> str:

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from streamalloc import api
 from streamalloc.commands.compare import MODES
 from streamalloc.errors import InputError
-from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
+from streamalloc.ir.loaders.located import line_of, load_mapping
 from streamalloc.rules import builtin_names
 from streamalloc.runtime_emu.cost_table import load_cost_table
 from streamalloc.schemas import describe, expected, field_name
@@ -182,19 +181,7 @@ class _Located:
 
 
 def _parse(text: str, source: str) -> Any:
-    try:
-        document = load_located(text)
-    except DuplicateKeyError as exc:
-        raise InputError(f"{source}:{exc.line}: malformed YAML: {exc.what}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}" if mark else source
-        raise InputError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: malformed YAML: {exc}") from None
-    if not isinstance(document, Mapping):
-        raise InputError(f"{source}: expected a mapping with 'format' and 'graphs' ({DOC})")
-    return document
+    return load_mapping(text, source, InputError, f"'format' and 'graphs' ({DOC})")
 
 
 def _listed(value: Any) -> list[Any]:

@@ -24,16 +24,17 @@ MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
 
 def compare_table(document: Mapping[str, Any]) -> str:
     """One row per graph and mode, then the frontier rows if any."""
-    rows = [[_cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
+    rows = [[cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
     text = format_table(list(COLUMNS), rows) + "\n"
     if document.get("frontier"):
         columns = ["input", "slack", "events", "makespan_us", "status"]
         text += "\noptimal frontier (makespan slack %):\n" + format_table(
-            columns, [[_cell(r.get(c)) for c in columns] for r in document["frontier"]]) + "\n"
+            columns, [[cell(r.get(c)) for c in columns] for r in document["frontier"]]) + "\n"
     return text
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A table cell: - for none, floats to 3 significant digits (1 decimal from 10 up)."""
     if value is None:
         return "-"
     if isinstance(value, float):

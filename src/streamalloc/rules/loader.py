@@ -18,11 +18,10 @@ from typing import Any
 
 import jsonschema
 import networkx as nx
-import yaml
 
 from streamalloc.errors import RuleSchemaError
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
+from streamalloc.ir.loaders.located import line_of, load_mapping
 from streamalloc.rules.kinds import KINDS, MATCH_REF
 from streamalloc.rules.model import Rule, RuleSet
 from streamalloc.rules.predicates import NodePredicate, compile_match, compile_when
@@ -96,19 +95,7 @@ def _load_text(text: str, source: str, depth: int) -> RuleSet:
 
 
 def _parse(text: str, source: str) -> Any:
-    try:
-        document = load_located(text)
-    except DuplicateKeyError as exc:
-        raise RuleSchemaError(f"{source}:{exc.line}: malformed YAML: {exc.what}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise RuleSchemaError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise RuleSchemaError(f"{source}: malformed YAML: {exc}") from None
-    if not isinstance(document, Mapping):
-        raise RuleSchemaError(f"{source}: expected a mapping with 'format' and 'rules'")
-    return document
+    return load_mapping(text, source, RuleSchemaError, "'format' and 'rules'")
 
 
 def _at(source: str, document: Any, where: list[Any]) -> str:

@@ -6,7 +6,7 @@ parser is used when available; the constructors stay in Python so line marks are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
@@ -83,3 +83,23 @@ def line_of(document: Any, path: Sequence[Any]) -> int:
         else:
             break
     return line
+
+
+def load_mapping(text: str, source: str, error: Callable[[str], Exception], expected: str
+                 ) -> Any:
+    """A located YAML document that must be a mapping; malformed YAML and anything else raise
+    `error(message)` naming `source:line:column` and, for a non-mapping, `expected` (what the
+    mapping should hold, e.g. "'format' and 'rules'")."""
+    try:
+        document = load_located(text)
+    except DuplicateKeyError as exc:
+        raise error(f"{source}:{exc.line}: malformed YAML: {exc.what}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise error(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{source}: malformed YAML: {exc}") from None
+    if not isinstance(document, dict):
+        raise error(f"{source}: expected a mapping with {expected}")
+    return document
