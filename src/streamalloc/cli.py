@@ -154,14 +154,14 @@ def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
     """Write what was asked for (only after the plan verified), then print the tables (or
     the plan JSON with --json, or the per-node table with --nodes)."""
     from streamalloc import api
+    from streamalloc.outputs import write_json_atomic
     from streamalloc.report.allocation_report import node_table, stream_table, sync_summary
-    text = json.dumps(document, indent=1) + "\n"
     if args.output:
-        api.write_atomic(Path(args.output), text)
+        write_json_atomic(Path(args.output), document)
     if args.graph_out:
         api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
     if args.json:
-        sys.stdout.write(text)
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
         return
     sys.stdout.write(stream_table(graph, plan.allocation))
     if args.nodes:

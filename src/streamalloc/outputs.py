@@ -3,11 +3,12 @@ progress line of long runs goes to a terminal only."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import TextIO
+from typing import Any, TextIO
 
 from streamalloc.errors import UsageError
 
@@ -26,6 +27,21 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """`write_bytes_atomic` for UTF-8 text."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """The bytes of `json.dumps(document, indent=1) + "\n"`, streamed to a temporary file and
+    renamed: a million-node plan never exists as one string (its pieces would take more
+    memory than the plan)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            json.dump(document, out, indent=1)
+            out.write("\n")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None
 
 
 class Progress:

@@ -18,7 +18,7 @@ RECV_TYPES = frozenset({"Recv", "RecvNotify", "RecvMem"})
 SEND_TYPES = frozenset({"Send", "SendNotify"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Task:
     """One entry of the task order: a graph node, or a sync node made by this layer.
 
