@@ -5,13 +5,15 @@ covering every node; the critical chain of an emulated run walks back from the t
 last; the search never lengthens the run; `--objective makespan --rules free` comes within a
 stated ratio of max(critical path, work over units) on SqueezeNet, verifies, never loses to its
 baseline and writes the same bytes twice; on a fork-join graph the long branch stays on the
-producer's and the consumer's stream; the sync-aware bound holds for every plan tried and is
-never below the emulator's bounds.
+producer's and the consumer's stream, and on a 4-branch fork-join the three short branches share
+one stream (one Send at the fork, one Recv at the join); the sync-aware bound holds for every
+plan tried and is never below the emulator's bounds.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import onnx
@@ -22,13 +24,15 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.bounds import graph_sync_aware_bound, jackson, sync_aware_bound
-from streamalloc.optimal.critical import UNITS, critical_chain, improve
+from streamalloc.optimal.critical import critical_chain, improve
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.list_schedule import list_schedule_chains
+from streamalloc.optimal.moves import UNITS, Branches
 from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 from streamalloc.verify import verify_plan
 
@@ -139,6 +143,78 @@ def test_fork_join_keeps_the_long_branch_on_the_producers_stream(tmp_path: Path)
     run = emulate(graph, document)
     # one Send after p and one Recv before j on the critical path, nothing else
     assert run.makespan_us == pytest.approx(run.bounds.critical_path_us + 2.0)
+
+
+FORK_JOIN_4 = """\
+format: streamalloc.graph/v1
+name: forkjoin4
+nodes:
+  - {name: x, type: Data}
+  - {name: p, type: Relu, inputs: [x], cost_us: 10}
+  - {name: a1, type: Relu, inputs: [p], cost_us: 20}
+  - {name: a2, type: Relu, inputs: [a1], cost_us: 20}
+  - {name: b, type: Relu, inputs: [p], cost_us: 5}
+  - {name: c, type: Relu, inputs: [p], cost_us: 5}
+  - {name: d, type: Relu, inputs: [p], cost_us: 5}
+  - {name: j, type: Concat, inputs: [a2, b, c, d], cost_us: 5}
+  - {name: out, type: NetOutput, inputs: [j]}
+"""
+
+
+@pytest.fixture()
+def fork_join_4(tmp_path: Path) -> Graph:
+    path = tmp_path / "forkjoin4.yaml"
+    path.write_text(FORK_JOIN_4)
+    return load_graph(path)
+
+
+def test_branches_run_from_fork_to_join(fork_join_4: Graph) -> None:
+    dag, _ = _setup(fork_join_4)
+    branches, index = Branches(dag), {n: i for i, n in enumerate(dag.names)}
+    named = {n: tuple(dag.names[w] for w in branches.of(index[n])) for n in dag.names}
+    assert named["a1"] == named["a2"] == ("a1", "a2")
+    assert named["b"] == ("b",) and named["p"][-1] == "p" and named["j"][0] == "j"
+
+
+def test_short_branches_share_one_stream(fork_join_4: Graph) -> None:
+    plan, report = allocate_optimal(fork_join_4, builtin_rules("free"), OPTIONS)
+    document = plan.to_json()
+    verify_plan(fork_join_4, document).raise_for_failure()
+    streams = {n: sid for sid, names in document["streams"].items() for n in names}
+    assert streams["p"] == streams["a1"] == streams["a2"] == streams["j"]
+    assert streams["b"] == streams["c"] == streams["d"] != streams["p"]
+    run = emulate(fork_join_4, document)
+    # p 12 us (launch included), a1 + a2 44, j 7: one Send after p, one Recv before j
+    assert run.bounds.critical_path_us == pytest.approx(63.0)
+    assert run.makespan_us == pytest.approx(65.0) == report.makespan_us
+    # a stream per short branch pays 3 Sends after p and 3 Recvs before j
+    dag, evaluator = _setup(fork_join_4)
+    index = {n: i for i, n in enumerate(dag.names)}
+    apart = [0] * dag.size
+    for k, name in enumerate(("b", "c", "d"), start=1):
+        apart[index[name]] = k
+    outcome = evaluator.outcome(apart)
+    assert outcome is not None and outcome.makespan_us == pytest.approx(69.0)
+
+
+def test_search_with_kicks_is_deterministic(squeezenet: Graph) -> None:
+    dag, evaluator = _setup(squeezenet)
+    start = assignment_of(dag, list_schedule_chains(squeezenet, dag, default_cost_table(),
+                                                    2024))
+    runs: list[Sequence[int]] = []
+
+    def run(streams: Sequence[int]) -> EmulationResult | None:
+        runs.append(list(streams))
+        return evaluator.run(streams)
+
+    found = improve(dag, start, run, budget=80, seed=3)
+    assert len(runs) <= 81  # the start, then at most the budget (kicks included)
+    assert len(runs) > 60   # past the local optimum: the kicks spend the rest
+    first, runs[:] = list(runs), []
+    assert found == improve(dag, start, run, budget=80, seed=3) and runs == first
+    before, after = evaluator.outcome(start), evaluator.outcome(found)
+    assert before is not None and after is not None
+    assert after.makespan_us <= before.makespan_us
 
 
 def test_sync_aware_bound_counts_a_balanced_join(tmp_path: Path) -> None:

@@ -4,43 +4,33 @@ An emulated run explains itself. Walking back from the task that ends last, each
 when the task before it on its stream ended (stream order, Sends and Recvs included), when its
 Recv's event was recorded (a cross-stream dependency) or, waiting at its engine, when the units
 it needs came free. `critical_chain` follows those causes back to time 0. `improve` then tries,
-in a fixed order, moves at each link of the chain: a task away from a stream predecessor it
-does not depend on, onto the stream of a producer it waits for; producers on several streams
-gathered onto one (fewer Recvs before it), consumers of the task before it gathered likewise
-(fewer Sends after that task); the tasks that held the engine while a chain task waited moved
-onto its stream (which runs them after it when they come later in T-order) or a stream of
-their own. It keeps the first move that shortens the run (or, as long, ends its tasks earlier
-in sum) and walks the new run's chain. The budget is a number of evaluations, so the result
-depends only on the input.
+in a fixed order, the moves `optimal/moves.py` lists at each link of the chain (single tasks,
+whole branches between a fork and a join, whole streams) and keeps the first that shortens the
+run (or, as long, ends its tasks earlier in sum), then walks the new run's chain; a move that
+did not help is not tried again until a pass over the chain finds nothing new. At a local
+optimum it kicks the best assignment found (a few random moves at random links, from a
+generator with a fixed seed) and descends again, while evaluations remain. The budget is a
+number of evaluations, so the result depends only on the input and the seed.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator, Sequence
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from streamalloc.optimal.moves import STREAM, UNITS, Branches, Link, Move
 from streamalloc.runtime_emu.program import RECV, TASK
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 
 EPS = 1e-6
-STREAM, UNITS = "stream", "units"  # why a chain task started when it did
+KICK_MOVES = 2     # random moves per kick of the search
+KICK_CHOICES = 12  # drawn among the first moves of a link
 
 Run = Callable[[Sequence[int]], EmulationResult | None]  # emulated run (None: over a limit)
-Move = tuple[tuple[int, ...], int]  # (nodes, target stream)
-
-
-@dataclass(frozen=True)
-class Link:
-    """A task of the critical chain (dag index), why it started when it did, and the tasks
-    behind that cause: the graph task before it on its stream, or the tasks that held its
-    engine's units."""
-
-    node: int
-    cause: str
-    behind: tuple[int, ...]
 
 
 def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]:
@@ -98,42 +88,6 @@ def _engine_holders(result: EmulationResult) -> Callable[[int], list[int]]:
                 if t != tid and start[t] < begin - EPS and end[t] >= begin - EPS]
 
     return holders
-
-
-def _moves(link: Link, streams: Sequence[int], dag: TaskDag, succs: Sequence[Sequence[int]],
-           fresh: int) -> Iterator[Move]:
-    """Moves that may shorten the chain at `link`, in a fixed order."""
-    v = link.node
-    if link.cause == UNITS:
-        for w in sorted(link.behind, reverse=True):
-            if w > v:
-                yield (w,), streams[v]  # runs after v
-            yield (w,), fresh
-        return
-    if link.behind and link.behind[0] not in dag.preds[v]:
-        yield (v,), fresh  # a stream predecessor it does not depend on
-    producers = sorted({streams[p] for p in dag.preds[v]} - {streams[v]})
-    for p in sorted(dag.preds[v], reverse=True):
-        if streams[p] != streams[v]:
-            yield (v,), streams[p]
-            yield from _gather(p, producers, streams)  # fewer Recvs before v
-    if link.behind:  # fewer Sends after the task before v
-        u = link.behind[0]
-        consumers = sorted({streams[c] for c in succs[u]} - {streams[u]})
-        for c in succs[u]:
-            if streams[c] != streams[u]:
-                yield from _gather(c, consumers, streams)
-
-
-def _gather(w: int, targets: Sequence[int], streams: Sequence[int]) -> Iterator[Move]:
-    """Move w, then its whole stream, onto each other stream of `targets`."""
-    members = tuple(x for x, s in enumerate(streams) if s == streams[w])
-    for target in targets:
-        if target != streams[w]:
-            yield (w,), target
-            yield members, target
-
-
 def _score(result: EmulationResult) -> tuple[float, float]:
     """The makespan, then the sum of task ends (progress along near-critical paths)."""
     return (round(result.makespan_us, 6),
@@ -142,52 +96,94 @@ def _score(result: EmulationResult) -> tuple[float, float]:
 
 @dataclass
 class Search:
-    """The current assignment, its score and the remaining evaluations."""
+    """The current assignment and its run, the best one found, the remaining evaluations and
+    the seeded generator of the kicks."""
 
     dag: TaskDag
     run: Run
     budget: int
     streams: list[int]
+    rng: random.Random
+    branches: Branches
+    result: EmulationResult | None = None
     score: tuple[float, float] = (math.inf, math.inf)
-    succs: list[list[int]] = field(default_factory=list)
+    best: tuple[tuple[float, float], list[int], EmulationResult | None] = \
+        ((math.inf, math.inf), [], None)
+    index: dict[str, int] = field(default_factory=dict)
 
     def improve(self) -> list[int]:
-        """Moves along the critical chain until none helps or the budget is spent."""
-        self.succs = [[] for _ in range(self.dag.size)]
-        for u, v in self.dag.edges:
-            self.succs[u].append(v)
-        result = self.run(self.streams)
-        if result is None:
+        """Descend along the critical chain until no move helps; then, while the budget
+        lasts, kick the best assignment and descend again. The best assignment seen."""
+        self.index = {n: i for i, n in enumerate(self.dag.names)}
+        self.result = self.run(self.streams)
+        if self.result is None:
             return self.streams
-        self.score = _score(result)
-        index = {n: i for i, n in enumerate(self.dag.names)}
-        found: EmulationResult | None = result
-        while found is not None and self.budget > 0:
-            found = self._step(critical_chain(found, index))
-        return self.streams
+        self.score = _score(self.result)
+        self.best = (self.score, self.streams, self.result)
+        while self.budget > 0:
+            self._descend()
+            if self.score < self.best[0]:
+                self.best = (self.score, self.streams, self.result)
+            if self.budget <= 0:
+                break
+            self._kick()
+        return self.best[1]
 
-    def _step(self, chain: list[Link]) -> EmulationResult | None:
+    def _descend(self) -> None:
+        """First-improvement descent. A move that did not help is not tried again until a
+        pass over the whole chain finds nothing new; then the pass is repeated once with
+        every move (only then is this a local optimum)."""
+        failed: set[Move] = set()
+        while self.budget > 0 and self.result is not None:
+            if self._step(critical_chain(self.result, self.index), failed) is None:
+                if not failed:
+                    return
+                failed.clear()
+                if self._step(critical_chain(self.result, self.index), failed) is None:
+                    return
+
+    def _kick(self) -> None:
+        """From the best assignment, KICK_MOVES random moves (the budget shrinks by one even
+        when they move nothing, so the search ends)."""
+        _, streams, result = self.best
+        assert result is not None
+        chain = critical_chain(result, self.index)
+        trial, fresh = list(streams), max(streams, default=-1) + 1
+        for _ in range(KICK_MOVES):
+            link = chain[self.rng.randrange(len(chain))]
+            moves = list(itertools.islice(self.branches.moves(link, trial, fresh), KICK_CHOICES))
+            if moves:
+                for w, target in moves[self.rng.randrange(len(moves))]:
+                    trial[w] = target
+                fresh = max(trial) + 1
+        self.budget -= 1
+        kicked = self.run(trial) if trial != streams else None
+        if kicked is not None and kicked.status == "ok":
+            self.streams, self.result, self.score = trial, kicked, _score(kicked)
+
+    def _step(self, chain: list[Link], failed: set[Move]) -> EmulationResult | None:
+        """The first move along `chain` (not in `failed`) that improves the score, applied."""
         fresh = max(self.streams, default=-1) + 1
-        tried: set[Move] = set()
         for link in chain:
-            for move in _moves(link, self.streams, self.dag, self.succs, fresh):
-                if move in tried or all(self.streams[w] == move[1] for w in move[0]):
+            for move in self.branches.moves(link, self.streams, fresh):
+                if move in failed or all(self.streams[w] == s for w, s in move):
                     continue
-                tried.add(move)
                 if self.budget <= 0:
                     return None
                 self.budget -= 1
                 trial = list(self.streams)
-                for w in move[0]:
-                    trial[w] = move[1]
+                for w, s in move:
+                    trial[w] = s
                 result = self.run(trial)
                 if result is not None and result.status == "ok" \
                         and _score(result) < self.score:
-                    self.streams, self.score = trial, _score(result)
+                    self.streams, self.result, self.score = trial, result, _score(result)
                     return result
+                failed.add(move)
         return None
 
 
-def improve(dag: TaskDag, streams: Sequence[int], run: Run, budget: int) -> list[int]:
+def improve(dag: TaskDag, streams: Sequence[int], run: Run, budget: int, *,
+            seed: int = 0) -> list[int]:
     """A stream assignment whose emulated makespan is at most that of `streams`."""
-    return Search(dag, run, budget, list(streams)).improve()
+    return Search(dag, run, budget, list(streams), random.Random(seed), Branches(dag)).improve()

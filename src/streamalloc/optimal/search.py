@@ -44,12 +44,13 @@ from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.tasks import own_units
 
-CRITICAL_PER_SECOND = 10  # emulated moves of the critical-chain search per second of
-# --time-limit on graphs up to CRITICAL_FULL_SIZE nodes (deterministic: a count, not a clock);
-# larger graphs get proportionally fewer (an emulation costs about its task count)
-CRITICAL_FULL_SIZE = 500
-MAKESPAN_SOLVER_SHARE = 0.2  # of --time-limit for CP-SAT under the makespan objective: its
-# model only estimates the emulated makespan; the emulated search gets the rest of the time
+CRITICAL_NODES_PER_SECOND = 20_000  # emulated moves of the critical-chain search per second
+# of --time-limit, times the graph's size (an emulation costs about 45 us per task on one
+# core, so the search takes about --time-limit); a count, not a clock, so it is deterministic
+CRITICAL_MAX_PER_SECOND = 100  # and at most this many per second on small graphs
+MAKESPAN_SOLVER_SHARE = 0.05  # of --time-limit for CP-SAT under the makespan objective: its
+# model only estimates the emulated makespan (on none of the 18 inputs of bench/ did its
+# streams start the search); the emulated search gets the time
 
 
 @dataclass(frozen=True)
@@ -188,9 +189,9 @@ def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
         moved = [v for v in range(dag.size) if streams[v] != start[v]]
         return evaluator.run(streams) if guard(streams, moved) else None
 
-    scale = min(1.0, CRITICAL_FULL_SIZE / max(1, dag.size))
-    budget = max(1, int(evaluator.options.time_limit * CRITICAL_PER_SECOND * scale))
-    found = improve(dag, start, run, budget)
+    per_second = min(CRITICAL_MAX_PER_SECOND, CRITICAL_NODES_PER_SECOND / max(1, dag.size))
+    budget = max(1, int(evaluator.options.time_limit * per_second))
+    found = improve(dag, start, run, budget, seed=evaluator.options.seed)
     outcome = evaluator.outcome(found)
     if outcome is None or math.ceil(outcome.makespan_us * TIME_SCALE) >= limit:
         return chains, limit
@@ -209,9 +210,12 @@ def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *
               ) -> tuple[tuple[int, ...], ...]:
     """The polish on the exact event count; a move that needs fewer events is kept when the
     emulated makespan of its plan stays within `limit`."""
+    per_second: float = POLISH_PER_SECOND
+    if evaluator.options.objective == "makespan":  # events second: as long as the search
+        per_second = min(per_second, CRITICAL_NODES_PER_SECOND / max(1, dag.size))
     result = polish(dag, assignment_of(dag, chains), length=evaluator.makespan, limit=limit,
                     allowed=_rule_guard(graph, dag, constraints),
-                    budget=max(1, int(evaluator.options.time_limit * POLISH_PER_SECOND)))
+                    budget=max(1, int(evaluator.options.time_limit * per_second)))
     return chains_of_assignment(result)
 
 
