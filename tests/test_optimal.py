@@ -162,3 +162,15 @@ def test_optimal_goldens(case: str, tmp_path: Path, golden: Callable[[Path, str]
                                                 "nimble_min_events", "phase")}
     golden(GOLDENS / f"{case}.expected", allocation_text(allocation.allocation) + "\n"
            + json.dumps(summary, indent=1, sort_keys=True) + "\n")
+
+
+def test_a_graph_beyond_the_solver_keeps_the_baseline_and_says_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamalloc.optimal import driver
+    graph = layered_graph(60)
+    monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 20)
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1))
+    assert report.status == "FALLBACK"
+    assert "streamed nodes, over the solver's 20" in report.reason
+    assert report.events_final == report.baseline_events
+    verify_plan(graph, plan.to_json()).raise_for_failure()

@@ -20,6 +20,7 @@ from streamalloc.optimal.evaluate import (
 )
 from streamalloc.optimal.options import (
     FREE,
+    MAX_SOLVER_NODES,
     OptimalOptions,
     SolverReport,
 )
@@ -39,6 +40,9 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     constraints = [] if rules is not None and rules.name == FREE else \
         rule_constraints(base_rules, graph)
     dag = task_dag(graph, baseline.allocation)
+    if dag.size > MAX_SOLVER_NODES:
+        return _fallback(baseline, f"the graph has {dag.size} streamed nodes, over the "
+                                   f"solver's {MAX_SOLVER_NODES}; the ge-mode plan is kept", None)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs)

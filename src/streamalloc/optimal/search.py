@@ -24,6 +24,7 @@ from streamalloc.optimal.list_schedule import list_schedule_chains
 from streamalloc.optimal.options import (
     CAPACITY_SHARE,
     FREE,
+    POLISH_NODES_PER_SECOND,
     POLISH_PER_SECOND,
     TIME_SCALE,
     OptimalOptions,
@@ -210,7 +211,7 @@ def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *
               ) -> tuple[tuple[int, ...], ...]:
     """The polish on the exact event count; a move that needs fewer events is kept when the
     emulated makespan of its plan stays within `limit`."""
-    per_second: float = POLISH_PER_SECOND
+    per_second = min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size))
     if evaluator.options.objective == "makespan":  # events second: as long as the search
         per_second = min(per_second, CRITICAL_NODES_PER_SECOND / max(1, dag.size))
     result = polish(dag, assignment_of(dag, chains), length=evaluator.makespan, limit=limit,

@@ -1,0 +1,87 @@
+"""The benchmark runner (`python -m bench`, bench/): its quick preset on the two smallest inputs
+(the 58-node zfnet512 model and a 200-node generated graph, all three modes) gives complete rows
+and one markdown row per input and mode; its pieces (sizes, targets, README block) by unit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import report  # noqa: E402
+from bench.__main__ import parse_size  # noqa: E402
+from bench.suite import FIELDS, MODES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    subprocess.run([sys.executable, "-m", "bench", "--quick", "--only", "zfnet512,layered",
+                    "--sizes", "200", "--time-limit", "0.2", "--out", str(out)],
+                   cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
+    return out
+
+
+def test_quick_preset_rows_are_complete(quick_run: Path) -> None:
+    document = json.loads((quick_run / "bench.json").read_text())
+    assert document["format"] == "streamalloc.bench/v1"
+    assert document["machine"]["cpu_count"] >= 1 and document["startup_s"] > 0
+    rows = document["rows"]
+    assert [(r["input"], r["mode"]) for r in rows] == [
+        (name, mode) for name in ("zfnet512", "layered_200") for mode in MODES]
+    for row in rows:
+        assert list(row) == list(FIELDS)
+        assert row["status"] not in ("ERROR", "TIMEOUT"), row["reason"]
+        measured = [k for k in FIELDS if k not in ("reason", "json_load_s", "allocate_ratio",
+                                                    "emulate_ratio")]
+        assert all(row[k] is not None for k in measured), row
+        assert row["makespan_us"] >= max(row["critical_path_us"], row["work_over_units_us"])
+    generated = [r for r in rows if r["kind"] == "generated"]
+    assert all(r["json_load_s"] > 0 and r["allocate_ratio"] > 0 for r in generated)
+    assert document["targets"]["at"] == "layered_200"
+    assert (quick_run / "scaling.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_quick_preset_markdown_has_one_row_per_input_and_mode(quick_run: Path) -> None:
+    text = (quick_run / "bench.md").read_text()
+    body = [line for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| input")]
+    assert sorted(line.split(" | ")[:2] for line in body) == sorted(
+        [f"| {name}", mode] for name in ("zfnet512", "layered_200") for mode in MODES)
+
+
+def test_sizes_take_k_and_m_suffixes() -> None:
+    assert [parse_size(s) for s in ("1k", "10k", "1M", "2500", "0.5k")] == \
+        [1000, 10_000, 1_000_000, 2500, 500]
+
+
+def _row(nodes: int, allocate_s: float, peak_mb: float = 100.0) -> dict[str, object]:
+    return {"input": f"layered_{nodes}", "kind": "generated", "mode": "ge", "nodes": nodes,
+            "allocate_s": allocate_s, "allocate_peak_mb": peak_mb, "allocate_ratio": 10.0,
+            "emulate_ratio": 9.0, "makespan_us": 1.0}
+
+
+def test_targets_read_the_100k_row_and_the_growth_to_1m() -> None:
+    found = report.targets([_row(1000, 0.5), _row(100_000, 2.0), _row(1_000_000, 30.0, 2500)],
+                           startup_s=0.25)
+    assert found["at"] == "layered_100000"
+    assert found["startup_s"]["met"] and found["allocate_ratio"]["met"]
+    assert not found["emulate_ratio"]["met"]  # 9 > 8
+    assert found["per_node_growth"]["value"] == 1.5 and found["per_node_growth"]["met"]
+    assert not found["peak_mb_1M"]["met"]
+    failed = {**_row(1_000_000, 30.0), "makespan_us": None}  # an ERROR row is no measurement
+    assert "per_node_growth" not in report.targets([_row(100_000, 2.0), failed], startup_s=0.25)
+
+
+def test_readme_block_is_replaced_between_the_markers() -> None:
+    text = f"intro\n{report.BEGIN}\nold\n{report.END}\nrest\n"
+    assert report.update_readme(text, f"{report.BEGIN}\nnew\n{report.END}") == \
+        f"intro\n{report.BEGIN}\nnew\n{report.END}\nrest\n"
+    with pytest.raises(ValueError, match="bench:begin"):
+        report.update_readme("no markers\n", "x")
