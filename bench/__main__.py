@@ -56,7 +56,7 @@ class Preset:
 
 PRESETS = {
     "full": Preset("full", Selection(None, True, (12, 48), (1_000, 10_000, 100_000, 1_000_000)),
-                   Settings(MODES, None, 100_000, 3600.0, 12_288), 0.1),
+                   Settings(MODES, None, 110_000, 3600.0, 12_288), 0.1),
     "quick": Preset("quick", Selection(("squeezenet", "llama_tiny"), False, (2,),
                                        (1_000, 10_000)),
                     Settings(MODES, 2.0, 2_000, 600.0, 12_288), 2.0),
