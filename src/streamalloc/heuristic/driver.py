@@ -57,7 +57,7 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
     allocation = run.allocation(plan)
     check_rules(graph, run.rules, allocation, run.context.partitions)
     for message in idle_rules(graph, run.rules, allocation):
-        warnings.warn(message, InputWarning, stacklevel=2)
+        warnings.warn(message, InputWarning, stacklevel=3)  # past collector.pausing to the caller
     return allocation
 
 
