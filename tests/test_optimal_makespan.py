@@ -72,6 +72,33 @@ def test_list_schedule_respects_the_stream_limit(squeezenet: Graph) -> None:
         assert sorted(v for chain in chains for v in chain) == list(range(dag.size))
 
 
+SHORT_FORK = """\
+format: streamalloc.graph/v1
+name: shortfork
+nodes:
+  - {name: x, type: Data}
+  - {name: p, type: Relu, inputs: [x], cost_us: 10}
+  - {name: a, type: Relu, inputs: [p], cost_us: 4}
+  - {name: b, type: Relu, inputs: [p], cost_us: 3}
+  - {name: j, type: Add, inputs: [a, b], cost_us: 5}
+  - {name: out, type: NetOutput, inputs: [j]}
+"""
+
+
+def test_patient_list_schedule_waits_for_the_producers_stream(tmp_path: Path) -> None:
+    path = tmp_path / "shortfork.yaml"
+    path.write_text(SHORT_FORK)
+    graph = load_graph(path)
+    dag, _ = _setup(graph)
+    costs = default_cost_table()
+    # b is ready with a, which takes p's stream: without patience b takes a new stream (an
+    # event each way); with it b waits the 4 us a runs and follows it
+    assert len(list_schedule_chains(graph, dag, costs, 2024)) == 2
+    patient = list_schedule_chains(graph, dag, costs, 2024, patience=6.0)
+    assert patient == (tuple(range(dag.size)),)
+    assert patient == list_schedule_chains(graph, dag, costs, 2024, patience=6.0)
+
+
 def test_critical_chain_walks_back_from_the_last_task(squeezenet: Graph) -> None:
     dag, evaluator = _setup(squeezenet)
     streams = assignment_of(dag, list_schedule_chains(squeezenet, dag, default_cost_table(),

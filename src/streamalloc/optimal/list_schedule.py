@@ -14,6 +14,10 @@ event latencies from the cost table) with streams chosen as tasks become ready:
   finished last (it runs the task in T-order, maybe not where the simulation put it); else the
   task waits for the first stream that frees up.
 
+With a patience (the patient variant, a second candidate), a task whose last producer's stream
+is busy with a task expected to end within the patience waits for it once, instead of taking
+another stream: a short wait costs less than an event and its Send and Recv.
+
 Among tasks arriving at the same time the one with the longest path to the end goes first.
 Each stream's tasks are then in T-order, so the streams are chains for the shared evaluation.
 """
@@ -35,14 +39,16 @@ _FINISH, _ARRIVE, _QUEUE = 0, 1, 2  # event kinds at equal times: releases befor
 Entry = tuple[float, int, float, int]  # (time, kind, -rank, node)
 
 
-def list_schedule_chains(graph: Graph, dag: TaskDag, costs: CostTable, max_streams: int
-                         ) -> tuple[tuple[int, ...], ...]:
-    """Streams (chains in T-order) of the greedy schedule described above."""
+def list_schedule_chains(graph: Graph, dag: TaskDag, costs: CostTable, max_streams: int,
+                         patience: float = 0.0) -> tuple[tuple[int, ...], ...]:
+    """Streams (chains in T-order) of the greedy schedule described above. With `patience`,
+    a task whose last producer's stream is busy but expected to be free within `patience` us
+    waits for it (once) instead of taking another stream: a short wait beats an event."""
     model = CostModel(graph, costs)
     tasks = [node_task(graph, model, graph.node(n)) for n in dag.names]
     units = {e: costs.engine(e).units for e in sorted({t[0] for t in tasks if t[0]})}
     sim = _Simulation(dag, tasks, units, costs.event_record_us + costs.event_wait_us,
-                      max_streams)
+                      max_streams, patience)
     return sim.run()
 
 
@@ -55,6 +61,7 @@ class _Simulation:
     free: dict[str, int]                            # free units per engine
     latency: float                                  # event record + wait
     max_streams: int
+    patience: float
     queue: dict[str, deque[int]] = field(default_factory=dict)
     heap: list[Entry] = field(default_factory=list)
     waiting: list[tuple[float, int, int]] = field(default_factory=list)  # no stream free
@@ -63,6 +70,8 @@ class _Simulation:
     tail: list[int] = field(default_factory=list)   # last node of each stream
     idle_since: dict[int, float] = field(default_factory=dict)
     rank: list[float] = field(default_factory=list)  # longest path to the end: priority
+    busy_until: dict[int, float] = field(default_factory=dict)  # expected end per stream
+    deferred: set[int] = field(default_factory=set)
 
     def run(self) -> tuple[tuple[int, ...], ...]:
         """Simulate to the end; the streams in order of their first node."""
@@ -114,6 +123,8 @@ class _Simulation:
         self._admit(engine, now)
 
     def _place(self, v: int, now: float) -> None:
+        if self._defer(v, now):
+            return
         stream = self._choose(v)
         if stream is None:
             heapq.heappush(self.waiting, (now, v, 0))
@@ -123,7 +134,22 @@ class _Simulation:
         self.tail[stream] = v
         arrive = max((self.finish[p] + (0.0 if self.stream_of[p] == stream else self.latency)
                       for p in self.dag.preds[v]), default=0.0)
+        self.busy_until[stream] = max(now, arrive) + self.tasks[v][1]
         heapq.heappush(self.heap, (max(now, arrive), _QUEUE, -self.rank[v], v))
+
+    def _defer(self, v: int, now: float) -> bool:
+        """Wait (once) for the busy stream of the producer that finished last, when it is
+        expected to be free within the patience."""
+        if self.patience <= 0 or v in self.deferred or not self.dag.preds[v]:
+            return False
+        p = max(self.dag.preds[v], key=lambda p: (self.finish[p], -p))
+        s = self.stream_of[p]
+        free_at = self.busy_until.get(s, now)
+        if s in self.idle_since or self.tail[s] > v or not now < free_at <= now + self.patience:
+            return False
+        self.deferred.add(v)
+        heapq.heappush(self.heap, (free_at, _ARRIVE, -self.rank[v], v))
+        return True
 
     def _choose(self, v: int) -> int | None:
         for p in sorted(self.dag.preds[v], key=lambda p: (-self.finish[p], p)):
@@ -146,6 +172,7 @@ class _Simulation:
         while waiting and self.tasks[waiting[0]][2] <= self.free[engine]:
             v = waiting.popleft()
             self.free[engine] -= self.tasks[v][2]
+            self.busy_until[self.stream_of[v]] = now + self.tasks[v][1]
             heapq.heappush(self.heap, (now + self.tasks[v][1], _FINISH, 0.0, v))
 
 

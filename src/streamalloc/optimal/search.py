@@ -70,7 +70,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
            options: OptimalOptions, costs: CostTable) -> Search:
     """Full concurrency without rules or capacity is a matching (exact); otherwise CP-SAT's
     model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
-    among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule)
+    among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule
+    and its patient variant)
     improved by the critical-chain search; for both objectives the polish on the exact event
     count."""
     capacity = _capacity(graph)
@@ -88,8 +89,11 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         evaluator = Evaluator(graph, dag, baseline, options, costs)
         limit = evaluator.limit()
         if options.objective == "makespan":
+            max_streams = limits_of(graph).max_streams
             candidates = [chains, *_candidates(graph, dag),
-                          list_schedule_chains(graph, dag, costs, limits_of(graph).max_streams)]
+                          list_schedule_chains(graph, dag, costs, max_streams),
+                          list_schedule_chains(graph, dag, costs, max_streams,
+                                               patience=_patience(costs))]
             chains, limit = _fastest(graph, dag, candidates, constraints, evaluator)
             chains, limit = _sped_up(graph, dag, chains, limit=limit, constraints=constraints,
                                      evaluator=evaluator)
@@ -145,6 +149,12 @@ class Evaluator:
         """The baseline's makespan x (1 + slack)."""
         slack = 1 + self.options.makespan_slack / 100
         return math.floor(self.baseline.makespan_us * slack * TIME_SCALE)
+
+
+def _patience(costs: CostTable) -> float:
+    """How long the patient list schedule waits for its producer's stream: what an event on
+    the edge costs instead (record and wait latency, its Send and its Recv), and a launch."""
+    return 2 * (costs.event_record_us + costs.event_wait_us) + costs.launch_us
 
 
 def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]:
