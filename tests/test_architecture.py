@@ -36,7 +36,7 @@ class Layer:
 BELOW_ALLOCATORS = (0, 1, 2, 3)
 LAYERS = (
     Layer(0, "base", ("__init__", "errors", "validation", "outputs", "plan_fields", "facts",
-                      "passes", "schemas", "collector"), ()),
+                      "passes", "schemas", "collector", "recent"), ()),
     Layer(1, "graph IR", ("ir",), (0,)),
     Layer(2, "rules", ("rules",), (0, 1)),
     Layer(3, "allocation result", ("allocation",), (0, 1, 2)),

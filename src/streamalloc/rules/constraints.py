@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
+from streamalloc.recent import Recent
 from streamalloc.rules.constraint_inputs import Inputs
 from streamalloc.rules.kinds import KINDS, NO_CONSTRAINT
 from streamalloc.rules.model import Rule, RuleSet
@@ -101,11 +102,9 @@ def constraint_nodes(constraint: Constraint) -> list[str]:
     return names
 
 
-# The last few results by (rule-set text, graph object): the heuristic's self-check, the
-# verifier and the solver ask for the same constraints of the same immutable graph in one run.
-_RECENT: dict[tuple[str, int, int, tuple[tuple[str, str], ...]],
-              tuple[Graph, tuple[Constraint, ...]]] = {}
-_RECENT_SIZE = 4
+# The heuristic's self-check, the verifier and the solver ask for the same constraints of the
+# same immutable graph in one run (`with_options` copies share its root and engine table).
+_RECENT: Recent[tuple[Constraint, ...]] = Recent(4)
 
 
 def rule_constraints(rules: RuleSet, graph: Graph,
@@ -115,19 +114,16 @@ def rule_constraints(rules: RuleSet, graph: Graph,
     # the same structure under the same options (`with_options` shares root and engines)
     key = (rules.canonical_text(), id(graph.root), id(graph.engines),
            tuple(sorted(graph.options.items())))
-    recent = _RECENT.get(key)
-    if recent is not None and recent[0].root is graph.root \
-            and recent[0].engines is graph.engines:
-        return list(recent[1])
+    recent = _RECENT.get(key, graph.root, graph.engines)
+    if recent is not None:
+        return list(recent)
     inputs = Inputs.of(rules, graph, partitions)
     result: list[Constraint] = []
     for rule in inputs.enabled:
         build = FORMS[rule.kind]
         if build is not None:
             result += build(rule, inputs)
-    if len(_RECENT) >= _RECENT_SIZE:
-        del _RECENT[next(iter(_RECENT))]
-    _RECENT[key] = (graph, tuple(result))
+    _RECENT.put(key, (graph.root, graph.engines), tuple(result))
     return result
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.recent import Recent
 from streamalloc.sync.model import Task
 
 ACTIVE = "StreamActive"
@@ -42,22 +43,20 @@ def _assigned(node: Node, attached: bool) -> int:
     return value
 
 
-# Per graph (by its node table, kept alive here), per node: (own units, ASSIGNED main,
-# ASSIGNED attached). The split and the plan ask for every task's units several times.
-_COUNTS: dict[int, tuple[Mapping[str, Node], dict[str, tuple[int, int, int]]]] = {}
+# Per graph (by its node table), per node: (own units, ASSIGNED main, ASSIGNED attached). The
+# split and the plan ask for every task's units several times.
+_COUNTS: Recent[dict[str, tuple[int, int, int]]] = Recent(4)
 
 
 def _counts(graph: Graph, name: str) -> tuple[int, int, int]:
-    entry = _COUNTS.get(id(graph.by_name))
-    if entry is None or entry[0] is not graph.by_name:
-        if len(_COUNTS) >= 4:
-            del _COUNTS[next(iter(_COUNTS))]
-        entry = _COUNTS[id(graph.by_name)] = (graph.by_name, {})
-    found = entry[1].get(name)
+    table = _COUNTS.get(id(graph.by_name), graph.by_name)
+    if table is None:
+        table = _COUNTS.put(id(graph.by_name), (graph.by_name,), {})
+    found = table.get(name)
     if found is None:
         node = graph.node(name)
-        found = entry[1][name] = (own_units(graph, node), _assigned(node, False),
-                                  _assigned(node, True))
+        found = table[name] = (own_units(graph, node), _assigned(node, False),
+                               _assigned(node, True))
     return found
 
 
