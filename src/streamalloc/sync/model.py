@@ -31,7 +31,7 @@ class Task:
     type: str
     graph: str
     stream: int
-    attached: list[int] = field(default_factory=list)
+    attached: tuple[int, ...] = ()  # a tuple: copies share it (most tasks have none)
     units: int = 0
     sync_id: int = -1  # event or notify id of a Send/Recv
     sync_kind: str = ""  # "event" | "notify" for sync nodes
@@ -40,7 +40,7 @@ class Task:
 
     def copy(self) -> Task:
         """A copy the caller owns."""
-        return Task(self.name, self.type, self.graph, self.stream, list(self.attached),
+        return Task(self.name, self.type, self.graph, self.stream, self.attached,
                     self.units, self.sync_id, self.sync_kind, self.peer, self.is_sync)
 
 

@@ -17,7 +17,7 @@ from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
 from streamalloc.ir.graph import Graph
 from streamalloc.sync.model import Task
-from streamalloc.sync.tasks import assigned
+from streamalloc.sync.tasks import StreamUnits, assigned
 
 NO_SPLIT_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex"})
 CONTINUOUS_LABEL = "_continuous_stream_label"
@@ -61,7 +61,7 @@ class _Walk:
     label_nodes: dict[str, list[Task]] = field(default_factory=lambda: defaultdict(list))
 
 
-def split_streams(graph: Graph, tasks: list[Task], units_of: dict[int, dict[int, int]],
+def split_streams(graph: Graph, tasks: list[Task], units_of: list[StreamUnits],
                   limits: tuple[int, int, int]) -> SplitResult:
     """Split every logical stream by `max_task` units (limits: stream_num, max_task, event_num)."""
     stream_num, max_task, event_num = limits
@@ -69,7 +69,7 @@ def split_streams(graph: Graph, tasks: list[Task], units_of: dict[int, dict[int,
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})
     for i, task in enumerate(tasks):
-        for s, u in sorted(units_of.get(i, {}).items()):
+        for s, u in units_of[i]:
             if s != INVALID:
                 _visit(walk, result, task, s, u)
     result.stream_num = walk.stream_num
@@ -118,7 +118,7 @@ def _move(task: Task, old: int, new: int) -> None:
     if task.stream == old:
         task.stream = new
     else:
-        task.attached = [new if a == old else a for a in task.attached]
+        task.attached = tuple(new if a == old else a for a in task.attached)
 
 
 def _move_label_member(task: Task, s: int, new: int, attached: bool,
@@ -127,7 +127,8 @@ def _move_label_member(task: Task, s: int, new: int, attached: bool,
     if not attached:
         task.stream = new
     else:
-        task.attached = [new if split_to_logic.get(a, a) == s else a for a in task.attached]
+        task.attached = tuple(new if split_to_logic.get(a, a) == s else a
+                              for a in task.attached)
 
 
 def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, bool]) -> None:

@@ -14,6 +14,7 @@ the last task left on the stream before the split point to the first task of the
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -26,17 +27,24 @@ Key = tuple[int, ...]  # a place in the task order: (index,) of a task, extended
 Logical = Mapping[int, tuple[int, tuple[int, ...]]]  # id(task) -> (stream, attached) before
 
 
+_SYNC_TYPES = SEND_TYPES | RECV_TYPES
+
+
 def logical_places(tasks: Sequence[Task]) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """Each task's logical stream and attached streams, before the walk moves them."""
-    return {id(t): (t.stream, tuple(t.attached)) for t in tasks}
+    """The logical stream and attached streams, before the walk moves them, of what `rehome`
+    reads: each Phase-A Send/Recv and the node it follows or precedes."""
+    peers = {t.peer for t in tasks if t.type in _SYNC_TYPES}
+    return {id(t): (t.stream, tuple(t.attached)) for t in tasks
+            if t.type in _SYNC_TYPES or (not t.is_sync and t.name in peers)}
 
 
 def rehome(tasks: Sequence[Task], logical: Logical) -> None:
     """Put each Phase-A Send/Recv on the physical stream of its node (the walk may have left it
     on the other side of a split point)."""
-    nodes = {t.name: t for t in tasks if not t.is_sync}
+    peers = {t.peer for t in tasks if t.type in _SYNC_TYPES}
+    nodes = {t.name: t for t in tasks if not t.is_sync and t.name in peers}
     for task in tasks:
-        node = nodes.get(task.peer) if task.type in SEND_TYPES | RECV_TYPES else None
+        node = nodes.get(task.peer) if task.type in _SYNC_TYPES else None
         if node is None:
             continue
         stream = logical[id(task)][0]
@@ -48,20 +56,30 @@ def rehome(tasks: Sequence[Task], logical: Logical) -> None:
 
 
 class _Order:
-    """The task order under construction: tasks by key, and each stream's keys sorted."""
+    """The task order under construction. Given task i sorts at key (i, 0); an inserted task
+    gets a longer key that sorts where it goes. Only the inserted tasks (a few per split) are
+    stored by key: the given ones are found by position, each stream's as an array of
+    positions, so a 1M-task order costs 8 bytes a task here."""
 
-    def __init__(self, tasks: Sequence[Task]) -> None:
-        self.by_key: dict[Key, Task] = {}
-        self.key_of: dict[int, Key] = {}
-        self.keys_on: dict[int, list[Key]] = defaultdict(list)
-        self.serial = 0
+    def __init__(self, tasks: Sequence[Task], events: Sequence[SplitEvent]) -> None:
+        self.given = tasks
+        self.given_on: dict[int, array[int]] = defaultdict(lambda: array("q"))
         for i, task in enumerate(tasks):
-            self._put((i, 0), task)
+            self.given_on[task.stream].append(i)
+        ends = {id(t) for e in events for t in (e.pre, e.recv)}
+        self.key_of: dict[int, Key] = {id(t): (i, 0) for i, t in enumerate(tasks)
+                                       if id(t) in ends}  # the events' tasks, all keys read
+        self.inserted: dict[Key, Task] = {}
+        self.inserted_on: dict[int, list[Key]] = defaultdict(list)
+        self.serial = 0
 
     def _put(self, key: Key, task: Task) -> None:
-        self.by_key[key] = task
-        self.key_of[id(task)] = key
-        insort(self.keys_on[task.stream], key)
+        self.inserted[key] = task
+        insort(self.inserted_on[task.stream], key)
+
+    def task_at(self, key: Key) -> Task:
+        """The task at `key`."""
+        return self.given[key[0]] if len(key) == 2 else self.inserted[key]
 
     def after(self, key: Key, task: Task) -> None:
         """Insert `task` after the task at `key` (after earlier insertions there)."""
@@ -75,18 +93,39 @@ class _Order:
 
     def first_on(self, stream: int) -> Key | None:
         """The key of the first task on `stream`."""
-        keys = self.keys_on.get(stream)
-        return keys[0] if keys else None
+        given, inserted = self.given_on.get(stream), self.inserted_on.get(stream)
+        keys = [k for k in ((given[0], 0) if given else None, inserted[0] if inserted else None)
+                if k is not None]
+        return min(keys, default=None)
 
     def last_before(self, stream: int, key: Key) -> Key | None:
         """The key of the last task on `stream` before `key`."""
-        keys = self.keys_on.get(stream, [])
-        i = bisect_left(keys, key)
-        return keys[i - 1] if i else None
+        keys: list[Key] = []
+        given = self.given_on.get(stream)
+        if given:
+            n = bisect_left(given, key[0])
+            if n < len(given) and given[n] == key[0] and (key[0], 0) < key:
+                n += 1
+            if n:
+                keys.append((given[n - 1], 0))
+        inserted = self.inserted_on.get(stream, [])
+        i = bisect_left(inserted, key)
+        if i:
+            keys.append(inserted[i - 1])
+        return max(keys, default=None)
 
     def tasks(self) -> list[Task]:
-        """The task order."""
-        return [self.by_key[k] for k in sorted(self.by_key)]
+        """The task order: the given tasks merged with the inserted ones by key."""
+        extra = sorted(self.inserted)
+        out: list[Task] = []
+        j = 0
+        for i, task in enumerate(self.given):
+            while j < len(extra) and extra[j][0] <= i and extra[j] < (i, 0):
+                out.append(self.inserted[extra[j]])
+                j += 1
+            out.append(task)
+        out.extend(self.inserted[k] for k in extra[j:])
+        return out
 
 
 def place_split_events(tasks: Sequence[Task], events: Sequence[SplitEvent],
@@ -94,7 +133,7 @@ def place_split_events(tasks: Sequence[Task], events: Sequence[SplitEvent],
     """B6: a Send and a Recv per split event, in event order (ids as the walk gave them)."""
     if not events:
         return list(tasks)
-    order = _Order(tasks)
+    order = _Order(tasks, events)
     boundaries = _boundaries(order, events)
     for event in events:
         if event.attached:
@@ -134,9 +173,9 @@ def _at_boundary(order: _Order, event: SplitEvent, boundary: Key, namer: Namer) 
     first = order.first_on(event.new)
     last = order.last_before(event.old, boundary)
     send = sync_task(namer, "Send", event.id, event.old,
-                     order.by_key[last] if last is not None else event.pre)
+                     order.task_at(last) if last is not None else event.pre)
     recv = sync_task(namer, "Recv", event.id, event.new,
-                     order.by_key[first] if first is not None else event.recv)
+                     order.task_at(first) if first is not None else event.recv)
     if last is not None:
         order.after(last, send)
     else:

@@ -224,7 +224,7 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]
     ordered: list[Task] = []
     for name in model.order:
         node = model.node(name)
-        task = Task(name, node.type, node.graph, plan.streams[name], list(model.attached[name]))
+        task = Task(name, node.type, node.graph, plan.streams[name], model.attached[name])
         if name not in synced:  # most nodes: no Send or Recv around them
             ordered.append(task)
             continue

@@ -46,6 +46,7 @@ def _assigned(node: Node, attached: bool) -> int:
 # Per graph (by its node table), per node: (own units, ASSIGNED main, ASSIGNED attached). The
 # split and the plan ask for every task's units several times.
 _COUNTS: Recent[dict[str, tuple[int, int, int]]] = Recent(4)
+_SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
 def _counts(graph: Graph, name: str) -> tuple[int, int, int]:
@@ -55,8 +56,8 @@ def _counts(graph: Graph, name: str) -> tuple[int, int, int]:
     found = table.get(name)
     if found is None:
         node = graph.node(name)
-        found = table[name] = (own_units(graph, node), _assigned(node, False),
-                               _assigned(node, True))
+        counts = (own_units(graph, node), _assigned(node, False), _assigned(node, True))
+        found = table[name] = _SHARED_COUNTS.setdefault(counts, counts)  # few distinct values
     return found
 
 
@@ -97,22 +98,33 @@ def home_streamless(graph: Graph, tasks: Sequence[Task]) -> None:
             task.stream = 0
 
 
+# A task's (stream, units) pairs, by stream; () for a task without a stream.
+StreamUnits = tuple[tuple[int, int], ...]
+
+
 def collect(graph: Graph, tasks: list[Task], max_task: int,
-            active: Mapping[str, Sequence[int]]) -> dict[int, dict[int, int]]:
-    """units_of (task index -> {stream: units}), with the StreamActive override (5.4)."""
-    units_of: dict[int, dict[int, int]] = {}
+            active: Mapping[str, Sequence[int]]) -> list[StreamUnits]:
+    """Each task's (stream, units) pairs (by task index), with the StreamActive override
+    (5.4)."""
+    units_of: list[StreamUnits] = []
     total: dict[int, int] = defaultdict(int)
-    for i, task in enumerate(tasks):
+    shared: dict[StreamUnits, StreamUnits] = {}  # a 1M-task list holds a few hundred tuples
+    for task in tasks:
         if task.stream == INVALID:
+            units_of.append(())
             continue
-        units_of[i] = {task.stream: 0, **task_units(graph, task)}
-        for s, u in units_of[i].items():
+        units = {task.stream: 0, **task_units(graph, task)}
+        for s, u in units.items():
             total[s] += u
+        pairs = tuple(sorted(units.items()))
+        units_of.append(shared.setdefault(pairs, pairs))
     estimate = {s: math.ceil(t / max_task) for s, t in total.items()}
     for i, task in enumerate(tasks):
-        if task.type == ACTIVE and i in units_of:
-            units_of[i][task.stream] = sum(estimate[s] for s in active.get(task.name, ())
-                                           if s in estimate)
+        if task.type == ACTIVE and units_of[i]:
+            units = dict(units_of[i])
+            units[task.stream] = sum(estimate[s] for s in active.get(task.name, ())
+                                     if s in estimate)
+            units_of[i] = tuple(sorted(units.items()))
     return units_of
 
 
