@@ -81,8 +81,9 @@ def check_op_types(graph: Graph) -> None:
     costs = default_cost_table().ops
     table = graph.engines.op_engines
     default = graph.engines.default_engine
-    unknown = Counter(n.type for n in graph.all_nodes() if n.engine == default
-                      and n.type not in table and not known_op_type(n.type, costs))
+    on_default = Counter(n.type for n in graph.all_nodes() if n.engine == default)
+    unknown = {t: count for t, count in on_default.items()
+               if t not in table and not known_op_type(t, costs)}
     typos = {t: meant for t in unknown
              if (meant := near_op_type(t, [*table, *costs])) is not None}
     if typos:

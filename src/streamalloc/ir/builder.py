@@ -48,7 +48,7 @@ def parse_ref(text: str) -> DataInput:
     return DataInput(sys.intern(text), 0)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     node: Node
     origin: Origin
@@ -113,7 +113,8 @@ class GraphBuilder:
             first = self._where[name][1]
             raise GraphLoadError(f"{origin}: duplicate node name {name!r} (first defined at "
                                  f"{first}); node names must be unique across all graphs")
-        node = Node(name=name, type=type, engine=engine or self.engines.engine_for(type),
+        node = Node(name=name, type=sys.intern(type),
+                    engine=engine or self.engines.engine_for(type),
                     graph=graph, inputs=tuple(inputs), control_inputs=tuple(control_inputs),
                     attrs=freeze_attrs(attrs), outputs=tuple(outputs),
                     input_descs=tuple(input_descs), subgraphs=tuple(subgraphs),

@@ -31,6 +31,8 @@ _VALIDATOR = jsonschema.Draft202012Validator(GRAPH_SCHEMA)
 class _Where:
     """A lazy `file:line`: the line is looked up only when a message prints it."""
 
+    __slots__ = ("located", "path", "where")  # one per node while a file loads
+
     def __init__(self, path: str, where: tuple[Any, ...], located: Callable[[], Any]) -> None:
         self.path, self.where, self.located = path, where, located
 
