@@ -20,9 +20,10 @@ CV_CORE_TYPE = "_cube_vector_core_type"
 ENABLE_CV_PARALLEL = "_enable_cv_parallel"
 
 
-@dataclass
+@dataclass(slots=True)
 class Cluster:
-    """Member node indices (ascending), cluster engine and labels, neighbour cluster names."""
+    """Member node indices (ascending), cluster engine and labels, neighbour cluster names
+    (slots: a graph starts with one cluster per node)."""
 
     nodes: list[int]
     engine: str
