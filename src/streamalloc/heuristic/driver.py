@@ -125,7 +125,7 @@ def _labels(run: _Run, rules: list[Rule]) -> tuple[Labels, dict[str, list[Note]]
     for rule in rules:
         result = LABEL_PASSES[rule.kind](rule).apply(run.graph, labels)
         for name, value in result.plan.items():
-            if value != labels[name]:
+            if value is not labels[name] and value != labels[name]:  # most are kept as they are
                 notes.setdefault(name, []).append(Note(
                     rule.name, INVALID, f"stream label {value.stream_label!r}"
                     + (f", user label {value.user_stream_label!r}"
