@@ -34,9 +34,11 @@ class Recent(Generic[V]):
     def get(self, key: Hashable, *objects: object) -> V | None:
         """The value stored under `key` for these very objects, else None."""
         entry = self._entries.get(key)
-        if entry is None or len(entry[0]) != len(objects) \
-                or any(a is not b for a, b in zip(entry[0], objects, strict=True)):
+        if entry is None or len(entry[0]) != len(objects):
             return None
+        for stored, asked in zip(entry[0], objects, strict=True):  # a loop: asked per task
+            if stored is not asked:
+                return None
         return entry[1]
 
     def put(self, key: Hashable, objects: tuple[object, ...], value: V) -> V:

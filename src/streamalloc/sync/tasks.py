@@ -49,10 +49,18 @@ _COUNTS: Recent[dict[str, tuple[int, int, int]]] = Recent(4)
 _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
-def _counts(graph: Graph, name: str) -> tuple[int, int, int]:
+def _table(graph: Graph) -> dict[str, tuple[int, int, int]]:
     table = _COUNTS.get(id(graph.by_name), graph.by_name)
     if table is None:
         table = _COUNTS.put(id(graph.by_name), (graph.by_name,), {})
+    return table
+
+
+def _counts(graph: Graph, name: str,
+            table: dict[str, tuple[int, int, int]] | None = None) -> tuple[int, int, int]:
+    """A node's counts; loops over tasks pass the graph's `table` (`_table`) they fetched."""
+    if table is None:
+        table = _table(graph)
     found = table.get(name)
     if found is None:
         node = graph.node(name)
@@ -68,13 +76,14 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
     return _counts(graph, task.name)[2 if attached else 1]
 
 
-def task_units(graph: Graph, task: Task) -> dict[int, int]:
+def task_units(graph: Graph, task: Task,
+               table: dict[str, tuple[int, int, int]] | None = None) -> dict[int, int]:
     """{stream: units} a task issues, as GE counts them (5.4): its records per stream, an
     explicit count (ASSIGNED) replacing them; a generated StreamActive counts 1 here (the
     split replaces a StreamActive's count by the streams it activates)."""
     if task.is_sync:
         return {task.stream: SYNC_UNITS.get(task.type, 1)}
-    own, main, extra = _counts(graph, task.name)
+    own, main, extra = _counts(graph, task.name, table)
     units = {task.stream: own}
     for a in task.attached:
         units[a] = units.get(a, 0) + own
@@ -109,11 +118,12 @@ def collect(graph: Graph, tasks: list[Task], max_task: int,
     units_of: list[StreamUnits] = []
     total: dict[int, int] = defaultdict(int)
     shared: dict[StreamUnits, StreamUnits] = {}  # a 1M-task list holds a few hundred tuples
+    table = _table(graph)
     for task in tasks:
         if task.stream == INVALID:
             units_of.append(())
             continue
-        units = {task.stream: 0, **task_units(graph, task)}
+        units = {task.stream: 0, **task_units(graph, task, table)}
         for s, u in units.items():
             total[s] += u
         pairs = tuple(sorted(units.items()))
@@ -133,11 +143,13 @@ def stream_units(graph: Graph, tasks: Sequence[Task],
     """Units per physical stream of the final task order: what each task issues there, a
     StreamActive one task per stream in its final activation list."""
     units: dict[int, int] = defaultdict(int)
+    table = _table(graph)
     for task in tasks:
         if task.stream == INVALID:
             continue
-        for stream, used in task_units(graph, task).items():
+        for stream, used in task_units(graph, task, table).items():
             units[stream] += used
         if task.type == ACTIVE and task.name in active:
-            units[task.stream] += len(active[task.name]) - task_units(graph, task)[task.stream]
+            units[task.stream] += len(active[task.name]) \
+                - task_units(graph, task, table)[task.stream]
     return dict(units)
