@@ -6,14 +6,17 @@ last; the search never lengthens the run; `--objective makespan --rules free` co
 stated ratio of max(critical path, work over units) on SqueezeNet, verifies, never loses to its
 baseline and writes the same bytes twice; on a fork-join graph the long branch stays on the
 producer's and the consumer's stream, and on a 4-branch fork-join the three short branches share
-one stream (one Send at the fork, one Recv at the join); the sync-aware bound holds for every
-plan tried and is never below the emulator's bounds.
+one stream (one Send at the fork, one Recv at the join); the stream of the longest path gets
+the first id (the engine admits it first at time 0); the sync-aware bound holds for every plan
+tried, is never below the emulator's bounds, and a task without device work on the heaviest
+chain does not shrink its clique.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -28,6 +31,7 @@ from streamalloc.optimal.critical import critical_chain, improve
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.list_schedule import list_schedule_chains
 from streamalloc.optimal.moves import UNITS, Branches
+from streamalloc.optimal.numbering import critical_first
 from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -280,3 +284,64 @@ def test_jackson_is_the_preemptive_one_machine_bound() -> None:
     assert jackson([(0.0, 4.0, 0.0), (0.0, 4.0, 0.0)]) == 8.0  # exclusive: back to back
     assert jackson([(5.0, 1.0, 0.0), (0.0, 2.0, 10.0)]) == 12.0
     assert jackson([(0.0, 10.0, 0.0), (2.0, 1.0, 5.0)]) == 11.0  # preempted for the tail
+
+
+NARROW_BEFORE_WIDE = """\
+format: streamalloc.graph/v1
+name: narrowbeforewide
+nodes:
+  - {name: x, type: Data}
+  - {name: m, type: Relu, inputs: [x], cost_us: 2, attrs: {block_dim: 1}}
+  - {name: w, type: Relu, inputs: [x], cost_us: 40, attrs: {block_dim: 32}}
+  - {name: w2, type: Relu, inputs: [w], cost_us: 10, attrs: {block_dim: 4}}
+  - {name: j, type: Add, inputs: [m, w2], cost_us: 2, attrs: {block_dim: 1}}
+  - {name: out, type: NetOutput, inputs: [j]}
+"""
+
+
+def test_the_critical_stream_gets_the_first_id(tmp_path: Path) -> None:
+    path = tmp_path / "narrowbeforewide.yaml"
+    path.write_text(NARROW_BEFORE_WIDE)
+    graph = load_graph(path)
+    dag, by_first = _setup(graph)
+    index = {n: i for i, n in enumerate(dag.names)}
+    apart = [0] * dag.size
+    apart[index["m"]] = 1  # m (first in T-order) alone, w w2 j on the other stream
+    # by path length in tasks: w w2 j (3) before m j (2)
+    critical = replace(by_first, numbering=critical_first(dag, [1] * dag.size))
+    # both first tasks arrive at time 0 and the engine admits the lower stream id first: m
+    # first holds 1 of the 32 cores for 4 us (launch included) and the 32-core w waits for it;
+    # w first, m runs beside w2 (4 cores); j waits 1 us for the Recv of m's event
+    slow, fast = by_first.outcome(apart), critical.outcome(apart)
+    assert slow is not None and fast is not None
+    assert slow.makespan_us == pytest.approx(4.0 + 42.0 + 12.0 + 1.0 + 4.0)
+    assert fast.makespan_us == pytest.approx(42.0 + 12.0 + 1.0 + 4.0)
+
+
+def test_zero_time_tasks_on_the_chain_leave_room_in_the_clique(tmp_path: Path) -> None:
+    path = tmp_path / "zerochain.yaml"
+    path.write_text(ZERO_TIME_CHAIN)
+    graph = load_graph(path)
+    costs = default_cost_table()
+    bound = graph_sync_aware_bound(graph, costs)
+    _, evaluator = _setup(graph)
+    run = emulate(graph, evaluator.baseline.plan.to_json())
+    # the reshape (no task) on the chain a -> r -> b takes no cores, so the 32-core w still
+    # excludes every task of the chain: it runs before, between or after them (the clique of
+    # the wide tasks w and v cannot take a or b: v runs beside them)
+    assert run.bounds.critical_path_us == pytest.approx(44.0)
+    assert bound.clique_us == pytest.approx(44.0 + 32.0)
+
+
+ZERO_TIME_CHAIN = """\
+format: streamalloc.graph/v1
+name: zerochain
+nodes:
+  - {name: x, type: Data}
+  - {name: a, type: Relu, inputs: [x], cost_us: 20, attrs: {block_dim: 4}}
+  - {name: r, type: Reshape, inputs: [a], task_count: 0}
+  - {name: b, type: Relu, inputs: [r], cost_us: 20, attrs: {block_dim: 4}}
+  - {name: w, type: Relu, inputs: [x], cost_us: 30, attrs: {block_dim: 32}}
+  - {name: v, type: Relu, inputs: [x], cost_us: 1, attrs: {block_dim: 20}}
+  - {name: out, type: NetOutput, inputs: [b, w, v]}
+"""

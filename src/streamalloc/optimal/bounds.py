@@ -23,8 +23,9 @@ of static graphs):
   time) / units + that tail (work over units is r = 0, no tail); likewise from the end.
 
 The bound is the largest of: the head + time + tail of any task, Jackson's bound of a few
-greedy cliques (the heaviest chain grown by the longest tasks exclusive with all members; per
-engine, its tasks wider than half its units likewise) and the energy bound of each engine.
+greedy cliques (the heaviest chain's timed tasks grown by the longest tasks exclusive with all
+members; per engine, its tasks wider than half its units likewise) and the energy bound of
+each engine.
 Each term bounds every plan, so the maximum does.
 
 >>> jackson([(0.0, 2.0, 1.0), (0.0, 3.0, 0.0)])  # run the long-tailed task first
@@ -174,7 +175,9 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
             seeds.append(wide)
     cliques = []
     for seed in seeds:
-        members = list(seed)
+        # a task without device work takes no units and excludes nothing: left in, it would
+        # keep every task it is not ordered with out of the chain's clique
+        members = [t for t in seed if time[t] > 0]
         for t in by_length:
             if t not in members and all(exclusive(t, m) for m in members):
                 members.append(t)

@@ -79,7 +79,7 @@ class _Simulation:
         succs: list[list[int]] = [[] for _ in range(n)]
         for u, v in self.dag.edges:
             succs[u].append(v)
-        rank = self.rank = _bottom_levels(self.dag, succs, [t[1] for t in self.tasks])
+        rank = self.rank = bottom_levels(self.dag, [t[1] for t in self.tasks])
         self.queue = {e: deque() for e in self.free}
         self.finish, self.stream_of = [0.0] * n, [-1] * n
         missing = [len(p) for p in self.dag.preds]
@@ -176,9 +176,11 @@ class _Simulation:
             heapq.heappush(self.heap, (now + self.tasks[v][1], _FINISH, 0.0, v))
 
 
-def _bottom_levels(dag: TaskDag, succs: list[list[int]], duration: Sequence[float]
-                   ) -> list[float]:
+def bottom_levels(dag: TaskDag, duration: Sequence[float]) -> list[float]:
     """Longest path from each node to the end, its own duration included."""
+    succs: list[list[int]] = [[] for _ in range(dag.size)]
+    for u, v in dag.edges:
+        succs[u].append(v)
     rank = [0.0] * dag.size
     for v in range(dag.size - 1, -1, -1):
         rank[v] = duration[v] + max((rank[w] for w in succs[v]), default=0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
@@ -21,6 +21,7 @@ from streamalloc.optimal.evaluate import (
     optimal_allocation,
 )
 from streamalloc.optimal.list_schedule import list_schedule_chains
+from streamalloc.optimal.numbering import Numbering, by_first_node, critical_first
 from streamalloc.optimal.options import (
     CAPACITY_SHARE,
     FREE,
@@ -72,8 +73,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
     among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule
     and its patient variant)
-    improved by the critical-chain search; for both objectives the polish on the exact event
-    count."""
+    improved by the critical-chain search, its streams numbered critical first when that runs
+    faster (`optimal/numbering.py`); for both objectives the polish on the exact event count."""
     capacity = _capacity(graph)
     if options.concurrency == "full" and not constraints and capacity is None:
         return Search(matching_chains(dag), "OPTIMAL", None, None, 0.0, "matching")
@@ -97,9 +98,11 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             chains, limit = _fastest(graph, dag, candidates, constraints, evaluator)
             chains, limit = _sped_up(graph, dag, chains, limit=limit, constraints=constraints,
                                      evaluator=evaluator)
+            evaluator, limit = _renumbered(dag, chains, evaluator, limit,
+                                           critical_first(dag, data.durations))
             phase += "+fastest+critical"
-        chains = _polished(graph, dag, chains, constraints=constraints,
-                           evaluator=evaluator, limit=limit)
+        chains = evaluator.numbering(_polished(graph, dag, chains, constraints=constraints,
+                                               evaluator=evaluator, limit=limit))
         phase += "+polish"
     objective = found.objective if found.chains else None
     bound = found.bound if found.chains else None
@@ -108,18 +111,20 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
 
 @dataclass(frozen=True)
 class Evaluator:
-    """The verified, emulated plan of a stream assignment (makespan in schedule units)."""
+    """The verified, emulated plan of a stream assignment (makespan in schedule units), its
+    streams numbered by `numbering`."""
 
     graph: Graph
     dag: TaskDag
     baseline: Outcome
     options: OptimalOptions
     costs: CostTable
+    numbering: Numbering = by_first_node
 
     def outcome(self, streams: Sequence[int]) -> Outcome | None:
         """None when the plan is over a device limit."""
         allocation = optimal_allocation(self.graph, self.baseline.allocation, self.dag,
-                                        chains_of_assignment(streams),
+                                        self.numbering(chains_of_assignment(streams)),
                                         rules=RuleSet(FREE, "static", ()), constraints=[])
         try:
             return evaluate(self.graph, allocation, None, self.options.sync, self.costs)
@@ -137,7 +142,7 @@ class Evaluator:
         """The emulated run of an assignment's plan, unverified (the search's probe; None
         over a device limit)."""
         allocation = optimal_allocation(self.graph, self.baseline.allocation, self.dag,
-                                        chains_of_assignment(streams),
+                                        self.numbering(chains_of_assignment(streams)),
                                         rules=RuleSet(FREE, "static", ()), constraints=[])
         try:
             plan = synchronize(self.graph, allocation, sync=self.options.sync)
@@ -210,6 +215,20 @@ def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
             and outcome.events > evaluator.options.event_budget:
         return chains, limit
     return chains_of_assignment(found), math.ceil(outcome.makespan_us * TIME_SCALE)
+
+
+def _renumbered(dag: TaskDag, chains: tuple[tuple[int, ...], ...], evaluator: Evaluator,
+                limit: int, numbering: Numbering) -> tuple[Evaluator, int]:
+    """The evaluator with `numbering` and its makespan when the found streams run faster so
+    numbered (the search itself keeps the numbering by first node: numbered otherwise it takes
+    other paths, longer on T5 and a GE dump)."""
+    renumbered = replace(evaluator, numbering=numbering)
+    outcome = renumbered.outcome(assignment_of(dag, chains))
+    budget = evaluator.options.event_budget
+    if outcome is None or (budget is not None and outcome.events > budget):
+        return evaluator, limit
+    makespan = math.ceil(outcome.makespan_us * TIME_SCALE)
+    return (renumbered, makespan) if makespan < limit else (evaluator, limit)
 
 
 def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:
