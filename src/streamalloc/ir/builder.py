@@ -195,15 +195,24 @@ class GraphBuilder:
         nodes = {p.node.name: p for p in draft.nodes}
         consumers: dict[str, list[Consumer]] = defaultdict(list)
         controls: dict[str, list[str]] = defaultdict(list)
+        seen: set[str] = set()
+        forward = True  # every edge from an earlier node: the given list is topological
         for pending in draft.nodes:
+            node = pending.node
             self._check_node(pending, nodes, draft.name)
-            for slot, ref in enumerate(pending.node.inputs):
+            for slot, ref in enumerate(node.inputs):
                 if ref is not None:
-                    consumers[ref.src].append(Consumer(ref.port, pending.node.name, slot))
-            for src in pending.node.control_inputs:
-                controls[src].append(pending.node.name)
+                    consumers[ref.src].append(Consumer(ref.port, node.name, slot))
+                    if ref.src not in seen and nodes[ref.src].node.type not in LOOP_BACK_TYPES:
+                        forward = False
+            for src in node.control_inputs:
+                controls[src].append(node.name)
+                forward = forward and src in seen
+            seen.add(node.name)
         frozen_consumers = {k: tuple(sorted(v, key=lambda c: c.port)) for k, v in consumers.items()}
         frozen_controls = {k: tuple(v) for k, v in controls.items()}
+        if mode == "given" and not forward:
+            mode = "dfs"  # the given list is not topological: GE's own sort
         ordered = self._order(draft, nodes, frozen_consumers, frozen_controls, mode)
         return ComputeGraph(name=draft.name, nodes=tuple(ordered), parent=parent,
                             index=MappingProxyType({n.name: i for i, n in enumerate(ordered)}),
@@ -244,6 +253,8 @@ class GraphBuilder:
     def _order(self, draft: _GraphDraft, nodes: Mapping[str, _Pending],
                consumers: Mapping[str, tuple[Consumer, ...]],
                controls: Mapping[str, tuple[str, ...]], mode: str) -> list[Node]:
+        if mode == "given":  # `_finish` found the list topological
+            return [p.node for p in draft.nodes]
         names = [p.node.name for p in draft.nodes]
 
         def successors(name: str) -> list[str]:
@@ -253,9 +264,7 @@ class GraphBuilder:
 
         types = {n: nodes[n].node.type for n in names}
         try:
-            if mode == "given" and topo.is_topological(names, successors):
-                ordered = names
-            elif mode == "bfs":
+            if mode == "bfs":
                 ordered = topo.bfs_order(names, successors, types)
             else:
                 ordered = topo.dfs_order(names, successors, types)
