@@ -76,6 +76,13 @@ def test_list_schedule_respects_the_stream_limit(squeezenet: Graph) -> None:
         assert sorted(v for chain in chains for v in chain) == list(range(dag.size))
 
 
+def _loaded(tmp_path: Path, text: str) -> Graph:
+    """The graph of a YAML text (its `name:` names the file)."""
+    path = tmp_path / (text.split("name: ", 1)[1].split("\n", 1)[0] + ".yaml")
+    path.write_text(text)
+    return load_graph(path)
+
+
 SHORT_FORK = """\
 format: streamalloc.graph/v1
 name: shortfork
@@ -90,9 +97,7 @@ nodes:
 
 
 def test_patient_list_schedule_waits_for_the_producers_stream(tmp_path: Path) -> None:
-    path = tmp_path / "shortfork.yaml"
-    path.write_text(SHORT_FORK)
-    graph = load_graph(path)
+    graph = _loaded(tmp_path, SHORT_FORK)
     dag, _ = _setup(graph)
     costs = default_cost_table()
     # b is ready with a, which takes p's stream: without patience b takes a new stream (an
@@ -159,9 +164,7 @@ nodes:
 
 
 def _fork_join(tmp_path: Path, short_us: float) -> Graph:
-    path = tmp_path / "forkjoin.yaml"
-    path.write_text(FORK_JOIN.replace("B1", str(short_us)))
-    return load_graph(path)
+    return _loaded(tmp_path, FORK_JOIN.replace("B1", str(short_us)))
 
 
 def test_fork_join_keeps_the_long_branch_on_the_producers_stream(tmp_path: Path) -> None:
@@ -194,9 +197,7 @@ nodes:
 
 @pytest.fixture()
 def fork_join_4(tmp_path: Path) -> Graph:
-    path = tmp_path / "forkjoin4.yaml"
-    path.write_text(FORK_JOIN_4)
-    return load_graph(path)
+    return _loaded(tmp_path, FORK_JOIN_4)
 
 
 def test_branches_run_from_fork_to_join(fork_join_4: Graph) -> None:
@@ -300,9 +301,7 @@ nodes:
 
 
 def test_the_critical_stream_gets_the_first_id(tmp_path: Path) -> None:
-    path = tmp_path / "narrowbeforewide.yaml"
-    path.write_text(NARROW_BEFORE_WIDE)
-    graph = load_graph(path)
+    graph = _loaded(tmp_path, NARROW_BEFORE_WIDE)
     dag, by_first = _setup(graph)
     index = {n: i for i, n in enumerate(dag.names)}
     apart = [0] * dag.size
@@ -319,9 +318,7 @@ def test_the_critical_stream_gets_the_first_id(tmp_path: Path) -> None:
 
 
 def test_zero_time_tasks_on_the_chain_leave_room_in_the_clique(tmp_path: Path) -> None:
-    path = tmp_path / "zerochain.yaml"
-    path.write_text(ZERO_TIME_CHAIN)
-    graph = load_graph(path)
+    graph = _loaded(tmp_path, ZERO_TIME_CHAIN)
     costs = default_cost_table()
     bound = graph_sync_aware_bound(graph, costs)
     _, evaluator = _setup(graph)
