@@ -31,6 +31,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from streamalloc import collector
 from streamalloc.errors import InternalError
 from streamalloc.facts import LIMIT_DEFAULTS
@@ -108,7 +110,7 @@ class EmulatedDevice(Environment):
         self.stream_of: dict[Process, int] = {}
         self.claims: dict[tuple[str, int], Request] = {}  # (engine, block dim) -> its claim
 
-    def check(self, tid: int, clock: list[int], checks: tuple[tuple[int, int, int], ...]) -> None:
+    def check(self, tid: int, clock: np.ndarray, checks: tuple[tuple[int, int, int], ...]) -> None:
         """Record a violation for each producer not complete, or not ordered, before `tid`."""
         now, end = self.now, self.end
         for producer, column, position in checks:
@@ -160,7 +162,8 @@ class StreamRunner:
 
     def __init__(self, dev: EmulatedDevice, sid: int) -> None:
         self.dev, self.sid, self.me = dev, sid, dev.column[sid]
-        self.clock = [0] * len(dev.column)  # tasks of each stream known to be complete
+        # tasks of each stream known to be complete; an array, so that merging is one call
+        self.clock = np.zeros(len(dev.column), np.int64)
 
     def run(self, items: list[tuple[Any, ...]]) -> ProcessGen:
         """Walk the task list in order (the hot loop of the emulator: locals only)."""
@@ -193,7 +196,7 @@ class StreamRunner:
         merge(self.clock, snapshot)
         self.dev.activated_at[self.sid] = (activator, self.dev.now)
 
-    def waited(self, event: DeviceEvent, snapshot: list[int], tid: int, pos: int) -> None:
+    def waited(self, event: DeviceEvent, snapshot: np.ndarray, tid: int, pos: int) -> None:
         """After a wait: check it was ordered after the previous wait, then merge the clock."""
         self._ordered_after_last_wait(event, tid)
         event.last_wait = (self.me, pos + 1, tid)
@@ -218,12 +221,9 @@ class StreamRunner:
             self.dev.violations.append((REUSE, last[2], tid))
 
 
-def merge(clock: list[int], snapshot: list[int]) -> None:
+def merge(clock: np.ndarray, snapshot: np.ndarray) -> None:
     """Merge a vector clock into `clock`, in place."""
-    # compare-and-store beats max() (a call per stream) on this hot path
-    for column, count in enumerate(snapshot):
-        if count > clock[column]:  # noqa: PLR1730
-            clock[column] = count
+    np.maximum(clock, snapshot, out=clock)
 
 
 def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | None = None,

@@ -10,15 +10,13 @@ checked when the plan is compiled against a graph (`program.compile_program`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from streamalloc.plan_fields import PlanFields, read_plan_json
-from streamalloc.runtime_emu.fast_schema import compile_check
-from streamalloc.schemas import PLAN_FORMAT, PLAN_SCHEMA, check_document
+from streamalloc.schemas import PLAN_FORMAT, check_document
 
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
 # Generated nodes that are neither graph nodes nor Send/Recv (GE's switch handling adds
@@ -82,16 +80,8 @@ def load_plan(path: str | Path) -> Plan:
 
 def validate_plan(data: Any, source: str) -> None:
     """Validate a plan document against the plan schema: InputError naming `source` and the
-    field, as `schemas.check_document` says it. A document the column check
-    (`fast_schema`) accepts follows the schema; only others go through `check_document`."""
-    check = _plan_check()
-    if check is None or not check(data):
-        check_document("plan", data, source)
-
-
-@cache
-def _plan_check() -> Callable[[Any], bool] | None:
-    return compile_check(PLAN_SCHEMA)
+    field, as `schemas.check_document` says it."""
+    check_document("plan", data, source)
 
 
 def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:

@@ -16,27 +16,27 @@ Case only one dim runs (`dims.py`): the tasks of the others are `NOP`s without d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import chain
-from operator import attrgetter
+from itertools import pairwise
+from operator import is_
 from typing import cast
 
+import numpy as np
+
 from streamalloc.errors import InputError, LimitExceeded
-from streamalloc.facts import ENTER_TYPES, LIMIT_DEFAULTS, LOOP_BACK_TYPES
+from streamalloc.facts import LIMIT_DEFAULTS
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.dims import idle_graphs, idle_tasks
 from streamalloc.runtime_emu.plan import Plan, SyncNode
+from streamalloc.runtime_emu.task_edges import task_pairs
 
 TASK, NOP, SEND, RECV = 0, 1, 2, 3
 EVENT_SPACE, NOTIFY_SPACE = 0, 1
 KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
 RTS_ENGINE = "DNN_VM_RTS"
-# Producers whose data edges order nothing (loop back edges, Enter/RefEnter).
-_UNORDERED_FROM = frozenset(LOOP_BACK_TYPES) | frozenset(ENTER_TYPES)
-_SRC = attrgetter("src")
 _NO_TASK = (None, 0.0, 0)  # (engine, time, block dim) of a node that issues no device work
 
 
@@ -102,7 +102,10 @@ class _Compiler:
         self._idle_dims()
         self._check_sync_nodes()
         events, notifies = self._sync_counts()
-        preds, topo = self._preds()
+        consumer, producer, topo = task_pairs(
+            list(self.graph.all_nodes()), self.tid_of,
+            {self.tid_of[name] for name in self.idle}, len(self.names))
+        preds = self._preds(consumer, producer)
         return Program(
             graph=self.graph.name, stream_ids=tuple(self.plan.streams),
             stream_tids=self._stream_tids(),
@@ -110,7 +113,7 @@ class _Compiler:
             streams=tuple(self.streams), positions=tuple(self.positions),
             engines=tuple(self.engines), durations=tuple(self.durations),
             widths=tuple(self.widths), sync_ids=tuple(self.sync_ids), spaces=tuple(self.spaces),
-            preds=preds, checks=self._checks(preds), topo=topo,
+            preds=preds, checks=self._checks(consumer, producer), topo=topo,
             activates=self._activates(), activators=self._activators(), event_count=events,
             notify_count=notifies,
             requested_streams=self._requested_streams())
@@ -128,10 +131,12 @@ class _Compiler:
         self.streams = [sid for sid, listed in plan.streams.items() for _ in listed]
         self.positions = [pos for listed in plan.streams.values() for pos in range(len(listed))]
         syncs = list(map(plan.sync_nodes.get, names))  # a sync node wins over a graph node
-        if len(self.tid_of) != len(names) or set(names).difference(plan.sync_nodes, self.nodes):
+        found = list(map(self.nodes.get, names))
+        # `is` holds only where both are None: an entry that is neither a sync nor a graph node
+        if len(self.tid_of) != len(names) or any(map(is_, syncs, found)):
             raise self._entry_error()
         # every entry without a sync node is a graph node (checked just above)
-        nodes = cast("list[Node]", list(map(self.nodes.get, names)))
+        nodes = cast("list[Node]", found)
         graph, costs = self.graph, self.costs
         tasks = [_NO_TASK if sync is not None else node_task(graph, costs, node)
                  for sync, node in zip(syncs, nodes, strict=True)]
@@ -206,24 +211,24 @@ class _Compiler:
         shared = [group for group in ends.values() if len(group[0]) > 1]
         return [n for g in shared for n in g[0]], [n for g in shared for n in g[1]]
 
-    def _checks(self, preds: tuple[tuple[int, ...], ...]
+    def _checks(self, consumer: np.ndarray, producer: np.ndarray
                 ) -> tuple[tuple[tuple[int, int, int], ...], ...]:
         """Per task: (producer, producer's stream column, producer's position) to check at its
         start; a same-stream producer listed earlier is ordered by the stream and skipped."""
         column = {sid: i for i, sid in enumerate(self.plan.streams)}
-        streams, positions = self.streams, self.positions
-        columns = [column[sid] for sid in streams]
+        streams = np.array(self.streams, np.int64)
+        positions = np.array(self.positions, np.int64)
+        unordered = (streams[producer] != streams[consumer]) | \
+            (positions[producer] > positions[consumer])
+        found: dict[int, list[tuple[int, int, int]]] = {}
+        for tid, p in zip(consumer[unordered].tolist(), producer[unordered].tolist(),
+                          strict=True):
+            found.setdefault(tid, []).append((p, column[self.streams[p]], self.positions[p]))
         empty: tuple[tuple[int, int, int], ...] = ()
-        result = []
-        for tid, producers in enumerate(preds):
-            if not producers:
-                result.append(empty)
-                continue
-            sid, pos = streams[tid], positions[tid]
-            mine = tuple((p, columns[p], positions[p]) for p in producers
-                         if streams[p] != sid or positions[p] > pos)
-            result.append(mine or empty)
-        return tuple(result)
+        checks = [empty] * len(self.names)
+        for tid, mine in found.items():
+            checks[tid] = tuple(mine)
+        return tuple(checks)
 
     def _fail(self, where: str, message: str) -> InputError:
         return InputError(f"{self.plan.source}: {where}: {message}")
@@ -283,52 +288,12 @@ class _Compiler:
                 result.setdefault(sid, []).append(name)
         return {sid: tuple(names) for sid, names in sorted(result.items())}
 
-    def _preds(self) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
-        """Task predecessors over the edges that order tasks (data, then control), followed
-        through nodes that issue no task; and the graph tasks in T-order."""
-        order = list(self.graph.all_nodes())
-        # GE's pair rule 3: edges out of Enter/RefEnter are not synchronized by events (the
-        # loop construct orders them), so they are neither checked nor on the critical path;
-        # nor are loop back edges
-        unordered = {n.name for n in order if n.type in _UNORDERED_FROM}
-        enter = {name for name in unordered if self.nodes[name].type in ENTER_TYPES}
-        tid_get, idle = self.tid_of.get, self.idle
-        idle_tids = {self.tid_of[name] for name in idle}
-        through: dict[str, frozenset[int]] = {}
-        preds: list[tuple[int, ...]] = [()] * len(self.names)
-        topo = []
-        for node in order:
-            found: list[int] = []
-            for src in _sources(node, unordered, enter):
-                tid = tid_get(src)
-                if tid is not None:
-                    found.append(tid)
-                elif src in through:
-                    found.extend(through[src])
-            if len(found) > 1:
-                found = sorted(set(found))
-            tid = tid_get(node.name)
-            if tid is None:
-                if found:
-                    through[node.name] = frozenset(found)
-                continue
-            if node.name in idle:
-                continue
-            preds[tid] = tuple(t for t in found if t not in idle_tids) if idle_tids \
-                else tuple(found)
-            topo.append(tid)
-        return tuple(preds), tuple(topo)
-
-
-def _sources(node: Node, unordered: set[str], enter: set[str]) -> Iterable[str]:
-    """The producers of `node` over the edges that order tasks: data inputs not from
-    `unordered` nodes, then control inputs not from `enter` nodes."""
-    data: Iterable[str] = map(_SRC, filter(None, node.inputs))
-    if unordered:
-        data = [name for name in data if name not in unordered]
-    if not node.control_inputs:
-        return data
-    return chain(data, (name for name in node.control_inputs if name not in enter))
+    def _preds(self, consumer: np.ndarray, producer: np.ndarray
+               ) -> tuple[tuple[int, ...], ...]:
+        """Per task: its predecessors over the graph edges, in ascending tids."""
+        producers = producer.tolist()
+        ends = np.cumsum(np.bincount(consumer, minlength=len(self.names))).tolist()
+        return tuple(tuple(producers[start:end]) for start, end in pairwise([0, *ends]))
 
 
 def node_task(graph: Graph, costs: CostModel, node: Node) -> tuple[str | None, float, int]:

@@ -10,8 +10,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import accumulate, chain, repeat
+
+import numpy as np
 
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.verify.node_columns import NodeColumns, node_columns
 from streamalloc.verify.plan_input import PlanView, SyncEntry
 from streamalloc.verify.report import ViolationLog
 
@@ -20,7 +24,8 @@ from streamalloc.verify.report import ViolationLog
 class TaskTable:
     """Every listed task: stream index k (dense, ascending stream id), position, global id.
 
-    `owner[gid]` is the task's stream index; lookups by gid are O(1).
+    `owner[gid]` is the task's stream index; lookups by gid are O(1). `stream_of` holds every
+    task's stream id as an array, for checks over all tasks at once.
     """
 
     stream_ids: tuple[int, ...]
@@ -29,6 +34,7 @@ class TaskTable:
     owner: tuple[int, ...]
     where: Mapping[str, int]
     repeats: Mapping[str, tuple[int, ...]]
+    stream_of: np.ndarray
 
     @property
     def total(self) -> int:
@@ -63,33 +69,46 @@ class TaskTable:
 
 def task_table(plan: PlanView) -> TaskTable:
     """Number the plan's tasks."""
+    lists = tuple(plan.streams.values())
+    names = list(chain.from_iterable(lists))
+    where = dict(zip(names, range(len(names)), strict=True))
+    repeats: dict[str, tuple[int, ...]] = {}
+    if len(where) < len(names):  # a name listed twice keeps its first gid
+        where, repeats = _first_places(names)
+    lengths = [len(listed) for listed in lists]
+    base = tuple(accumulate(lengths[:-1], initial=0)) if lists else ()
+    owner = tuple(chain.from_iterable(repeat(k, n) for k, n in enumerate(lengths)))
+    stream_of = np.repeat(np.array(list(plan.streams), dtype=np.int64), lengths)
+    return TaskTable(tuple(plan.streams), lists, base, owner, where, repeats, stream_of)
+
+
+def _first_places(names: list[str]) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
+    """Name -> its first gid, and name -> every gid of the names listed more than once."""
     where: dict[str, int] = {}
     repeats: dict[str, list[int]] = {}
-    base: list[int] = []
-    owner: list[int] = []
-    for k, names in enumerate(plan.streams.values()):
-        base.append(len(owner))
-        for gid, name in enumerate(names, start=len(owner)):
-            if where.setdefault(name, gid) != gid:
-                repeats.setdefault(name, [where[name]]).append(gid)
-        owner.extend([k] * len(names))
-    return TaskTable(tuple(plan.streams), tuple(plan.streams.values()), tuple(base),
-                     tuple(owner), where, {n: tuple(g) for n, g in repeats.items()})
+    for gid, name in enumerate(names):
+        if where.setdefault(name, gid) != gid:
+            repeats.setdefault(name, [where[name]]).append(gid)
+    return where, {name: tuple(gids) for name, gids in repeats.items()}
 
 
 @dataclass(frozen=True)
 class Context:
     """Shared read-only inputs of the checks, plus the log they write to.
 
-    `nodes` holds every graph node (root and subgraphs) in T-order; `sync` the declared
-    generated nodes by name (first declaration wins; duplicates are reported).
+    `nodes` holds every graph node (root and subgraphs) by name, `order` the same nodes in
+    T-order and `t_index` their positions in it; `columns` the plan's entries of those nodes;
+    `sync` the declared generated nodes by name (first declaration wins; duplicates are
+    reported).
     """
 
     graph: Graph
     plan: PlanView
     table: TaskTable
     nodes: Mapping[str, Node]
+    order: tuple[Node, ...]
     t_index: Mapping[str, int]
+    columns: NodeColumns
     sync: Mapping[str, SyncEntry]
     log: ViolationLog
 
@@ -104,10 +123,14 @@ class Context:
 
 def make_context(graph: Graph, plan: PlanView, log: ViolationLog) -> Context:
     """Index the graph and the plan once for all checks."""
-    nodes = {n.name: n for n in graph.all_nodes()}
+    order = tuple(graph.all_nodes())
+    names = [n.name for n in order]
     sync: dict[str, SyncEntry] = {}
     for entry in plan.sync_nodes:
         sync.setdefault(entry.name, entry)
-    # Plain dicts behind Mapping types: read-only by convention, and faster than proxies.
-    return Context(graph, plan, task_table(plan), nodes,
-                   {name: i for i, name in enumerate(nodes)}, sync, log)
+    table = task_table(plan)
+    # Plain dicts behind Mapping types: read-only by convention, and faster than proxies;
+    # the graph's own index of its nodes serves as it is.
+    return Context(graph, plan, table, graph.by_name, order,
+                   dict(zip(names, range(len(names)), strict=True)),
+                   node_columns(names, plan.nodes, table.where, table.stream_of), sync, log)

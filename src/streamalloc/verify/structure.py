@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Collection
 
+import numpy as np
+
 from streamalloc.verify.context import Context
 
 # At most this many missing ids are listed; a count far beyond the listed streams or ids (a plan
@@ -51,30 +53,52 @@ def check_stream_ids(ctx: Context) -> None:
 def check_task_names(ctx: Context) -> None:
     """Every listed name is a graph node or a declared generated node, listed once."""
     table = ctx.table
-    for name, gid in table.where.items():
-        if not ctx.is_task_name(name):
-            ctx.log.add("unknown-task", f"{table.describe(gid)} is neither a node of graph "
-                        f"{ctx.graph.name!r} nor a declared sync node (sync_nodes)")
+    if _listed_task_names(ctx) < len(table.where):
+        for name, gid in table.where.items():
+            if not ctx.is_task_name(name):
+                ctx.log.add("unknown-task", f"{table.describe(gid)} is neither a node of graph "
+                            f"{ctx.graph.name!r} nor a declared sync node (sync_nodes)")
     for name, gids in table.repeats.items():
         places = ", ".join(f"stream {s} position {p}" for s, p in map(table.place, gids))
         ctx.log.add("duplicate-task", f"task {name} is listed {len(gids)} times ({places}); "
                     "every task runs exactly once")
 
 
+def _listed_task_names(ctx: Context) -> int:
+    """How many listed names are graph nodes or declared generated nodes."""
+    where, nodes = ctx.table.where, ctx.nodes
+    graph_nodes = int(np.count_nonzero(ctx.columns.gid >= 0))
+    return graph_nodes + sum(1 for name in ctx.sync if name in where and name not in nodes)
+
+
 def check_node_entries(ctx: Context) -> None:
     """Every graph node has an entry; listed exactly where its entry says."""
-    entries = ctx.plan.nodes
-    for name in ctx.nodes:
-        if name not in entries:
+    entries, has_entry = ctx.plan.nodes, ctx.columns.has_entry
+    for i in _misplaced(ctx).tolist():
+        name = ctx.order[i].name
+        if not has_entry[i]:
             ctx.log.add("missing-node-entry", f"graph node {name} has no entry in `nodes`; "
                         "every node of the graph and its subgraphs needs one (use -1 for none)")
         else:
             _check_placement(ctx, name)
-    for name in entries:
-        if name not in ctx.nodes:
-            ctx.log.add("unknown-node-entry", f"`nodes` has an entry for {name}, which is not "
-                        f"a node of graph {ctx.graph.name!r}")
+    if np.count_nonzero(has_entry) < len(entries):
+        for name in entries:
+            if name not in ctx.nodes:
+                ctx.log.add("unknown-node-entry", f"`nodes` has an entry for {name}, which is "
+                            f"not a node of graph {ctx.graph.name!r}")
     _check_one_logical_per_physical(ctx)
+
+
+def _misplaced(ctx: Context) -> np.ndarray:
+    """T-order indices of the graph nodes whose entry is missing or does not match the
+    stream lists (`_check_placement` says how)."""
+    c, logical = ctx.columns, ctx.plan.logical_stream_count
+    listed = c.gid >= 0
+    wrong = ~c.has_entry | (c.physical >= stream_limit(ctx))
+    wrong |= np.where(c.physical < 0, listed, ~listed | (c.listed_on != c.physical))
+    if logical is not None:
+        wrong |= c.stream >= logical
+    return np.flatnonzero(wrong)
 
 
 def _check_placement(ctx: Context, name: str) -> None:
@@ -101,6 +125,8 @@ def _check_placement(ctx: Context, name: str) -> None:
 
 def _check_one_logical_per_physical(ctx: Context) -> None:
     # A physical stream is one logical stream or a split piece of one (sync spec 5.7).
+    if ctx.columns.single_logical is not None:
+        return
     logical: dict[int, dict[int, str]] = defaultdict(dict)
     for name, entry in ctx.plan.nodes.items():
         if entry.physical_stream >= 0 and entry.stream >= 0 and name in ctx.nodes:

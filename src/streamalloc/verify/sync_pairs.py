@@ -200,6 +200,9 @@ def check_entries(ctx: Context, ends: dict[Key, Ends]) -> None:
 def _logical_streams(ctx: Context) -> dict[int, int]:
     """Physical stream -> the logical stream of the graph nodes listed on it (one, or the
     structure checks report `physical-mixes-logical`)."""
+    single = ctx.columns.single_logical
+    if single is not None:
+        return single
     logical: dict[int, int] = {}
     for name, entry in ctx.plan.nodes.items():
         if entry.physical_stream >= 0 and entry.stream >= 0 and name in ctx.nodes:

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from streamalloc import collector
 from streamalloc.ir.graph import Graph
 from streamalloc.rules import RuleSet
 from streamalloc.verify.activation import activation_waits
 from streamalloc.verify.context import Context, make_context
-from streamalloc.verify.dependencies import Dependency, graph_dependencies
+from streamalloc.verify.dependencies import Dependencies, Dependency, graph_dependencies
 from streamalloc.verify.happens_before import Blocked, SweepResult, sweep
 from streamalloc.verify.limits import check_limits, read_limits
 from streamalloc.verify.plan_input import PlanView, plan_view
@@ -52,7 +54,7 @@ def _verify(graph: Graph, view: PlanView, rules: RuleSet | None, cap: int) -> Ve
     check_limits(ctx, limits)
     if rules is not None:
         check_rules(graph, view, rules, ctx.log)
-    deps = graph_dependencies(graph, _graph_tasks(ctx).__contains__)
+    deps = graph_dependencies(graph, ctx.order, ctx.t_index, ctx.columns.has_task)
     result = _order(ctx, waits, deps)
     stats = VerifyStats(
         tasks=ctx.table.total, streams=len(view.streams),
@@ -62,26 +64,18 @@ def _verify(graph: Graph, view: PlanView, rules: RuleSet | None, cap: int) -> Ve
     return log.report(graph.name, view.source, stats)
 
 
-def _graph_tasks(ctx: Context) -> set[str]:
-    """Graph nodes that issue a task: a physical stream in their entry, and listed."""
-    where = ctx.table.where
-    return {name for name, entry in ctx.plan.nodes.items()
-            if entry.physical_stream >= 0 and name in where and name in ctx.nodes}
-
-
-def _order(ctx: Context, waits: Mapping[int, list[int]], deps: list[Dependency]) -> int:
+def _order(ctx: Context, waits: Mapping[int, list[int]], deps: Dependencies) -> int:
     """Deadlocks and dependency ordering; returns how many dependencies were undecidable."""
-    pairs = [(ctx.table.where[d.src], ctx.table.where[d.dst]) for d in deps]
-    result = sweep([len(names) for names in ctx.table.lists], waits, pairs)
+    u, v = ctx.columns.gid[deps.src], ctx.columns.gid[deps.dst]
+    result = sweep([len(names) for names in ctx.table.lists], waits, np.stack([u, v], axis=1))
     for cycle in result.cycles:
         _report_cycle(ctx, cycle, result)
-    unchecked = 0
-    for dep, (u, v), ok in zip(deps, pairs, result.answers, strict=True):
-        if not (result.done[u] and result.done[v]):
-            unchecked += 1
-        elif not ok:
-            _report_dependency(ctx, dep, u, v)
-    return unchecked
+    decided = result.done[u] & result.done[v]
+    unordered = np.flatnonzero(decided & ~result.answers).tolist()
+    names = [n.name for n in ctx.order] if unordered else []
+    for i in unordered:
+        _report_dependency(ctx, deps.item(i, names), int(u[i]), int(v[i]))
+    return int(len(deps) - decided.sum())
 
 
 def _report_cycle(ctx: Context, cycle: tuple[Blocked, ...], result: SweepResult) -> None:
