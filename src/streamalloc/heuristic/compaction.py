@@ -40,12 +40,14 @@ def _compact(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     remap = {old: new for new, old in enumerate(used)}
     graphs = dict(plan.graphs)
     for g in names:
-        graphs[g] = _renamed(rule, graphs[g], remap, limit)
+        graphs[g] = _renamed(rule, graphs[g], remap)
     return replace(plan, graphs=MappingProxyType(graphs), next_stream=len(used),
                    main_stream_num=len(used))
 
 
-def _renamed(rule: Rule, plan: GraphPlan, remap: dict[int, int], limit: int) -> GraphPlan:
-    changes = {n: (remap[s], Note(rule.name, remap[s], f"stream {s} renumbered", decides=False))
-               for n, s in plan.streams.items() if 0 <= s < limit and remap[s] != s}
+def _renamed(rule: Rule, plan: GraphPlan, remap: dict[int, int]) -> GraphPlan:
+    # one note per renamed id, shared by its nodes (notes are immutable)
+    renamed = {s: (new, Note(rule.name, new, f"stream {s} renumbered", decides=False))
+               for s, new in remap.items() if new != s}
+    changes = {n: renamed[s] for n, s in plan.streams.items() if s in renamed}
     return plan.set_nodes(changes)

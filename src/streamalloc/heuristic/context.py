@@ -12,6 +12,7 @@ from streamalloc.ir.graph import UNKNOWN_SHAPE_ATTR, ComputeGraph, Graph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
 from streamalloc.ir.partition import EngineSubgraph, GraphPartition
 from streamalloc.rules.model import Rule
+from streamalloc.rules.predicates import match_all
 
 __all__ = ["UNKNOWN_SHAPE_ATTR", "GraphContext", "ModelContext", "is_unknown_shape"]
 
@@ -72,16 +73,18 @@ class GraphContext:
     def buckets(self, rule: Rule, streams: Mapping[str, int]) -> list[tuple[int, list[str]]]:
         """Matched subgraph nodes (L-order, then G-order) grouped by their current stream,
         ascending, without the INVALID bucket (MDE and parallel-group passes)."""
+        # one test per node, in G-order; the rules of these passes match few nodes
+        matched = {n.name for n in filter(rule.match, self.compute.nodes)}
         found: dict[int, list[str]] = {}
-        for sg in self.subgraphs:
+        for sg in self.subgraphs if matched else ():
             for name in sg.nodes:
-                if rule.matches(self.compute.node(name)):
+                if name in matched:
                     found.setdefault(streams[name], []).append(name)
         return [(s, found[s]) for s in sorted(found) if s != INVALID]
 
     def subgraph_matches(self, rule: Rule, sg: EngineSubgraph) -> bool:
         """A subgraph-level rule applies to a subgraph when it matches every node of it."""
-        return all(rule.matches(self.compute.node(n)) for n in sg.nodes)
+        return rule.match is match_all or all(rule.matches(self.compute.node(n)) for n in sg.nodes)
 
 
 @dataclass(frozen=True)

@@ -182,20 +182,20 @@ def _initial_model(graph: Graph) -> ModelPlan:
 def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelContext,
                 label_notes: Mapping[str, list[Note]]) -> Allocation:
     partitions, labels = model.partitions, model.labels
-    order = rules.run_order()
+    provenance_of = _Provenance(rules.run_order(), label_notes)
+    # nodes with the same stream, deciding rule and attached streams share one (immutable) entry
+    placed: dict[tuple[int, str, tuple[int, ...]], NodeStream] = {}
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}
-    scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
     for node in graph.all_nodes():
-        touches = _touches(node.name, plan.graphs[node.graph], partitions.get(node.graph),
-                           label_notes.get(node.name, []), order, scoped=scoped)
-        # the deciding rule: the last (in run order) whose note chose the node's stream; label
-        # notes, a node taking its subgraph's stream and compaction renames choose none
-        deciding = [t.note.rule for t in touches if t.note.decides]
-        nodes[node.name] = NodeStream(plan.graphs[node.graph].streams[node.name],
-                                      deciding[-1] if deciding else "initial",
-                                      plan.attached.get(node.name, ()))
-        provenance[node.name] = touches
+        name, graph_plan = node.name, plan.graphs[node.graph]
+        touches, rule = provenance_of.touches(name, graph_plan, partitions.get(node.graph))
+        key = (graph_plan.streams[name], rule, plan.attached.get(name, ()))
+        entry = placed.get(key)
+        if entry is None:
+            entry = placed[key] = NodeStream(*key)
+        nodes[name] = entry
+        provenance[name] = touches
     main = plan.main_stream_num if plan.main_stream_num is not None else plan.next_stream
     return Allocation(graph=graph.name, mode="ge", rules=rules.name,
                       nodes=MappingProxyType(nodes), main_stream_num=main,
@@ -207,27 +207,56 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                       options=graph.options)
 
 
-def _touches(name: str, plan: GraphPlan, partition: GraphPartition | None,
-             label_notes: list[Note], order: Mapping[str, int], *,
-             scoped: dict[tuple[str, int | None], tuple[Touch, ...]]) -> tuple[Touch, ...]:
-    """The node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
-    model rules, whatever their priorities); a rule's own notes keep their order. `scoped`
-    keeps each subgraph's notes, shared by its nodes."""
-    index = partition.subgraph_of.get(name) if partition is not None else None
-    key = (plan.graph, index)
-    if key not in scoped:
-        found: tuple[Touch, ...] = ()
-        if partition is not None and index is not None and index < len(plan.sg_notes):
-            scope = f"subgraph {partition.subgraphs[index].id}"
-            found = _in_run_order([Touch(scope, n) for n in plan.sg_notes[index]], order)
-        scoped[key] = found
-    own = plan.notes.get(name, ())
-    if not label_notes and not own:
-        return scoped[key]
-    touches = [Touch("labels", n) for n in label_notes]
-    touches += scoped[key]
-    touches += [Touch("node", n) for n in own]
-    return _in_run_order(touches, order)
+class _Provenance:
+    """Each node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
+    model rules, whatever their priorities; a rule's own notes keep their order) and the
+    deciding rule: the last (in run order) whose note chose the node's stream; label notes, a
+    node taking its subgraph's stream and compaction renames choose none ("initial").
+
+    Passes share one note among the nodes it explains, so nodes of one subgraph mostly carry
+    the same notes: the ordered touches are kept per subgraph and per set of note objects."""
+
+    def __init__(self, order: Mapping[str, int], label_notes: Mapping[str, list[Note]]) -> None:
+        self.order = order
+        self.label_notes = label_notes
+        self.scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
+        # keyed by the ids of notes the plan (or `label_notes`) keeps alive meanwhile
+        self.known: dict[tuple[object, ...], tuple[tuple[Touch, ...], str]] = {}
+
+    def touches(self, name: str, plan: GraphPlan, partition: GraphPartition | None
+                ) -> tuple[tuple[Touch, ...], str]:
+        """The node's touches in run order and its deciding rule."""
+        index = partition.subgraph_of.get(name) if partition is not None else None
+        labels = self.label_notes.get(name, ())
+        own = plan.notes.get(name, ())
+        key = (plan.graph, index, *map(id, labels), None, *map(id, own))
+        known = self.known.get(key)
+        if known is None:
+            scoped = self._scoped(plan, partition, index)
+            touches = [Touch("labels", n) for n in labels]
+            touches += scoped
+            touches += [Touch("node", n) for n in own]
+            ordered = _in_run_order(touches, self.order) if labels or own else scoped
+            known = self.known[key] = (ordered, _deciding(ordered))
+        return known
+
+    def _scoped(self, plan: GraphPlan, partition: GraphPartition | None, index: int | None
+                ) -> tuple[Touch, ...]:
+        """The notes of the node's subgraph, shared by its nodes."""
+        key = (plan.graph, index)
+        if key not in self.scoped:
+            found: tuple[Touch, ...] = ()
+            if partition is not None and index is not None and index < len(plan.sg_notes):
+                scope = f"subgraph {partition.subgraphs[index].id}"
+                found = _in_run_order([Touch(scope, n) for n in plan.sg_notes[index]],
+                                      self.order)
+            self.scoped[key] = found
+        return self.scoped[key]
+
+
+def _deciding(touches: tuple[Touch, ...]) -> str:
+    deciding = [t.note.rule for t in touches if t.note.decides]
+    return deciding[-1] if deciding else "initial"
 
 
 def _in_run_order(touches: list[Touch], order: Mapping[str, int]) -> tuple[Touch, ...]:

@@ -7,7 +7,7 @@ largest qualifying stream id); updates are progressive; HCCL nodes are not prote
 
 from __future__ import annotations
 
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -32,29 +32,61 @@ class OptimizeIneffective(RulePass):
 
 def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = dict(plan.streams)
-    by_stream: dict[int, list[int]] = defaultdict(list)
-    for node in ctx.nodes:
-        if streams[node.name] != INVALID:
-            by_stream[streams[node.name]].append(ctx.position(node.name))
+    by_stream = _positions_by_stream(ctx, streams)
     label_streams = {streams[n.name] for n in ctx.nodes
                      if ctx.label(n.name).present and streams[n.name] != INVALID}
+    # nodes with a neighbour on their own stream have no target; a move can change that only
+    # for the moved node's neighbours
+    settled = _sharing_a_stream(ctx, streams)
     changes: dict[str, tuple[int, Note]] = {}
-    for node in ctx.nodes:
-        if not rule.matches(node) or _pinned(ctx, node, streams[node.name]):
+    for me, node in enumerate(ctx.nodes):  # a node's position is its G-order index
+        if node.name in settled or not rule.matches(node) or \
+                _pinned(ctx, node, streams[node.name]):
             continue
         for stream in _targets(ctx, node, streams, by_stream, label_streams):
-            me = ctx.position(node.name)
-            by_stream[streams[node.name]].remove(me)
-            insort(by_stream[stream], me)
+            _move(by_stream, me, streams[node.name], stream)
             streams[node.name] = stream
+            settled.difference_update(ctx.in_neighbours(node), ctx.out_neighbours(node))
             changes[node.name] = (stream, Note(rule.name, stream, "isolated between two "
                                                f"consecutive nodes of stream {stream}"))
     return plan.set_nodes(changes)
 
 
+def _sharing_a_stream(ctx: GraphContext, streams: dict[str, int]) -> set[str]:
+    """Both ends of every data or control edge whose ends are on one stream (an edge is a
+    producer's out-neighbour and its consumer's in-neighbour alike)."""
+    found: set[str] = set()
+    for node in ctx.nodes:
+        own = streams[node.name]
+        for ref in node.inputs:
+            if ref is not None and streams[ref.src] == own:
+                found.update((node.name, ref.src))
+        for src in node.control_inputs:
+            if streams[src] == own:
+                found.update((node.name, src))
+    return found
+
+
+def _positions_by_stream(ctx: GraphContext, streams: dict[str, int]) -> dict[int, list[int]]:
+    """The positions of each stream's nodes, ascending."""
+    by_stream: dict[int, list[int]] = defaultdict(list)
+    for position, node in enumerate(ctx.nodes):
+        stream = streams[node.name]
+        if stream != INVALID:
+            by_stream[stream].append(position)
+    return by_stream
+
+
+def _move(by_stream: dict[int, list[int]], position: int, old: int, new: int) -> None:
+    """Move a position between two sorted lists (bisect: a stream may hold most nodes)."""
+    ids = by_stream[old]
+    del ids[bisect_left(ids, position)]
+    insort(by_stream[new], position)
+
+
 def _pinned(ctx: GraphContext, node: Node, stream: int) -> bool:
     return stream == INVALID or ctx.label(node.name).present or \
-        any(node.has_attr(a) for a in _PINNED_ATTRS)
+        (bool(node.attrs) and any(node.has_attr(a) for a in _PINNED_ATTRS))
 
 
 def _targets(ctx: GraphContext, node: Node, streams: dict[str, int],

@@ -34,22 +34,28 @@ class Cluster:
     out: set[int] = field(default_factory=set)
 
 
-def _in_neighbours(compute: ComputeGraph, node: Node) -> set[int]:
-    sources = [r.src for r in node.data_sources()] + list(node.control_inputs)
-    here = compute.index[node.name]
-    return {compute.index[s] for s in sources if compute.index[s] < here}
+def _in_neighbours(index: Mapping[str, int], node: Node, here: int) -> set[int]:
+    """Positions of the node's data producers and control predecessors that precede it."""
+    found = set()
+    for ref in node.inputs:
+        if ref is not None and (j := index[ref.src]) < here:
+            found.add(j)
+    for src in node.control_inputs:
+        if (j := index[src]) < here:
+            found.add(j)
+    return found
 
 
 def is_data_like(node: Node) -> bool:
     """GE's data-like source (1.6.1): a Data/Const/Variable-type node without any input."""
-    return node.type in DATA_LIKE_TYPES and not any(node.data_sources()) \
+    return node.type in DATA_LIKE_TYPES and node.inputs.count(None) == len(node.inputs) \
         and not node.control_inputs
 
 
 def _cluster_engine(node: Node, cv_marked: set[str]) -> str:
     if is_data_like(node):
         return ENGINE_DEFAULT_DATA
-    if node.name in cv_marked or node.attr(ENABLE_CV_PARALLEL, False) is True:
+    if node.name in cv_marked or (node.attrs and node.attr(ENABLE_CV_PARALLEL) is True):
         return "VectorEngine"
     return "AIcoreEngine" if node.engine == "DNN_VM_CUSTOM" else node.engine
 
@@ -64,7 +70,7 @@ def seed_clusters(compute: ComputeGraph, labels: Mapping[str, NodeLabels],
         tags = labels.get(node.name, NO_LABELS)
         user = "" if engine == ENGINE_DEFAULT_DATA else tags.user_stream_label
         clusters[i] = Cluster([i], engine, tags.stream_label, user,
-                              in_=_in_neighbours(compute, node))
+                              in_=_in_neighbours(compute.index, node, i))
     for i, cluster in clusters.items():
         for p in cluster.in_:
             clusters[p].out.add(i)
@@ -125,8 +131,9 @@ class ClusterSet:
 
     def _merge_parents(self) -> None:
         for child in range(len(self.clusters)):
-            parents = sorted(self.clusters[child].in_,
-                             key=lambda p: (len(self.clusters[p].out), p))
+            in_ = self.clusters[child].in_  # merging changes it: iterate a copy
+            parents = sorted(in_, key=lambda p: (len(self.clusters[p].out), p)) \
+                if len(in_) > 1 else tuple(in_)
             current = child
             for parent in parents:
                 if self._mergeable(parent, current, upper=child):
@@ -163,7 +170,7 @@ class ClusterSet:
         return False
 
     def _merge(self, p: int, c: int) -> int:
-        s, b = min(p, c), max(p, c)
+        s, b = (p, c) if p < c else (c, p)
         small, big = self.clusters[s], self.clusters.pop(b)
         small.nodes.extend(big.nodes)
         small.out.discard(b)

@@ -115,13 +115,7 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     if graph.partition is None:  # L-order: by first node (1.6.4); a given list is GE's L-order
         kept.sort(key=lambda g: g.nodes[0])
     owner = {compute.nodes[i].name: k for k, g in enumerate(kept) for i in g.nodes}
-    preds: list[set[int]] = [set() for _ in kept]
-    for k, group in enumerate(kept):
-        for i in group.nodes:
-            node = compute.nodes[i]
-            for src in [*(r.src for r in node.data_sources()), *node.control_inputs]:
-                if src in owner and owner[src] != k:
-                    preds[k].add(owner[src])
+    preds = [_preds(compute, group, k, owner) for k, group in enumerate(kept)]
     succs: list[set[int]] = [set() for _ in kept]
     for k, ps in enumerate(preds):
         for p in ps:
@@ -131,6 +125,21 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
         for k, g in enumerate(kept))
     outside = tuple(n.name for n in compute.nodes if n.name not in owner)
     return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
+
+
+def _preds(compute: ComputeGraph, group: Cluster, k: int, owner: Mapping[str, int]
+           ) -> set[int]:
+    """The other subgraphs that own a data producer or control predecessor of a member."""
+    found: set[int] = set()
+    for i in group.nodes:
+        node = compute.nodes[i]
+        for ref in node.inputs:
+            if ref is not None and (p := owner.get(ref.src, k)) != k:
+                found.add(p)
+        for src in node.control_inputs:
+            if (p := owner.get(src, k)) != k:
+                found.add(p)
+    return found
 
 
 def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,
