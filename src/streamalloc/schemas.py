@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from streamalloc.errors import InputError
-from streamalloc.validation import fast_validator, first_error
+from streamalloc.validation import SchemaCheck
+
+if TYPE_CHECKING:
+    import jsonschema
 
 PLAN_FORMAT = "streamalloc.plan/v1"
 VARS_FORMAT = "streamalloc.vars/v1"
@@ -367,26 +368,21 @@ _NOUNS = {"plan": ("the plan", "docs/plan-format.md"),
 
 
 @cache
-def _fast(kind: str) -> Any:
-    return fast_validator(SCHEMAS[kind])
-
-
-@cache
-def validator(kind: str) -> jsonschema.protocols.Validator:
-    """The `jsonschema` validator of one kind (`plan`, `vars`, `emulation`, `compare`)."""
-    return jsonschema.Draft202012Validator(SCHEMAS[kind])
+def schema_check(kind: str) -> SchemaCheck:
+    """The checks of one kind's schema (`plan`, `vars`, `emulation`, `compare`, `sweep`)."""
+    return SchemaCheck(SCHEMAS[kind])
 
 
 def check_document(kind: str, document: Any, source: str) -> None:
     """Raise InputError (exit 3) naming `source`, the field and the expected value when
     `document` does not follow the schema of `kind`."""
-    fast = _fast(kind)
-    if fast.is_valid(document):
+    check = schema_check(kind)
+    if check.is_valid(document):
         return
-    error = first_error(validator(kind), document)
+    error = check.first_error(document)
     noun, doc = _NOUNS[kind]
     if error is None:  # the two validators disagree: report what the fast one saw
-        raise InputError(f"{source}: {next(fast.iter_errors(document))} ({doc})")
+        raise InputError(f"{source}: {check.fast_message(document)} ({doc})")
     raise InputError(f"{source}: {describe(error, noun, SCHEMAS[kind])} ({doc})")
 
 

@@ -1,30 +1,51 @@
 """JSON Schema validation: a fast yes/no check, and errors turned into messages that teach
 (what, where, valid choices).
 
-`fast_validator` is `jsonschema_rs` (compiled, ~50x faster than a Python validator on a 100k-node
-file); only a document it rejects is validated again with `jsonschema`, whose errors carry the
-paths and schema details the messages are made of.
+`SchemaCheck.is_valid` runs `jsonschema_rs` (compiled, ~50x faster than a Python validator on a
+100k-node file); only a document it rejects is validated again with `jsonschema`, whose errors
+carry the paths and schema details the messages are made of. `jsonschema` is imported then, not
+before: most runs never need it, and it takes a tenth of a second to import.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
 
-import jsonschema
 import jsonschema_rs
 
-
-def fast_validator(schema: Mapping[str, Any]) -> Any:
-    """A compiled Draft 2020-12 validator of `schema`: `.is_valid(document)` says yes or no."""
-    return jsonschema_rs.Draft202012Validator(dict(schema))
+if TYPE_CHECKING:
+    import jsonschema
 
 
-def first_error(validator: jsonschema.protocols.Validator, document: Any
-                ) -> jsonschema.ValidationError | None:
-    """The most relevant schema error of `document`, or None when it is valid."""
-    return jsonschema.exceptions.best_match(validator.iter_errors(document))
+class SchemaCheck:
+    """The checks of one Draft 2020-12 schema."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._fast = jsonschema_rs.Draft202012Validator(dict(schema))
+
+    def is_valid(self, document: Any) -> bool:
+        """Whether `document` follows the schema."""
+        return bool(self._fast.is_valid(document))
+
+    def first_error(self, document: Any) -> jsonschema.ValidationError | None:
+        """The most relevant schema error of `document`, or None when it is valid."""
+        if self.is_valid(document):
+            return None
+        import jsonschema
+        return jsonschema.exceptions.best_match(self._explainer.iter_errors(document))
+
+    def fast_message(self, document: Any) -> str:
+        """What the compiled validator says of an invalid document."""
+        return str(next(self._fast.iter_errors(document)))
+
+    @cached_property
+    def _explainer(self) -> jsonschema.protocols.Validator:
+        import jsonschema
+        return jsonschema.Draft202012Validator(self.schema)
 
 
 def explain(error: jsonschema.ValidationError) -> str:

@@ -16,9 +16,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from streamalloc import api
 from streamalloc.commands.compare import MODES
@@ -27,7 +25,10 @@ from streamalloc.ir.loaders.located import line_of, load_mapping
 from streamalloc.rules import builtin_names
 from streamalloc.runtime_emu.cost_table import load_cost_table
 from streamalloc.schemas import describe, expected, field_name
-from streamalloc.validation import first_error
+from streamalloc.validation import SchemaCheck
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SPEC_FORMAT = "streamalloc.sweep-spec/v1"
 DOC = "docs/sweep-format.md"
@@ -69,7 +70,7 @@ SPEC_SCHEMA: dict[str, Any] = {
         "cost": _NAME,
     },
 }
-_VALIDATOR = jsonschema.Draft202012Validator(SPEC_SCHEMA)
+_CHECK = SchemaCheck(SPEC_SCHEMA)
 
 Settings = tuple[tuple[str, Any], ...]
 
@@ -132,7 +133,7 @@ def load_spec(path: str) -> SweepSpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the sweep spec: {exc}") from None
     document = _parse(text, path)
-    error = first_error(_VALIDATOR, document)
+    error = _CHECK.first_error(document)
     if error is not None:
         where = f"{path}:{line_of(document, _place(error))}"
         raise InputError(f"{where}: {_what(error)} ({DOC})")

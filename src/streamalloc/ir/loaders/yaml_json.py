@@ -12,7 +12,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from streamalloc.errors import GraphLoadError
@@ -22,10 +21,9 @@ from streamalloc.ir.engines import default_engine_table, engine_from_plain
 from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
-from streamalloc.validation import explain, fast_validator, first_error
+from streamalloc.validation import SchemaCheck, explain
 
-_FAST_CHECK = fast_validator(GRAPH_SCHEMA).is_valid
-_VALIDATOR = jsonschema.Draft202012Validator(GRAPH_SCHEMA)
+_CHECK = SchemaCheck(GRAPH_SCHEMA)
 
 
 class _Where:
@@ -119,9 +117,7 @@ def _validate(document: Any, locate: Locate) -> None:
         found = "a list" if isinstance(document, list) else type(document).__name__
         raise GraphLoadError(f"{locate([])}: expected a mapping with 'format' and 'nodes', found "
                              f"{found}")
-    if _FAST_CHECK(document):
-        return
-    error = first_error(_VALIDATOR, document)
+    error = _CHECK.first_error(document)
     if error is None:
         return
     path = list(error.absolute_path)
