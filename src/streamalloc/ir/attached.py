@@ -156,7 +156,7 @@ def sync_resources(graph: Graph, node: Node, kind: str) -> list[tuple[str, str, 
     it unique); legacy: each `_attached_sync_res_info` entry of type "event" (key
     `_attached_sync_res_key`, default `<node>_attr_<k>`), for notifies one
     `_attached_notify_info` with policy "group" (`_attached_notify_num` ids, default 1)."""
-    if node.has_attr(DISABLE):
+    if not node.attrs or node.has_attr(DISABLE):  # most nodes have no attributes at all
         return []
     if node.has_attr(V2_LIST) or node.has_attr(V2_SYNC_LIST):
         return [(DEFAULT_GROUP, _resource_key(node, k, entry), 1)

@@ -168,6 +168,8 @@ class Graph:
     def r_order(self) -> list[str]:
         """GE's root subgraph registry: subgraphs met in T-order, each node's in reverse order."""
         order: list[str] = []
+        if not self.subgraphs:  # most models: no walk needed
+            return order
         for node in self.all_nodes():
             order.extend(sub for _, sub in reversed(node.subgraphs))
         return order

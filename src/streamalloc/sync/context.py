@@ -45,7 +45,7 @@ class SyncModel:
         def walk(graph_name: str) -> None:
             for node in self.graph.graph(graph_name).nodes:
                 result.append(node)
-                if not any(node.has_attr(a) for a in FFTS_ATTRS):
+                if node.subgraphs and not any(node.has_attr(a) for a in FFTS_ATTRS):
                     for _, sub in node.subgraphs:
                         walk(sub)
 
