@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from streamalloc.facts import YAML_LOADER
+
 ENGINE_FIELDS = ("name", "independent", "attach", "skip_assign_stream", "scheduler_id",
                  "compute_cost", "default_task_count")
 
@@ -80,7 +82,7 @@ def engine_from_plain(row: Mapping[str, Any]) -> Engine:
 def default_engine_table() -> EngineTable:
     """GE's default engine table, loaded once from the package data."""
     text = resources.files("streamalloc.ir").joinpath("engines.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=YAML_LOADER)
     engines = {row["name"]: engine_from_plain(row) for row in data["engines"]}
     mapping = {op: engine for engine, ops in data["op_engines"].items() for op in ops}
     return EngineTable(MappingProxyType(engines), MappingProxyType(mapping), data["default_engine"])

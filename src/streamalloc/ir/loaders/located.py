@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
-_Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from streamalloc.facts import YAML_LOADER
+
+_Base: type = YAML_LOADER
 
 
 class LocatedDict(dict):  # type: ignore[type-arg]
