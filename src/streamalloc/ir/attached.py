@@ -203,6 +203,8 @@ def resource_ids(graph: Graph, kind: str, start: int) -> tuple[dict[str, tuple[i
         buckets: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(
             lambda: defaultdict(list))
         for node in compute.nodes:
+            if not node.attrs:  # most nodes: no attributes, no resources (no call for them)
+                continue
             for group, key, count in sync_resources(graph, node, kind):
                 buckets[group][(key, count)].append(node.name)
         # [hash order] GE iterates groups in hash order: the ids' order, not their count

@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID
+from streamalloc.ir.graph import Node
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, Task
 
@@ -48,8 +49,8 @@ class Activation:
                           set(self.activated_streams), dict(self.generated))
 
 
-def _labels(model: SyncModel, name: str) -> list[str]:
-    value = model.node(name).attr("_active_label_list", ())
+def _labels(node: Node) -> list[str]:
+    value = node.attr("_active_label_list", ())
     return [str(v) for v in value] if isinstance(value, tuple) else []
 
 
@@ -57,10 +58,10 @@ def label_activation(model: SyncModel, streams: Mapping[str, int]
                      ) -> tuple[LabelActivation, Activation]:
     """A3 and A4: activation by label, then for subgraphs."""
     labeled: dict[str, set[int]] = {}
-    for name in model.order:
-        label = model.label(name)
-        if label and streams[name] != INVALID:
-            labeled.setdefault(label, set()).add(streams[name])
+    for node in model.attributed:  # a node without attributes has no label
+        label = model.label(node.name)
+        if label and streams[node.name] != INVALID:
+            labeled.setdefault(label, set()).add(streams[node.name])
     activation = Activation()
     activated_labels, activators = _by_label(model, labeled, activation)
     first_active = _for_subgraphs(model, streams, activation)
@@ -77,10 +78,11 @@ def _by_label(model: SyncModel, labeled: dict[str, set[int]], activation: Activa
     """A3: nodes listing labels in `_active_label_list` activate those labels' streams."""
     activated_labels: dict[str, list[str]] = {}
     activators: dict[int, list[str]] = {}
-    for name in model.order:
-        labels = _labels(model, name)
+    for node in model.attributed:
+        labels = _labels(node)
         if not labels:
             continue
+        name = node.name
         streams = []
         for label in labels:
             activated_labels.setdefault(label, []).append(name)
@@ -121,15 +123,15 @@ def loop_activation(model: SyncModel, streams: Mapping[str, int], activation: Ac
     """6.4: the first `is_loop_active` node starts every stream nobody else activates and gets
     one event from the last root-graph node of each loop stream to the iteration switch."""
     loop_streams = [s for s in range(stream_num) if s not in activation.activated_streams]
-    last, has_switch = _last_nodes(model, streams, set(loop_streams))
-    for name in model.order:
-        node = model.node(name)
+    for node in model.attributed:
         if node.attr("is_loop_active") is not True:
             continue
+        name = node.name
         switch = _iteration_switch(model, name)
-        if _labels(model, name):
+        if _labels(node):
             continue
         activation.active_stream_list[name] = loop_streams
+        last, has_switch = _last_nodes(model, streams, set(loop_streams))  # models with a loop
         for s in sorted(last):
             if split is not None and s < len(split) and not split[s]:
                 continue
@@ -147,11 +149,11 @@ def _last_nodes(model: SyncModel, streams: Mapping[str, int], wanted: set[int]
     """The last node (T-order) of each stream, and the streams that hold a StreamSwitch."""
     last: dict[int, str] = {}
     has_switch: set[int] = set()
-    for name in model.order:
-        s = streams[name]
+    for node in model.nodes:
+        s = streams[node.name]
         if s in wanted:
-            last[s] = name
-            if model.node(name).type == "StreamSwitch":
+            last[s] = node.name
+            if node.type == "StreamSwitch":
                 has_switch.add(s)
     return last, has_switch
 

@@ -53,8 +53,8 @@ class Resources:
 def dependency_events(model: SyncModel, events: SyncMaps) -> tuple[AttachedSync, ...]:
     """A11: the attached-stream dependency events, numbered from `events.counter`."""
     made: list[AttachedSync] = []
-    for node in model.t_prime_order():
-        if has_attached_info(node):
+    for node in model.t_prime_order:
+        if node.attrs and has_attached_info(node):  # most nodes have no attributes
             # [hash order] GE walks the producers in a hash set; we walk them by node id
             for source in sorted(_sources(model, node), key=model.ids.__getitem__):
                 made += _pair(model, events, model.node(source), node)

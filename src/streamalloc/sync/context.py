@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
@@ -14,19 +15,23 @@ FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
 
 @dataclass(frozen=True)
 class SyncModel:
-    """The graph, each node's attached streams, node names in T-order and their ids (positions
-    in T-order). Streams and activation change from stage to stage; they live in the state."""
+    """The graph, each node's attached streams, the nodes and their names in T-order and their
+    ids (positions in T-order). Streams and activation change from stage to stage; they live in
+    the state."""
 
     graph: Graph
     attached: Mapping[str, tuple[int, ...]]
+    nodes: tuple[Node, ...]
     order: tuple[str, ...]
     ids: Mapping[str, int]
 
     @classmethod
     def of(cls, graph: Graph, attached: Mapping[str, tuple[int, ...]]) -> SyncModel:
         """The facts of `graph` with the attached streams of its allocation."""
-        order = tuple(n.name for n in graph.all_nodes())
-        return cls(graph, MappingProxyType(dict(attached)), order,
+        # most models have no subgraphs: T-order is the root's node list
+        nodes = tuple(graph.all_nodes()) if graph.subgraphs else graph.root.nodes
+        order = tuple(n.name for n in nodes)
+        return cls(graph, MappingProxyType(dict(attached)), nodes, order,
                    MappingProxyType({name: i for i, name in enumerate(order)}))
 
     @classmethod
@@ -35,11 +40,21 @@ class SyncModel:
         return cls.of(graph, {n: a.attached for n, a in allocation.nodes.items()})
 
     def node(self, name: str) -> Node:
-        """A graph node by name."""
-        return self.graph.node(name)
+        """A graph node by name (loops over many nodes fetch `graph.by_name` once instead)."""
+        return self.graph.by_name[name]
 
-    def t_prime_order(self) -> list[Node]:
-        """T-order without descending into FFTS subgraphs (spec 0)."""
+    @cached_property
+    def attributed(self) -> tuple[Node, ...]:
+        """The nodes with attributes, in T-order: the only ones a rule keyed on an attribute
+        (labels, activation, loops, multi-batch) can apply to; most nodes have none."""
+        return tuple(node for node in self.nodes if node.attrs)
+
+    @cached_property
+    def t_prime_order(self) -> tuple[Node, ...]:
+        """T-order without descending into FFTS subgraphs (spec 0); computed once, insertion
+        and the attached events both walk it."""
+        if not self.graph.subgraphs:  # most models: T'-order is the root's node list
+            return self.graph.root.nodes
         result: list[Node] = []
 
         def walk(graph_name: str) -> None:
@@ -50,7 +65,7 @@ class SyncModel:
                         walk(sub)
 
         walk(self.graph.root.name)
-        return result
+        return tuple(result)
 
     def consumers(self, node: Node) -> list[str]:
         """Data consumers by output index and link order (duplicates kept)."""

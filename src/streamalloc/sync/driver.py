@@ -37,7 +37,6 @@ from streamalloc.sync.stages import (
 )
 from streamalloc.sync.state import SyncInputs, SyncState
 from streamalloc.sync.state_text import sync_state_text
-from streamalloc.sync.tasks import stream_units
 
 __all__ = ["SYNC_STAGE_NAMES", "SYNC_STRATEGIES", "SyncStage", "sync_stages", "synchronize"]
 
@@ -78,7 +77,7 @@ def sync_plan(ctx: SyncInputs, state: SyncState) -> SyncPlan:
     streams = _streams(state)
     return SyncPlan(
         allocation=allocation,
-        physical=MappingProxyType({n: state.streams[n] for n in allocation.nodes}),
+        physical=state.streams,  # the allocation's nodes in its order: the split's copy of them
         streams=MappingProxyType({s: tuple(v) for s, v in streams.items()}),
         events=_events(state.tasks), sync_nodes=tuple(
             SyncNode(t.name, t.type, t.stream, t.sync_id, t.peer)
@@ -88,8 +87,7 @@ def sync_plan(ctx: SyncInputs, state: SyncState) -> SyncPlan:
         split_to_logic=MappingProxyType(dict(physical.split_to_logic)),
         huge_streams=physical.huge_streams, event_count=physical.event_count,
         notify_count=state.notify_count,
-        units=MappingProxyType(stream_units(ctx.graph, state.tasks,
-                                            state.activation.active_stream_list)))
+        units=physical.counted)  # the split counted the final tasks; no later stage moves one
 
 
 def _streams(state: SyncState) -> dict[int, list[str]]:

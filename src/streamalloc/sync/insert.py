@@ -36,11 +36,19 @@ def insert_cross_stream_pairs(model: SyncModel, streams: Mapping[str, int],
     """All cross-stream pairs of the model into `maps` (`activated_labels`: label -> the nodes
     activating it, spec 6.1)."""
     ins = _Insertion(model, streams, activated_labels, maps)
-    for node in model.t_prime_order():
-        for consumer in model.consumers(node):
-            _pair(ins, node, model.node(consumer))
-        for successor in model.control_successors(node):
-            _pair(ins, node, model.node(successor))
+    by_name = model.graph.by_name
+    computes = {compute.name: compute for compute in model.graph.graphs()}
+    for node in model.t_prime_order:
+        su = streams[node.name]
+        if su == INVALID:  # `_pair` makes nothing from a producer without a stream
+            continue
+        compute = computes[node.graph]
+        for consumer in compute.consumers.get(node.name, ()):
+            if streams[consumer.node] != su:  # `_pair`'s first test, before the node lookup
+                _pair(ins, node, by_name[consumer.node])
+        for successor in compute.control_successors.get(node.name, ()):
+            if streams[successor] != su:
+                _pair(ins, node, by_name[successor])
     _boundary_pairs(ins)
 
 

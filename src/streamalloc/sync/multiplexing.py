@@ -40,10 +40,10 @@ def multiplex_events(model: SyncModel, maps: SyncMaps,
 
 def _parse(model: SyncModel) -> list[Entry]:
     entries: list[Entry] = []
-    for name in model.order:
-        value = model.node(name).attr(ATTR, ())
+    for node in model.attributed:
+        value = node.attr(ATTR, ())
         for item in value if isinstance(value, tuple) else ():
-            entries.append(_entry(model, name, str(item)))
+            entries.append(_entry(model, node.name, str(item)))
     return entries
 
 

@@ -43,8 +43,7 @@ def reuse_multi_dims(model: SyncModel, maps: SyncMaps) -> None:
     senders, receivers = maps.senders(), maps.receivers()
     seen: dict[int, int] = {}
     max_id = 0
-    for name in model.order:
-        node = model.node(name)
+    for node in model.attributed:
         if node.type != "Case" or not node.has_attr("_batch_num"):
             continue
         case_max = max_id

@@ -10,6 +10,7 @@ counts against the device limits.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -40,11 +41,21 @@ class _Owned:
 
     @classmethod
     def of(cls, plan: SyncState) -> _Owned:
-        copies = {id(t): t.copy() for t in plan.tasks}
+        tasks = [t.copy() for t in plan.tasks]
         activation = plan.activation.copy()
-        activation.generated = {n: copies.get(id(t), t) for n, t in activation.generated.items()}
-        return cls([copies[id(t)] for t in plan.tasks], dict(plan.streams), activation,
-                   plan.switches.copy(), plan.namer.copy())
+        if activation.generated:  # a few StreamActive tasks, when there are switches
+            generated = {id(t) for t in activation.generated.values()}
+            copies = {id(old): new for old, new in zip(plan.tasks, tasks, strict=True)
+                      if id(old) in generated}
+            activation.generated = {n: copies.get(id(t), t)
+                                    for n, t in activation.generated.items()}
+        return cls(tasks, _own_streams(plan.streams), activation, plan.switches.copy(),
+                   plan.namer.copy())
+
+
+def _own_streams(streams: Mapping[str, int]) -> dict[str, int]:
+    # a mapping proxy copies its dict at C speed; dict() would read it key by key
+    return streams.copy() if isinstance(streams, MappingProxyType) else dict(streams)
 
 
 @dataclass(frozen=True)
@@ -110,13 +121,16 @@ def _check_stream_ids(tasks: list[Task], stream_num: int) -> None:
     streams number `stream_num`. (Quirk Q1 of the logical spec can leave a node there; GE
     fails the same way when an earlier split has already raised its last id, where it would
     otherwise read past its per-stream tables.)"""
-    for task in sorted(tasks, key=lambda t: t.is_sync):  # name a graph node, not its Recv
-        beyond = [s for s in (task.stream, *task.attached) if s >= stream_num]
-        if beyond:
-            raise AllocationInfeasible(
-                f"node {task.name!r} is on stream {beyond[0]}, beyond the last stream id "
-                f"{stream_num - 1}; GE's split fails on it (a stream id handed out twice by "
-                "GE's quirk Q1 of 2.4.5 leaves a node there)")
+    offending = [t for t in tasks
+                 if t.stream >= stream_num or (t.attached and max(t.attached) >= stream_num)]
+    if not offending:
+        return
+    task = min(offending, key=lambda t: t.is_sync)  # name a graph node, not its Recv
+    beyond = [s for s in (task.stream, *task.attached) if s >= stream_num]
+    raise AllocationInfeasible(
+        f"node {task.name!r} is on stream {beyond[0]}, beyond the last stream id "
+        f"{stream_num - 1}; GE's split fails on it (a stream id handed out twice by "
+        "GE's quirk Q1 of 2.4.5 leaves a node there)")
 
 
 def _capacity(ctx: SyncInputs, tasks: list[Task]) -> tuple[int, tuple[int, ...]]:

@@ -11,13 +11,14 @@ tasks go afterwards (each with its node) is `split_events.py`.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
-from streamalloc.ir.graph import Graph
+from streamalloc.ir.graph import Graph, Node
 from streamalloc.sync.model import Task
-from streamalloc.sync.tasks import StreamUnits, assigned
+from streamalloc.sync.tasks import StreamUnits, explicit_counts
 
 NO_SPLIT_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex"})
 CONTINUOUS_LABEL = "_continuous_stream_label"
@@ -53,6 +54,8 @@ class _Walk:
     max_task: int
     stream_num: int
     event_num: int
+    explicit: dict[str, tuple[int, int]]  # ASSIGNED (main, attached) of the nodes giving one
+    labels: dict[str, str]  # the continuous stream label of each node carrying one
     count: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     latest: dict[int, int] = field(default_factory=dict)
     added: dict[int, int] = field(default_factory=lambda: defaultdict(int))
@@ -65,7 +68,9 @@ def split_streams(graph: Graph, tasks: list[Task], units_of: list[StreamUnits],
                   limits: tuple[int, int, int]) -> SplitResult:
     """Split every logical stream by `max_task` units (limits: stream_num, max_task, event_num)."""
     stream_num, max_task, event_num = limits
-    walk = _Walk(graph, max_task, stream_num, event_num)
+    nodes = graph.by_name.values()
+    walk = _Walk(graph, max_task, stream_num, event_num, explicit_counts(nodes),
+                 _continuous_labels(nodes))
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})
     for i, task in enumerate(tasks):
@@ -77,16 +82,26 @@ def split_streams(graph: Graph, tasks: list[Task], units_of: list[StreamUnits],
     return result
 
 
+def _continuous_labels(nodes: Iterable[Node]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for node in nodes:
+        value = node.attrs.get(CONTINUOUS_LABEL) if node.attrs else None
+        if value is not None:
+            labels[node.name] = str(value.value)
+    return labels
+
+
 def _units(walk: _Walk, task: Task, attached: bool, u: int) -> int:
-    explicit = assigned(walk.graph, task, attached)
-    return explicit if explicit > 0 else u
+    """GE's ASSIGNED(node, attached) when positive, else `u`."""
+    explicit = None if task.is_sync else walk.explicit.get(task.name)
+    if explicit is None:
+        return u
+    value = explicit[1 if attached else 0]
+    return value if value > 0 else u
 
 
 def _label(walk: _Walk, task: Task) -> str | None:
-    if task.is_sync:
-        return None
-    node = walk.graph.node(task.name)
-    return str(node.attr(CONTINUOUS_LABEL)) if node.has_attr(CONTINUOUS_LABEL) else None
+    return None if task.is_sync else walk.labels.get(task.name)
 
 
 def _visit(walk: _Walk, result: SplitResult, task: Task, s: int, u: int) -> None:

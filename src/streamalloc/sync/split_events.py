@@ -33,18 +33,22 @@ _SYNC_TYPES = SEND_TYPES | RECV_TYPES
 def logical_places(tasks: Sequence[Task]) -> dict[int, tuple[int, tuple[int, ...]]]:
     """The logical stream and attached streams, before the walk moves them, of what `rehome`
     reads: each Phase-A Send/Recv and the node it follows or precedes."""
-    peers = {t.peer for t in tasks if t.type in _SYNC_TYPES}
-    return {id(t): (t.stream, tuple(t.attached)) for t in tasks
-            if t.type in _SYNC_TYPES or (not t.is_sync and t.name in peers)}
+    syncs = [t for t in tasks if t.type in _SYNC_TYPES]
+    peers = {t.peer for t in syncs}
+    places = {id(t): (t.stream, tuple(t.attached)) for t in tasks
+              if not t.is_sync and t.name in peers}
+    places.update((id(t), (t.stream, tuple(t.attached))) for t in syncs)
+    return places
 
 
 def rehome(tasks: Sequence[Task], logical: Logical) -> None:
     """Put each Phase-A Send/Recv on the physical stream of its node (the walk may have left it
     on the other side of a split point)."""
-    peers = {t.peer for t in tasks if t.type in _SYNC_TYPES}
+    syncs = [t for t in tasks if t.type in _SYNC_TYPES]
+    peers = {t.peer for t in syncs}
     nodes = {t.name: t for t in tasks if not t.is_sync and t.name in peers}
-    for task in tasks:
-        node = nodes.get(task.peer) if task.type in _SYNC_TYPES else None
+    for task in syncs:
+        node = nodes.get(task.peer)
         if node is None:
             continue
         stream = logical[id(task)][0]

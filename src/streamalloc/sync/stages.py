@@ -222,9 +222,10 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]
     synced = {name for m in [*main_events, *notifies] for side in (m.send, m.recv)
               for name, ids in side.items() if ids} | {name for name, _ in attached}
     ordered: list[Task] = []
-    for name in model.order:
-        node = model.node(name)
-        task = Task(name, node.type, node.graph, plan.streams[name], model.attached[name])
+    streams, attached_streams = plan.streams, model.attached
+    for node in model.nodes:
+        name = node.name
+        task = Task(name, node.type, node.graph, streams[name], attached_streams[name])
         if name not in synced:  # most nodes: no Send or Recv around them
             ordered.append(task)
             continue

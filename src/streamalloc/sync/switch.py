@@ -39,9 +39,7 @@ def handle_switches(model: SyncModel, labeled_streams: Mapping[str, frozenset[in
     (their `stream` is set; the caller advances the stream count by their number). The new
     nodes join `activation.generated` and activate the label streams (`labeled_streams`)."""
     made: list[Task] = []
-    for name in model.order:
-        if model.node(name).type != "StreamSwitch":
-            continue
+    for name in (node.name for node in model.nodes if node.type == "StreamSwitch"):
         created = _one_switch(model, labeled_streams, activation, state, name)
         for task in created:
             task.stream = stream_num + len(made)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
@@ -43,30 +43,38 @@ def _assigned(node: Node, attached: bool) -> int:
     return value
 
 
-# Per graph (by its node table), per node: (own units, ASSIGNED main, ASSIGNED attached). The
-# split and the plan ask for every task's units several times.
-_COUNTS: Recent[dict[str, tuple[int, int, int]]] = Recent(4)
+# Per node: (own units, ASSIGNED main, ASSIGNED attached), filled as nodes are asked for.
+CountTable = dict[str, tuple[int, int, int]]
+
+# Per graph (by its node table): the split and the plan ask for every task's units several times.
+_COUNTS: Recent[CountTable] = Recent(4)
 _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
-def _table(graph: Graph) -> dict[str, tuple[int, int, int]]:
+def _table(graph: Graph) -> CountTable:
+    """The graph's count table; loops over tasks fetch it once and pass it on."""
     table = _COUNTS.get(id(graph.by_name), graph.by_name)
     if table is None:
         table = _COUNTS.put(id(graph.by_name), (graph.by_name,), {})
     return table
 
 
-def _counts(graph: Graph, name: str,
-            table: dict[str, tuple[int, int, int]] | None = None) -> tuple[int, int, int]:
-    """A node's counts; loops over tasks pass the graph's `table` (`_table`) they fetched."""
+def _counts(graph: Graph, name: str, table: CountTable | None = None) -> tuple[int, int, int]:
+    """A node's counts, from the graph's `table` when the caller has it."""
     if table is None:
         table = _table(graph)
     found = table.get(name)
     if found is None:
-        node = graph.node(name)
-        counts = (own_units(graph, node), _assigned(node, False), _assigned(node, True))
+        counts = _node_counts(graph, graph.by_name[name])
         found = table[name] = _SHARED_COUNTS.setdefault(counts, counts)  # few distinct values
     return found
+
+
+def _node_counts(graph: Graph, node: Node) -> tuple[int, int, int]:
+    own = own_units(graph, node)
+    if not node.attrs:  # explicit counts are attributes; most nodes have none
+        return own, 0, 0
+    return own, _assigned(node, False), _assigned(node, True)
 
 
 def assigned(graph: Graph, task: Task, attached: bool) -> int:
@@ -76,8 +84,27 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
     return _counts(graph, task.name)[2 if attached else 1]
 
 
-def task_units(graph: Graph, task: Task,
-               table: dict[str, tuple[int, int, int]] | None = None) -> dict[int, int]:
+def explicit_counts(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
+    """ASSIGNED (main, attached) of those of `nodes` that give an explicit count: a loop
+    asking for ASSIGNED per task looks up these few instead."""
+    found: dict[str, tuple[int, int]] = {}
+    for node in nodes:
+        if node.attrs:  # explicit counts are attributes
+            counts = (_assigned(node, False), _assigned(node, True))
+            if any(counts):
+                found[node.name] = counts
+    return found
+
+
+def _single_stream_units(graph: Graph, task: Task, table: CountTable) -> int:
+    """`task_units` of a task without attached streams (most tasks), without making a dict."""
+    if task.is_sync:
+        return SYNC_UNITS.get(task.type, 1)
+    own, main, _ = table.get(task.name) or _counts(graph, task.name, table)  # asked per task
+    return main if main > 0 else own
+
+
+def task_units(graph: Graph, task: Task, table: CountTable | None = None) -> dict[int, int]:
     """{stream: units} a task issues, as GE counts them (5.4): its records per stream, an
     explicit count (ASSIGNED) replacing them; a generated StreamActive counts 1 here (the
     split replaces a StreamActive's count by the streams it activates)."""
@@ -123,10 +150,12 @@ def collect(graph: Graph, tasks: list[Task], max_task: int,
         if task.stream == INVALID:
             units_of.append(())
             continue
-        units = {task.stream: 0, **task_units(graph, task, table)}
-        for s, u in units.items():
+        if task.attached:
+            pairs = tuple(sorted({task.stream: 0, **task_units(graph, task, table)}.items()))
+        else:
+            pairs = ((task.stream, _single_stream_units(graph, task, table)),)
+        for s, u in pairs:
             total[s] += u
-        pairs = tuple(sorted(units.items()))
         units_of.append(shared.setdefault(pairs, pairs))
     estimate = {s: math.ceil(t / max_task) for s, t in total.items()}
     for i, task in enumerate(tasks):
@@ -147,8 +176,11 @@ def stream_units(graph: Graph, tasks: Sequence[Task],
     for task in tasks:
         if task.stream == INVALID:
             continue
-        for stream, used in task_units(graph, task, table).items():
-            units[stream] += used
+        if task.attached:
+            for stream, used in task_units(graph, task, table).items():
+                units[stream] += used
+        else:
+            units[task.stream] += _single_stream_units(graph, task, table)
         if task.type == ACTIVE and task.name in active:
             units[task.stream] += len(active[task.name]) \
                 - task_units(graph, task, table)[task.stream]
