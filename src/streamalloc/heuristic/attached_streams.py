@@ -7,7 +7,9 @@ group -> (key, count) -> nodes; keys ascending get consecutive ids.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from types import MappingProxyType
 
 from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
@@ -15,7 +17,7 @@ from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import ModelPlan
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.attached import attached_streams
-from streamalloc.ir.graph import Graph
+from streamalloc.ir.graph import Graph, Node
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -32,9 +34,22 @@ class AttachedStreams(RulePass):
 def _attach(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     # dynamic flow: per root and unknown-shape subgraph; known-shape ones are built on their own
     names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
-    streams = {n: s for name in names for n, s in plan.graphs[name].streams.items()}
-    found, next_stream = attached_streams(graph, streams, names, plan.next_stream, rule.matches)
+    streams = _main_streams(plan, names)
+    found, next_stream = attached_streams(graph, streams, names, plan.next_stream,
+                                          partial(_may_ask, rule))
     attached = dict(plan.attached)
     for name, ids in found.items():
         attached[name] = (*attached.get(name, ()), *ids)
     return replace(plan, attached=MappingProxyType(attached), next_stream=next_stream)
+
+
+def _may_ask(rule: Rule, node: Node) -> bool:
+    """A node without attributes asks for no attached stream: no need to match it."""
+    return bool(node.attrs) and rule.matches(node)
+
+
+def _main_streams(plan: ModelPlan, names: Sequence[str]) -> Mapping[str, int]:
+    """The streams of these graphs' nodes (one graph: its plan's own map, no copy)."""
+    if len(names) == 1:
+        return plan.graphs[names[0]].streams
+    return {n: s for name in names for n, s in plan.graphs[name].streams.items()}

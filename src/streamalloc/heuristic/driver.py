@@ -12,7 +12,7 @@ pass (graphs not reached yet on their initial streams), or the stream labels aft
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import MappingProxyType
@@ -27,11 +27,12 @@ from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, init
 from streamalloc.heuristic.registry import GRAPH_PASSES, LABEL_PASSES, MODEL_PASSES
 from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
-from streamalloc.ir.graph import Graph
+from streamalloc.ir.graph import ComputeGraph, Graph, Node
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
 from streamalloc.rules.conflicts import check_static
+from streamalloc.rules.constraint_inputs import RuleLabels
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
@@ -55,7 +56,8 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
         plan = result.plan
         run.tell_model(model_pass.name, "", result, plan)
     allocation = run.allocation(plan)
-    check_rules(graph, run.rules, allocation, run.context.partitions)
+    setter = {name: notes[-1].rule for name, notes in label_notes.items()}
+    check_rules(graph, run.rules, allocation, run.context.partitions, RuleLabels(labels, setter))
     for message in idle_rules(graph, run.rules, allocation):
         warnings.warn(message, InputWarning, stacklevel=3)  # past collector.pausing to the caller
     return allocation
@@ -124,7 +126,7 @@ def _labels(run: _Run, rules: list[Rule]) -> tuple[Labels, dict[str, list[Note]]
     notes: dict[str, list[Note]] = {}
     for rule in rules:
         result = LABEL_PASSES[rule.kind](rule).apply(run.graph, labels)
-        for name, value in result.plan.items():
+        for name, value in result.plan.items() if result.plan is not labels else ():
             if value is not labels[name] and value != labels[name]:  # most are kept as they are
                 notes.setdefault(name, []).append(Note(
                     rule.name, INVALID, f"stream label {value.stream_label!r}"
@@ -154,9 +156,8 @@ def _static_graphs(run: _Run, passes: list[GraphPass]) -> ModelPlan:
             raise InputError(f"{graph.source}: graph {name!r} has no engine partition (it is "
                              "flagged _no_need_partition); GE's static allocator cannot find it")
         ctx = GraphContext(graph, graph.graph(name), model.partitions[name], model.labels)
-        plan = initial_graph_plan(name, ((n.name, _initial(n.stream_id)) for n in ctx.nodes),
-                                  len(ctx.subgraphs), _default_stream(graph, plans, name),
-                                  next_stream)
+        plan = initial_graph_plan(name, _initial_streams(ctx.compute), len(ctx.subgraphs),
+                                  _default_stream(graph, plans, name), next_stream)
         for graph_pass in passes:
             result = graph_pass.apply(ctx, plan)
             plan = result.plan
@@ -166,15 +167,15 @@ def _static_graphs(run: _Run, passes: list[GraphPass]) -> ModelPlan:
     return ModelPlan(MappingProxyType(plans), next_stream)
 
 
-def _initial(stream_id: int | None) -> int:
-    return 0 if stream_id is None else stream_id  # GE op descriptors start on stream 0
+def _initial_streams(compute: ComputeGraph) -> dict[str, int]:
+    """The graph's nodes on their initial streams (GE op descriptors start on stream 0)."""
+    return {n.name: 0 if n.stream_id is None else n.stream_id for n in compute.nodes}
 
 
 def _initial_model(graph: Graph) -> ModelPlan:
     """Dynamic flow before any rule: every node on its initial stream (GE: single stream)."""
     order = [graph.root, *(graph.subgraphs[s] for s in graph.r_order())]
-    plans = {c.name: initial_graph_plan(c.name, ((n.name, _initial(n.stream_id))
-                                                 for n in c.nodes), 0, INVALID, 1)
+    plans = {c.name: initial_graph_plan(c.name, _initial_streams(c), 0, INVALID, 1)
              for c in order}
     return ModelPlan(MappingProxyType(plans), 1)
 
@@ -187,10 +188,11 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     placed: dict[tuple[int, str, tuple[int, ...]], NodeStream] = {}
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}
-    for node in graph.all_nodes():
-        name, graph_plan = node.name, plan.graphs[node.graph]
+    graph_plans, attached = plan.graphs, plan.attached
+    for node in _t_ordered(graph):
+        name, graph_plan = node.name, graph_plans[node.graph]
         touches, rule = provenance_of.touches(name, graph_plan, partitions.get(node.graph))
-        key = (graph_plan.streams[name], rule, plan.attached.get(name, ()))
+        key = (graph_plan.streams[name], rule, attached.get(name, ()))
         entry = placed.get(key)
         if entry is None:
             entry = placed[key] = NodeStream(*key)
@@ -207,21 +209,27 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                       options=graph.options)
 
 
+def _t_ordered(graph: Graph) -> Iterable[Node]:
+    """Every node in T-order (without subgraphs: the root's nodes as they are)."""
+    return graph.all_nodes() if graph.subgraphs else graph.root.nodes
+
+
 class _Provenance:
     """Each node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
     model rules, whatever their priorities; a rule's own notes keep their order) and the
     deciding rule: the last (in run order) whose note chose the node's stream; label notes, a
     node taking its subgraph's stream and compaction renames choose none ("initial").
 
-    Passes share one note among the nodes it explains, so nodes of one subgraph mostly carry
-    the same notes: the ordered touches are kept per subgraph and per set of note objects."""
+    Passes share one note among the nodes it explains, and a plan one tuple of notes among
+    the nodes noted alike, so nodes of one subgraph mostly carry the same tuple: the ordered
+    touches are kept per subgraph and per pair of note containers."""
 
     def __init__(self, order: Mapping[str, int], label_notes: Mapping[str, list[Note]]) -> None:
         self.order = order
         self.label_notes = label_notes
         self.scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
-        # keyed by the ids of notes the plan (or `label_notes`) keeps alive meanwhile
-        self.known: dict[tuple[object, ...], tuple[tuple[Touch, ...], str]] = {}
+        # keyed by the ids of note containers the plan (or `label_notes`) keeps alive meanwhile
+        self.known: dict[tuple[str, int | None, int, int], tuple[tuple[Touch, ...], str]] = {}
 
     def touches(self, name: str, plan: GraphPlan, partition: GraphPartition | None
                 ) -> tuple[tuple[Touch, ...], str]:
@@ -229,7 +237,7 @@ class _Provenance:
         index = partition.subgraph_of.get(name) if partition is not None else None
         labels = self.label_notes.get(name, ())
         own = plan.notes.get(name, ())
-        key = (plan.graph, index, *map(id, labels), None, *map(id, own))
+        key = (plan.graph, index, id(labels), id(own))
         known = self.known.get(key)
         if known is None:
             scoped = self._scoped(plan, partition, index)

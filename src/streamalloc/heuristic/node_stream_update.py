@@ -40,7 +40,8 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
         if stream == INVALID and not sg.engine.skip_assign_stream:
             raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
         copied = (stream, Note(rule.name, stream, f"stream of {sg.id}", decides=False))
-        for name in sg.nodes:
+        changes.update(dict.fromkeys(sg.nodes, copied))
+        for name in _quirk_candidates(ctx, sg.nodes, while_body_output):
             node = ctx.compute.node(name)
             if node.has_attr(RTS_LABEL_NODE):
                 note = Note(rule.name, plan.default_stream, "RTS label node: default stream")
@@ -48,9 +49,17 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
             elif node.type == "NetOutput" and while_body_output:
                 changes[name] = (0, Note(rule.name, 0, "NetOutput of a While body in an "
                                                        "unknown-shape graph"))
-            else:
-                changes[name] = copied
     return plan.set_nodes(changes)
+
+
+def _quirk_candidates(ctx: GraphContext, names: tuple[str, ...], while_body_output: bool
+                      ) -> list[str]:
+    """The nodes that may not take their subgraph's stream: those with attributes (an RTS label
+    node), and every node in a While body of an unknown-shape graph (its NetOutput)."""
+    if while_body_output:
+        return list(names)
+    by_name = ctx.graph.by_name
+    return [n for n in names if by_name[n].attrs]
 
 
 def _in_unknown_while_body(ctx: GraphContext) -> bool:

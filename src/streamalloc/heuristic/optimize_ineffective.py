@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
+from streamalloc.ir.clusters import in_positions
 from streamalloc.ir.graph import Node
+from streamalloc.ir.labels import NO_LABELS
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -33,8 +35,9 @@ class OptimizeIneffective(RulePass):
 def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = dict(plan.streams)
     by_stream = _positions_by_stream(ctx, streams)
+    labels = ctx.labels
     label_streams = {streams[n.name] for n in ctx.nodes
-                     if ctx.label(n.name).present and streams[n.name] != INVALID}
+                     if labels.get(n.name, NO_LABELS).present and streams[n.name] != INVALID}
     # nodes with a neighbour on their own stream have no target; a move can change that only
     # for the moved node's neighbours
     settled = _sharing_a_stream(ctx, streams)
@@ -55,16 +58,16 @@ def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
 def _sharing_a_stream(ctx: GraphContext, streams: dict[str, int]) -> set[str]:
     """Both ends of every data or control edge whose ends are on one stream (an edge is a
     producer's out-neighbour and its consumer's in-neighbour alike)."""
-    found: set[str] = set()
-    for node in ctx.nodes:
-        own = streams[node.name]
-        for ref in node.inputs:
-            if ref is not None and streams[ref.src] == own:
-                found.update((node.name, ref.src))
-        for src in node.control_inputs:
-            if streams[src] == own:
-                found.update((node.name, src))
-    return found
+    nodes = ctx.nodes
+    at = [streams[n.name] for n in nodes]  # by position
+    found: set[int] = set()
+    for position, preds in enumerate(in_positions(ctx.compute)):
+        own = at[position]
+        for pred in preds:
+            if at[pred] == own:
+                found.add(position)
+                found.add(pred)
+    return {nodes[i].name for i in found}
 
 
 def _positions_by_stream(ctx: GraphContext, streams: dict[str, int]) -> dict[int, list[int]]:

@@ -9,7 +9,7 @@ set is recorded as a `Note`, which `streamalloc explain` shows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -17,10 +17,6 @@ from streamalloc.allocation import Note
 from streamalloc.facts import INVALID
 
 __all__ = ["INVALID", "GraphPlan", "ModelPlan", "Note", "initial_graph_plan"]
-
-
-def _frozen(mapping: Mapping[str, int]) -> Mapping[str, int]:
-    return MappingProxyType(dict(mapping))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +50,19 @@ class GraphPlan:
         if not changes:
             return self
         streams, notes = dict(self.streams), dict(self.notes)
+        # one pass notes many nodes alike: nodes with the same notes so far share the new tuple
+        # (keyed by ids: each entry holds its old tuple and `changes` its note, so no id is
+        # reused meanwhile)
+        extended: dict[tuple[int, int], tuple[tuple[Note, ...], tuple[Note, ...]]] = {}
         for name, (stream, note) in changes.items():
             streams[name] = stream
-            notes[name] = (*notes.get(name, ()), note)
-        return replace(self, streams=_frozen(streams), notes=MappingProxyType(notes))
+            old = notes.get(name, ())
+            key = (id(old), id(note))
+            entry = extended.get(key)
+            if entry is None:
+                entry = extended[key] = (old, (*old, note))
+            notes[name] = entry[1]
+        return replace(self, streams=MappingProxyType(streams), notes=MappingProxyType(notes))
 
     def take_streams(self, count: int = 1) -> tuple[GraphPlan, list[int]]:
         """Allocate `count` fresh ids from the counter."""
@@ -65,12 +70,13 @@ class GraphPlan:
         return replace(self, next_stream=self.next_stream + count), ids
 
 
-def initial_graph_plan(graph: str, nodes: Iterable[tuple[str, int]], subgraphs: int,
+def initial_graph_plan(graph: str, nodes: Mapping[str, int], subgraphs: int,
                        default_stream: int, next_stream: int) -> GraphPlan:
-    """The state before a graph's first pass: subgraphs without stream, nodes as given."""
+    """The state before a graph's first pass: subgraphs without stream, nodes on the streams
+    given (node name -> stream)."""
     return GraphPlan(graph=graph, default_stream=default_stream, next_stream=next_stream,
                      sg_streams=(INVALID,) * subgraphs, sg_reused=(None,) * subgraphs,
-                     streams=_frozen(dict(nodes)), notes=MappingProxyType({}),
+                     streams=MappingProxyType(dict(nodes)), notes=MappingProxyType({}),
                      sg_notes=((),) * subgraphs)
 
 

@@ -16,6 +16,7 @@ from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
 from streamalloc.rules.check import Broken, Placement, broken
+from streamalloc.rules.constraint_inputs import RuleLabels
 from streamalloc.rules.constraints import DifferentStreams, DisjointGroups, rule_constraints
 from streamalloc.rules.kinds import USER_KINDS
 from streamalloc.rules.model import Rule, RuleSet
@@ -28,9 +29,12 @@ def placement_of(allocation: Allocation) -> Placement:
 
 
 def check_rules(graph: Graph, rules: RuleSet, allocation: Allocation,
-                partitions: Mapping[str, GraphPartition] | None = None) -> None:
-    """RuleConflictError (exit 3) for the first constraint the allocation breaks."""
-    problems = broken(rule_constraints(rules, graph, partitions), graph, placement_of(allocation))
+                partitions: Mapping[str, GraphPartition] | None = None,
+                labels: RuleLabels | None = None) -> None:
+    """RuleConflictError (exit 3) for the first constraint the allocation breaks
+    (`partitions`, `labels`: GE's partition and the rules' labels, when the caller has them)."""
+    problems = broken(rule_constraints(rules, graph, partitions, labels), graph,
+                      placement_of(allocation))
     if problems:
         raise RuleConflictError(conflict_message(rules, allocation, problems))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from streamalloc.ir.graph import ComputeGraph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
+from streamalloc.recent import Recent
 
 ENGINE_DEFAULT_DATA = "ENGINE_DEFAULT_DATA"
 DATA_LIKE_TYPES = frozenset({"Data", "RefData", "AippData", "AnnData", "Const", "Constant",
@@ -34,16 +35,21 @@ class Cluster:
     out: set[int] = field(default_factory=set)
 
 
-def _in_neighbours(index: Mapping[str, int], node: Node, here: int) -> set[int]:
-    """Positions of the node's data producers and control predecessors that precede it."""
-    found = set()
-    for ref in node.inputs:
-        if ref is not None and (j := index[ref.src]) < here:
-            found.add(j)
-    for src in node.control_inputs:
-        if (j := index[src]) < here:
-            found.add(j)
-    return found
+# The partition and the per-graph passes of one allocation read the same table of one graph.
+_IN_POSITIONS: Recent[tuple[tuple[int, ...], ...]] = Recent(4)
+
+
+def in_positions(compute: ComputeGraph) -> tuple[tuple[int, ...], ...]:
+    """Per node (G-order), the positions of its connected data producers (slot order), then
+    of its control predecessors."""
+    key = ("in_positions", id(compute))
+    known = _IN_POSITIONS.get(key, compute)
+    if known is not None:
+        return known
+    index = compute.index
+    table = tuple(tuple([index[r.src] for r in node.inputs if r is not None]
+                        + [index[src] for src in node.control_inputs]) for node in compute.nodes)
+    return _IN_POSITIONS.put(key, (compute,), table)
 
 
 def is_data_like(node: Node) -> bool:
@@ -65,12 +71,13 @@ def seed_clusters(compute: ComputeGraph, labels: Mapping[str, NodeLabels],
     """One cluster per node (1.6.1), after "cv" marking when `cv_mode` (1.6.2)."""
     cv_marked = cv_parallel_nodes(compute) if cv_mode else set()
     clusters: dict[int, Cluster] = {}
-    for i, node in enumerate(compute.nodes):
+    for i, (node, preds) in enumerate(zip(compute.nodes, in_positions(compute), strict=True)):
         engine = _cluster_engine(node, cv_marked)
         tags = labels.get(node.name, NO_LABELS)
         user = "" if engine == ENGINE_DEFAULT_DATA else tags.user_stream_label
+        # neighbours that precede it (a loop back edge comes from a later node)
         clusters[i] = Cluster([i], engine, tags.stream_label, user,
-                              in_=_in_neighbours(compute.index, node, i))
+                              in_={j for j in preds if j < i})
     for i, cluster in clusters.items():
         for p in cluster.in_:
             clusters[p].out.add(i)

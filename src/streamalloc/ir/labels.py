@@ -40,6 +40,8 @@ def _text(node: Node, key: str) -> str:
 
 def raw_labels(node: Node) -> NodeLabels:
     """The labels a node's own attributes give it."""
+    if not node.attrs:  # most nodes
+        return NO_LABELS
     present = node.has_attr(STREAM_LABEL) or node.has_attr(USER_STREAM_LABEL)
     if not present:
         return NO_LABELS

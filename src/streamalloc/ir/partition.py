@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from streamalloc.errors import InputError, OptionError
-from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, seed_clusters
+from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, in_positions, seed_clusters
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.labels import NodeLabels
@@ -114,8 +114,12 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     kept = [g for g in groups if g.engine != ENGINE_DEFAULT_DATA]
     if graph.partition is None:  # L-order: by first node (1.6.4); a given list is GE's L-order
         kept.sort(key=lambda g: g.nodes[0])
-    owner = {compute.nodes[i].name: k for k, g in enumerate(kept) for i in g.nodes}
-    preds = [_preds(compute, group, k, owner) for k, group in enumerate(kept)]
+    owner_at: list[int | None] = [None] * len(compute.nodes)  # subgraph by node position
+    for k, group in enumerate(kept):
+        for i in group.nodes:
+            owner_at[i] = k
+    inputs = in_positions(compute)
+    preds = [_preds(inputs, group, k, owner_at) for k, group in enumerate(kept)]
     succs: list[set[int]] = [set() for _ in kept]
     for k, ps in enumerate(preds):
         for p in ps:
@@ -123,23 +127,16 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     subgraphs = tuple(
         _subgraph(graph, compute, k, g, (preds[k], succs[k], max_parallel.get(g.engine, 1)))
         for k, g in enumerate(kept))
-    outside = tuple(n.name for n in compute.nodes if n.name not in owner)
+    owner = {compute.nodes[i].name: k for k, group in enumerate(kept) for i in group.nodes}
+    outside = tuple(n.name for n, k in zip(compute.nodes, owner_at, strict=True) if k is None)
     return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
 
 
-def _preds(compute: ComputeGraph, group: Cluster, k: int, owner: Mapping[str, int]
-           ) -> set[int]:
+def _preds(inputs: Sequence[tuple[int, ...]], group: Cluster, k: int,
+           owner_at: Sequence[int | None]) -> set[int]:
     """The other subgraphs that own a data producer or control predecessor of a member."""
-    found: set[int] = set()
-    for i in group.nodes:
-        node = compute.nodes[i]
-        for ref in node.inputs:
-            if ref is not None and (p := owner.get(ref.src, k)) != k:
-                found.add(p)
-        for src in node.control_inputs:
-            if (p := owner.get(src, k)) != k:
-                found.add(p)
-    return found
+    return {p for i in group.nodes for j in inputs[i]
+            if (p := owner_at[j]) is not None and p != k}  # None: outside every subgraph
 
 
 def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
@@ -50,32 +51,52 @@ class Broken:
 def broken(constraints: list[Constraint], graph: Graph, placement: Placement) -> list[Broken]:
     """The constraints that `placement` breaks, in the given order."""
     result = []
-    users = _users(placement) if any(isinstance(c, DedicatedStream | AttachedStreams)
-                                     for c in constraints) else {}
+    derived = _Derived(graph, placement)
     for constraint in constraints:
-        found = _CHECKS[type(constraint)](constraint, graph, placement, users)
+        found = _CHECKS[type(constraint)](constraint, graph, placement, derived)
         if found is not None:
             result.append(Broken(constraint, *found))
     return result
 
 
 Found = tuple[str, tuple[str, ...]] | None
-Users = Mapping[int, list[str]]
 
 
-def _users(placement: Placement) -> dict[int, list[str]]:
-    users: dict[int, list[str]] = defaultdict(list)
-    for name, stream in placement.streams.items():
-        if stream != INVALID:
-            users[stream].append(name)
-    return users
+class _Derived:
+    """What several checks read of one placement, computed when first asked."""
+
+    def __init__(self, graph: Graph, placement: Placement) -> None:
+        self.graph = graph
+        self.placement = placement
+        self._openers: dict[str, dict[int, str]] = {}
+
+    @cached_property
+    def users(self) -> dict[int, list[str]]:
+        """The nodes of each stream."""
+        users: dict[int, list[str]] = defaultdict(list)
+        for name, stream in self.placement.streams.items():
+            if stream != INVALID:
+                users[stream].append(name)
+        return users
+
+    def openers(self, graph: str) -> dict[int, str]:
+        """Per stream, its first node (G-order) in graph `graph` (every engine cap reads it)."""
+        if graph not in self._openers:
+            streams = self.placement.streams
+            first: dict[int, str] = {}
+            for node in self.graph.graph(graph).nodes:
+                stream = streams.get(node.name, INVALID)
+                if stream != INVALID and stream not in first:
+                    first[stream] = node.name
+            self._openers[graph] = first
+        return self._openers[graph]
 
 
 def _placed(nodes: tuple[str, ...], placement: Placement) -> list[tuple[str, int]]:
     return [(n, s) for n in nodes if (s := placement.stream(n)) != INVALID]
 
 
-def _same(c: SameStream, _: Graph, placement: Placement, __: Users) -> Found:
+def _same(c: SameStream, _: Graph, placement: Placement, __: _Derived) -> Found:
     placed = _placed(c.nodes, placement)
     if len({s for _, s in placed}) <= 1:
         return None
@@ -85,7 +106,7 @@ def _same(c: SameStream, _: Graph, placement: Placement, __: Users) -> Found:
     return f"nodes must share a stream; most are on stream {common}, but {where}", odd
 
 
-def _different(c: DifferentStreams, _: Graph, placement: Placement, __: Users) -> Found:
+def _different(c: DifferentStreams, _: Graph, placement: Placement, __: _Derived) -> Found:
     theirs = {s: n for n, s in _placed(c.second, placement)}
     clash = [(n, s) for n, s in _placed(c.first, placement) if s in theirs]
     if not clash:
@@ -95,7 +116,8 @@ def _different(c: DifferentStreams, _: Graph, placement: Placement, __: Users) -
             tuple(sorted({n for n, _ in clash} | {theirs[s] for _, s in clash})))
 
 
-def _dedicated(c: DedicatedStream, _: Graph, placement: Placement, users: Users) -> Found:
+def _dedicated(c: DedicatedStream, _: Graph, placement: Placement, derived: _Derived
+               ) -> Found:
     placed = _placed(c.nodes, placement)
     streams = {s for _, s in placed}
     if len(streams) > 1:
@@ -104,7 +126,7 @@ def _dedicated(c: DedicatedStream, _: Graph, placement: Placement, users: Users)
         return None
     (stream,) = streams
     own = set(c.nodes)
-    others = [n for n in users.get(stream, ()) if n not in own]
+    others = [n for n in derived.users.get(stream, ()) if n not in own]
     if not others:
         return None
     return (f"stream {stream} must hold only {', '.join(c.nodes)}, but also holds "
@@ -112,7 +134,7 @@ def _dedicated(c: DedicatedStream, _: Graph, placement: Placement, users: Users)
             (*c.nodes, *others))
 
 
-def _pinned(c: PinnedStream, _: Graph, placement: Placement, __: Users) -> Found:
+def _pinned(c: PinnedStream, _: Graph, placement: Placement, __: _Derived) -> Found:
     off = [(n, s) for n, s in _placed(c.nodes, placement) if s != c.stream]
     if not off:
         return None
@@ -120,7 +142,7 @@ def _pinned(c: PinnedStream, _: Graph, placement: Placement, __: Users) -> Found
     return f"nodes must be on stream {c.stream}: {where}", tuple(n for n, _ in off)
 
 
-def _disjoint(c: DisjointGroups, _: Graph, placement: Placement, __: Users) -> Found:
+def _disjoint(c: DisjointGroups, _: Graph, placement: Placement, __: _Derived) -> Found:
     owner: dict[int, tuple[int, str]] = {}
     for index, group in enumerate(c.groups):
         for name, stream in _placed(group, placement):
@@ -131,14 +153,9 @@ def _disjoint(c: DisjointGroups, _: Graph, placement: Placement, __: Users) -> F
     return None
 
 
-def _cap(c: StreamCap, graph: Graph, placement: Placement, __: Users) -> Found:
-    first: dict[int, str] = {}
-    for node in graph.graph(c.graph).nodes:
-        stream = placement.stream(node.name)
-        if stream != INVALID:
-            first.setdefault(stream, node.name)
+def _cap(c: StreamCap, _: Graph, __: Placement, derived: _Derived) -> Found:
     own = set(c.nodes)
-    opened = sorted((s, n) for s, n in first.items() if n in own)
+    opened = sorted((s, n) for s, n in derived.openers(c.graph).items() if n in own)
     if len(opened) <= c.cap:
         return None
     where = ", ".join(f"{s} ({n})" for s, n in opened)
@@ -146,14 +163,15 @@ def _cap(c: StreamCap, graph: Graph, placement: Placement, __: Users) -> Found:
             f"{len(opened)} begin with its nodes: {where}", tuple(n for _, n in opened))
 
 
-def _attached(c: AttachedStreams, _: Graph, placement: Placement, users: Users) -> Found:
+def _attached(c: AttachedStreams, _: Graph, placement: Placement, derived: _Derived
+              ) -> Found:
     for name in c.nodes:
         if placement.stream(name) == INVALID:
             continue
         extra = placement.attached.get(name, ())
         if not extra:
             return f"{name} asks for an attached stream but has none", (name,)
-        main = [s for s in extra if s in users]
+        main = [s for s in extra if s in derived.users]
         if main:
             return f"{name}'s attached stream {main[0]} is also a main stream", (name,)
     return None

@@ -33,6 +33,14 @@ class LabelGroup:
     independent: bool      # split off per independent engine
 
 
+@dataclass(frozen=True, slots=True)
+class RuleLabels:
+    """The labels after the label rules, and per node they changed the last rule that did."""
+
+    labels: Mapping[str, NodeLabels]
+    setter: Mapping[str, str]
+
+
 @dataclass(frozen=True)
 class Inputs:
     """One graph under one rule set, as the constraint builders read it."""
@@ -46,13 +54,14 @@ class Inputs:
 
     @classmethod
     def of(cls, rules: RuleSet, graph: Graph,
-           partitions: Mapping[str, GraphPartition] | None = None) -> Inputs:
+           partitions: Mapping[str, GraphPartition] | None = None,
+           labels: RuleLabels | None = None) -> Inputs:
         """Enabled rules (their `when:` holds) and the labels after the label rules;
-        `partitions`: GE's partition under those labels when the caller has it already."""
+        `partitions` and `labels`: GE's partition and the labels when the caller has them."""
         enabled = tuple(r for r in rules.rules if r.enabled(graph.options))
-        labels, changes = labelling.rule_labels(rules, graph)
-        setter = {name: steps[-1][0].name for name, steps in changes.items()}
-        return cls(graph, rules.flow, enabled, labels, setter, partitions)
+        if labels is None:
+            labels = rule_labels(rules, graph)
+        return cls(graph, rules.flow, enabled, labels.labels, labels.setter, partitions)
 
     @cached_property
     def tasks(self) -> tuple[Node, ...]:
@@ -139,6 +148,12 @@ class Inputs:
                                 frozenset(self.label_rule[n.name] for n in members
                                           if n.name in self.label_rule), bool(engine))
                      for (_, engine, _), members in groups.items())
+
+
+def rule_labels(rules: RuleSet, graph: Graph) -> RuleLabels:
+    """The labels after the enabled label rules of `rules`, and who set them."""
+    labels, changes = labelling.rule_labels(rules, graph)
+    return RuleLabels(labels, {name: steps[-1][0].name for name, steps in changes.items()})
 
 
 def _data_descendants(graph: Graph, sources: list[Node]) -> set[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
 from streamalloc.recent import Recent
-from streamalloc.rules.constraint_inputs import Inputs
+from streamalloc.rules.constraint_inputs import Inputs, RuleLabels
 from streamalloc.rules.kinds import KINDS, NO_CONSTRAINT
 from streamalloc.rules.model import Rule, RuleSet
 
@@ -108,16 +108,17 @@ _RECENT: Recent[tuple[Constraint, ...]] = Recent(4)
 
 
 def rule_constraints(rules: RuleSet, graph: Graph,
-                     partitions: Mapping[str, GraphPartition] | None = None) -> list[Constraint]:
+                     partitions: Mapping[str, GraphPartition] | None = None,
+                     labels: RuleLabels | None = None) -> list[Constraint]:
     """The constraints of every enabled rule of `rules` on `graph`, in rule order
-    (`partitions`: GE's partition under the rules' labels, when the caller has it)."""
+    (`partitions`, `labels`: GE's partition and the rules' labels, when the caller has them)."""
     # the same structure under the same options (`with_options` shares root and engines)
     key = (rules.canonical_text(), id(graph.root), id(graph.engines),
            tuple(sorted(graph.options.items())))
     recent = _RECENT.get(key, graph.root, graph.engines)
     if recent is not None:
         return list(recent)
-    inputs = Inputs.of(rules, graph, partitions)
+    inputs = Inputs.of(rules, graph, partitions, labels)
     result: list[Constraint] = []
     for rule in inputs.enabled:
         build = FORMS[rule.kind]

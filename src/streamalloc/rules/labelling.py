@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 
-from streamalloc.ir.graph import Graph
+from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NodeLabels, cmo_label, raw_labels, transfer_user_label
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
@@ -19,26 +19,30 @@ from streamalloc.rules.model import Rule, RuleSet
 LABEL_KINDS = frozenset({"cmo-label", "user-stream-label", "stream-label"})
 
 
-def initial_labels(graph: Graph) -> dict[str, NodeLabels]:
+def initial_labels(graph: Graph) -> Mapping[str, NodeLabels]:
     """Every node's labels from its own attributes."""
-    return {n.name: raw_labels(n) for n in graph.all_nodes()}
+    return MappingProxyType({n.name: raw_labels(n) for n in graph.all_nodes()})
 
 
 def apply(rule: Rule, graph: Graph, labels: Mapping[str, NodeLabels]) -> Mapping[str, NodeLabels]:
-    """New labels after one label rule."""
-    result = dict(labels)
+    """New labels after one label rule (`labels` itself when the rule changes none)."""
+    changed = {}
     for node in filter(rule.match, graph.all_nodes()):  # label rules match few nodes
-        current = result[node.name]
-        if rule.kind == "cmo-label":
-            result[node.name] = cmo_label(node, current)
-        elif rule.kind == "user-stream-label":
-            result[node.name] = transfer_user_label(node, current)
-        else:
-            label = str(rule.options["label"])
-            user = label if rule.options.get("user") else current.user_stream_label
-            result[node.name] = replace(current, stream_label=label, user_stream_label=user,
-                                        present=True)
-    return MappingProxyType(result)
+        current = labels[node.name]
+        new = _relabel(rule, node, current)
+        if new != current:
+            changed[node.name] = new
+    return MappingProxyType({**labels, **changed}) if changed else labels
+
+
+def _relabel(rule: Rule, node: Node, current: NodeLabels) -> NodeLabels:
+    if rule.kind == "cmo-label":
+        return cmo_label(node, current)
+    if rule.kind == "user-stream-label":
+        return transfer_user_label(node, current)
+    label = str(rule.options["label"])
+    user = label if rule.options.get("user") else current.user_stream_label
+    return replace(current, stream_label=label, user_stream_label=user, present=True)
 
 
 def rule_labels(rules: RuleSet, graph: Graph
@@ -50,7 +54,7 @@ def rule_labels(rules: RuleSet, graph: Graph
     for rule in rules.rules:
         if rule.kind in LABEL_KINDS and rule.enabled(graph.options):
             new = apply(rule, graph, labels)
-            for name, value in new.items():
+            for name, value in new.items() if new is not labels else ():
                 if value != labels[name]:
                     changes.setdefault(name, []).append((rule, value))
             labels = new
