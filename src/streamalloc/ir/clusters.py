@@ -1,14 +1,14 @@
 """The cluster merging of GE's engine partitioner (ge-logical-streams.md 1.6.1-1.6.3).
 
 A cluster is a set of node positions (G-order indices) of one graph. Clusters are named by their
-smallest member index; `in_`/`out` hold the names of neighbouring clusters. Merging keeps the
-smaller name, so index b refers to cluster s after merge(s, b) as in GE.
+smallest member index; a cluster's successor set holds the names of the clusters it feeds.
+Merging keeps the smaller name, so index b refers to cluster s after merge(s, b) as in GE.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from streamalloc.ir.graph import ComputeGraph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
@@ -23,16 +23,13 @@ ENABLE_CV_PARALLEL = "_enable_cv_parallel"
 
 @dataclass(slots=True)
 class Cluster:
-    """Member node indices (ascending), cluster engine and labels, neighbour cluster names
-    (slots: a graph starts with one cluster per node)."""
+    """A cluster that remains after merging: member node indices (ascending), engine, labels."""
 
     nodes: list[int]
     engine: str
     label: str
     user_label: str
     id: str = ""
-    in_: set[int] = field(default_factory=set)
-    out: set[int] = field(default_factory=set)
 
 
 # The partition and the per-graph passes of one allocation read the same table of one graph.
@@ -66,22 +63,38 @@ def _cluster_engine(node: Node, cv_marked: set[str]) -> str:
     return "AIcoreEngine" if node.engine == "DNN_VM_CUSTOM" else node.engine
 
 
+def _cluster_engines(nodes: Sequence[Node], cv_marked: set[str]) -> list[str]:
+    """Per node, its cluster engine; a node without attributes, of no data-like type, not
+    "cv"-marked and not DNN_VM_CUSTOM keeps its own engine (the common case, tested inline)."""
+    return [node.engine if node.type not in DATA_LIKE_TYPES and not node.attrs
+            and node.engine != "DNN_VM_CUSTOM" and node.name not in cv_marked
+            else _cluster_engine(node, cv_marked) for node in nodes]
+
+
+def _successors(preds: Sequence[tuple[int, ...]]) -> list[list[int]]:
+    """Per node, the later nodes it feeds, once each; a loop back edge (from a later node) is
+    no cluster edge (1.6.1)."""
+    succs: list[list[int]] = [[] for _ in preds]
+    for i, ps in enumerate(preds):
+        for j in ps:
+            if j < i and (not (out := succs[j]) or out[-1] != i):  # i's repeats come together
+                out.append(i)
+    return succs
+
+
 def seed_clusters(compute: ComputeGraph, labels: Mapping[str, NodeLabels],
                   cv_mode: bool) -> ClusterSet:
     """One cluster per node (1.6.1), after "cv" marking when `cv_mode` (1.6.2)."""
-    cv_marked = cv_parallel_nodes(compute) if cv_mode else set()
-    clusters: dict[int, Cluster] = {}
-    for i, (node, preds) in enumerate(zip(compute.nodes, in_positions(compute), strict=True)):
-        engine = _cluster_engine(node, cv_marked)
-        tags = labels.get(node.name, NO_LABELS)
-        user = "" if engine == ENGINE_DEFAULT_DATA else tags.user_stream_label
-        # neighbours that precede it (a loop back edge comes from a later node)
-        clusters[i] = Cluster([i], engine, tags.stream_label, user,
-                              in_={j for j in preds if j < i})
-    for i, cluster in clusters.items():
-        for p in cluster.in_:
-            clusters[p].out.add(i)
-    return ClusterSet(clusters)
+    nodes = compute.nodes
+    engines = _cluster_engines(nodes, cv_parallel_nodes(compute) if cv_mode else set())
+    tags = [labels.get(node.name, NO_LABELS) for node in nodes]
+    users = [tag.user_stream_label for tag in tags]
+    for i, engine in enumerate(engines):
+        if engine == ENGINE_DEFAULT_DATA:
+            users[i] = ""  # a data-like source never joins a user-labelled cluster
+    preds = in_positions(compute)
+    return ClusterSet(engines, [tag.stream_label for tag in tags], users, preds,
+                      _successors(preds))
 
 
 def _is_aiv(node: Node) -> bool:
@@ -124,10 +137,23 @@ def _reaches(compute: ComputeGraph, start: int | None, target: int) -> bool:
 
 
 class ClusterSet:
-    """Clusters of one graph under GE's merge rules."""
+    """Clusters of one graph under GE's merge rules, kept in tables by node position.
 
-    def __init__(self, clusters: dict[int, Cluster]) -> None:
-        self.clusters = clusters
+    A cluster's engine and labels are those of its name node: merging keeps the smaller name's.
+    `cluster_of` names every node's cluster; `members` lists merged clusters only (a seed
+    cluster is its node); `outs` holds each cluster's successor clusters, a seed's as the list
+    of its successor nodes until a merge changes it. No predecessor sets: a merge finds the
+    predecessors of the cluster merged away from its members' inputs. Cluster objects are made
+    only for the clusters that remain (`groups`).
+    """
+
+    def __init__(self, engines: list[str], labels: list[str], users: list[str],
+                 preds: Sequence[tuple[int, ...]], succs: list[list[int]]) -> None:
+        self.engines, self.labels, self.users = engines, labels, users
+        self.preds = preds
+        self.cluster_of = list(range(len(engines)))
+        self.members: dict[int, list[int]] = {}
+        self.outs: list[list[int] | set[int]] = list(succs)
 
     def merge_all(self, consecutive: bool) -> None:
         """GE's greedy parent merge, or the consecutive merge of `ge.topoSortingMode` "3"."""
@@ -137,38 +163,62 @@ class ClusterSet:
             self._merge_parents()
 
     def _merge_parents(self) -> None:
-        for child in range(len(self.clusters)):
-            in_ = self.clusters[child].in_  # merging changes it: iterate a copy
-            parents = sorted(in_, key=lambda p: (len(self.clusters[p].out), p)) \
-                if len(in_) > 1 else tuple(in_)
+        # A node's cluster is still its seed cluster when its turn comes: merges so far only
+        # joined clusters named below it, so its parents are the clusters of its earlier preds.
+        cluster_of = self.cluster_of
+        for child, preds in enumerate(self.preds):
+            if len(preds) == 1:
+                if preds[0] < child and self._mergeable(parent := cluster_of[preds[0]],
+                                                         child, child):
+                    self._absorb(parent, child)
+                continue
+            parents = {cluster_of[j] for j in preds if j < child}
             current = child
-            for parent in parents:
+            for parent in sorted(parents, key=lambda p: (len(self.outs[p]), p)) \
+                    if len(parents) > 1 else parents:
                 if self._mergeable(parent, current, upper=child):
                     current = self._merge(parent, current)
 
+    def _absorb(self, parent: int, child: int) -> None:
+        """`_merge` of a seed cluster into the cluster of its only input: the child has no
+        other predecessor to rename and only later nodes as successors (one per merge in a
+        chain, so written out without `_merge`'s helpers)."""
+        self.cluster_of[child] = parent
+        members = self.members.get(parent)
+        if members is None:
+            self.members[parent] = [parent, child]
+        else:
+            members.append(child)
+        out = self.outs[parent]
+        if not isinstance(out, set):
+            out = self.outs[parent] = set(out)
+        out.discard(child)
+        out.update(self.outs[child])
+        self.outs[child] = []
+
     def _merge_consecutive(self) -> None:
-        ids = [i for i, c in sorted(self.clusters.items()) if c.engine != ENGINE_DEFAULT_DATA]
+        ids = [i for i, engine in enumerate(self.engines) if engine != ENGINE_DEFAULT_DATA]
         for k in range(len(ids) - 1, 0, -1):
             if self._mergeable(ids[k - 1], ids[k], upper=ids[k]):
                 self._merge(ids[k - 1], ids[k])
 
     def _mergeable(self, p: int, c: int, upper: int) -> bool:
-        first, second = self.clusters.get(p), self.clusters.get(c)
-        if first is None or second is None:
-            return False
-        if first.user_label and first.user_label == second.user_label:
+        user = self.users[p]
+        if user and user == self.users[c]:
             return True  # second partitioning: same user label merges across engines
-        if first.engine != second.engine or first.label != second.label:
+        if self.engines[p] != self.engines[c] or self.labels[p] != self.labels[c]:
             return False
         return not self._reachable_without_edge(p, c, upper)
 
     def _reachable_without_edge(self, p: int, c: int, upper: int) -> bool:
         """Is c reachable from p other than by the direct edge p->c (GE's restricted DFS)?"""
-        stack = [o for o in self.clusters[p].out if o != c and o < upper]
+        outs = self.outs
+        stack = [o for o in outs[p] if o != c and o < upper]
+        if not stack:
+            return False  # the common case: p feeds no other cluster below the bound
         seen = set(stack)
         while stack:
-            current = stack.pop()
-            for o in self.clusters[current].out:
+            for o in outs[stack.pop()]:
                 if o == c:
                     return True
                 if o < upper and o not in seen:
@@ -178,24 +228,38 @@ class ClusterSet:
 
     def _merge(self, p: int, c: int) -> int:
         s, b = (p, c) if p < c else (c, p)
-        small, big = self.clusters[s], self.clusters.pop(b)
-        small.nodes.extend(big.nodes)
-        small.out.discard(b)
-        big.in_.discard(s)
-        small.in_ |= big.in_
-        small.out |= big.out
-        for x in big.in_:
-            self.clusters[x].out.discard(b)
-            self.clusters[x].out.add(s)
-        for y in big.out:
-            self.clusters[y].in_.discard(b)
-            self.clusters[y].in_.add(s)
-        small.in_.discard(s)
-        small.out.discard(s)
+        moved = self.members.pop(b, None) or [b]
+        for x in self._predecessors(moved):
+            if x not in (s, b):
+                out = self._own_out(x)
+                out.discard(b)
+                out.add(s)
+        cluster_of = self.cluster_of
+        for x in moved:
+            cluster_of[x] = s
+        self.members.setdefault(s, [s]).extend(moved)
+        out = self._own_out(s)
+        out.update(self.outs[b])
+        out.discard(b)
+        out.discard(s)
+        self.outs[b] = []
         return s
 
+    def _predecessors(self, members: list[int]) -> set[int]:
+        """The clusters that feed these members (forward edges only, as seeded)."""
+        cluster_of, preds = self.cluster_of, self.preds
+        return {cluster_of[j] for m in members for j in preds[m] if j < m}
+
+    def _own_out(self, x: int) -> set[int]:
+        """Cluster x's successor set, made a set when it is still a seed's list."""
+        out = self.outs[x]
+        if isinstance(out, set):
+            return out
+        owned = self.outs[x] = set(out)
+        return owned
+
     def groups(self) -> list[Cluster]:
-        """The clusters, members sorted by G-order."""
-        for cluster in self.clusters.values():
-            cluster.nodes.sort()
-        return list(self.clusters.values())
+        """The remaining clusters by name, members sorted by G-order."""
+        members, engines, labels, users = self.members, self.engines, self.labels, self.users
+        return [Cluster(sorted(members.get(s, (s,))), engines[s], labels[s], users[s])
+                for s, name in enumerate(self.cluster_of) if s == name]

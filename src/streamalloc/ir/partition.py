@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from types import MappingProxyType
 
 from streamalloc.errors import InputError, OptionError
@@ -124,11 +125,15 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     for k, ps in enumerate(preds):
         for p in ps:
             succs[p].add(k)
+    names = [node.name for node in compute.nodes]
     subgraphs = tuple(
-        _subgraph(graph, compute, k, g, (preds[k], succs[k], max_parallel.get(g.engine, 1)))
+        _subgraph(graph, compute, k, g, (tuple(map(names.__getitem__, g.nodes)), preds[k],
+                                         succs[k], max_parallel.get(g.engine, 1)))
         for k, g in enumerate(kept))
-    owner = {compute.nodes[i].name: k for k, group in enumerate(kept) for i in group.nodes}
-    outside = tuple(n.name for n, k in zip(compute.nodes, owner_at, strict=True) if k is None)
+    owner: dict[str, int] = {}
+    for subgraph in subgraphs:
+        owner.update(zip(subgraph.nodes, repeat(subgraph.index)))
+    outside = tuple([name for name, k in zip(names, owner_at, strict=True) if k is None])
     return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
 
 
@@ -140,13 +145,12 @@ def _preds(inputs: Sequence[tuple[int, ...]], group: Cluster, k: int,
 
 
 def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,
-              links: tuple[set[int], set[int], int]) -> EngineSubgraph:
-    preds, succs, max_parallel_num = links
+              parts: tuple[tuple[str, ...], set[int], set[int], int]) -> EngineSubgraph:
+    names, preds, succs, max_parallel_num = parts  # member names, neighbour subgraphs
     engine = graph.engines.get(group.engine)
     if engine is None:
         raise InputError(f"{graph.source}: engine subgraph {k} of graph {compute.name!r} uses "
                          f"engine {group.engine!r}, which is not in the engine table")
-    names = tuple(compute.nodes[i].name for i in group.nodes)
     return EngineSubgraph(
         index=k, id=group.id or f"{compute.name}/sg{k}", graph=compute.name, engine=engine,
         stream_label=group.label, user_stream_label=group.user_label, nodes=names,
