@@ -124,7 +124,7 @@ class Inputs:
 
     def requests_attached(self, node: Node) -> bool:
         """Static flow: the node asks for at least one attached stream (spec 5.1)."""
-        if self.flow != "static" or node.has_attr(DISABLE):
+        if not node.attrs or self.flow != "static" or node.has_attr(DISABLE):  # asked by attrs
             return False
         return any(count > 0 for _, _, count in requests(self.graph, node, 0))
 
