@@ -81,7 +81,8 @@ def check_op_types(graph: Graph) -> None:
     costs = default_cost_table().ops
     table = graph.engines.op_engines
     default = graph.engines.default_engine
-    on_default = Counter(n.type for n in graph.all_nodes() if n.engine == default)
+    # every node, without the T-order walk (counts do not depend on the order)
+    on_default = Counter([n.type for n in graph.by_name.values() if n.engine == default])
     unknown = {t: count for t, count in on_default.items()
                if t not in table and not known_op_type(t, costs)}
     typos = {t: meant for t in unknown

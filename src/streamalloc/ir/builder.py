@@ -13,9 +13,12 @@ topological (GE's allocator takes GE's order as input); otherwise, and always wi
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 
 from streamalloc.errors import GraphLoadError, OptionError
@@ -37,29 +40,49 @@ from streamalloc.ir.tensor import TensorDesc
 # gives one (loaders pass lazy locators so that valid files never pay for line lookups).
 Origin = object
 
+# Node's fields after `graph`, as `add_nodes` takes them (sequences as tuples, engine None: the
+# op type's, attrs None: none): name, type, engine, inputs, control_inputs, attrs, outputs,
+# input_descs, subgraphs, stream_id, task_count, cost_us.
+NodeRow = tuple[str, str, str | None, tuple[DataInput | None, ...], tuple[str, ...],
+                Mapping[str, AttrValue] | None, tuple[TensorDesc, ...], tuple[TensorDesc, ...],
+                tuple[tuple[str, str], ...], int | None, int | None, float | None]
+
 _SORT_MODES = {"": "dfs", "0": "bfs", "1": "dfs", "2": "given", "3": "given"}
+
+
+_PORTS = {str(port): port for port in range(256)}  # the port text of nearly every reference
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per edge
+_PORT = itemgetter(0)  # Consumer.port
+_ENGINE = attrgetter("engine")
 
 
 def parse_ref(text: str) -> DataInput:
     """Parse "node" or "node:k" (split on the last colon, as GE's loader does)."""
     head, sep, tail = text.rpartition(":")
+    port = _PORTS.get(tail)
+    if port is not None and head:
+        return _new_tuple(DataInput, (sys.intern(head), port))
     if sep and tail.lstrip("-").isdigit() and head:
         return DataInput(sys.intern(head), int(tail))
     return DataInput(sys.intern(text), 0)
 
 
-@dataclass(slots=True)
-class _Pending:
-    node: Node
-    origin: Origin
-
-
 @dataclass
 class _GraphDraft:
     name: str
-    nodes: list[_Pending] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
     origin: Origin = ""
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+    # (position of its first node, origin of its k-th node) per `add_nodes` call: node origins
+    # are only made for messages
+    runs: list[tuple[int, Callable[[int], Origin]]] = field(default_factory=list)
+
+    def origin_of(self, name: str) -> Origin:
+        """Where node `name` of this graph came from (a linear search: messages only)."""
+        position = next(i for i, n in enumerate(self.nodes) if n.name == name)
+        run = bisect_right([start for start, _ in self.runs], position) - 1
+        start, origin_at = self.runs[run]
+        return origin_at(position - start)
 
 
 class GraphBuilder:
@@ -80,7 +103,7 @@ class GraphBuilder:
         self.engines = engines or default_engine_table()
         self.dynamic_shape = dynamic_shape
         self._graphs: dict[str, _GraphDraft] = {name: _GraphDraft(name, origin=source)}
-        self._where: dict[str, tuple[str, Origin]] = {}  # node -> (graph, origin)
+        self._graph_of: dict[str, str] = {}  # node -> its graph
         self._partition: list[tuple[PartitionEntry, Origin]] | None = None
 
     def add_subgraph(self, name: str, origin: Origin = "",
@@ -103,24 +126,40 @@ class GraphBuilder:
                  task_count: int | None = None, cost_us: float | None = None,
                  origin: Origin = "") -> None:
         """Add a node to `graph` (default: the root). Only names are checked here."""
-        graph = graph or self.name
-        origin = origin or self.source
-        # one string object per name (refs are interned too): later lookups compare identities
-        name = sys.intern(name)
+        row = (name, type, engine, tuple(inputs), tuple(control_inputs), attrs, tuple(outputs),
+               tuple(input_descs), tuple(subgraphs), stream_id, task_count, cost_us)
+        self.add_nodes(graph or self.name, [row], (origin or self.source,).__getitem__)
+
+    def add_nodes(self, graph: str, rows: Iterable[NodeRow],
+                  origin_at: Callable[[int], Origin]) -> None:
+        """Add a node per row to `graph`, as `add_node` does; `origin_at(k)` tells where the
+        k-th row came from (called only for a message). Rows are taken one at a time, so an
+        error the caller finds making row k comes after the errors of the rows before it."""
+        draft = self._graphs.get(graph)
+        nodes: list[Node] = draft.nodes if draft else []
+        if draft:
+            draft.runs.append((len(nodes), origin_at))
+        graph_of = self._graph_of
+        engine_of, default_engine = self.engines.op_engines.get, self.engines.default_engine
+        no_attrs = freeze_attrs(None)
+        for k, (text, type, engine, inputs, control_inputs, attrs, outputs, input_descs,
+                subgraphs, stream_id, task_count, cost_us) in enumerate(rows):
+            # one string object per name (refs are interned too): lookups compare identities
+            name = sys.intern(text)
+            if draft is None or name in graph_of:
+                self._reject_node(name, graph, origin_at(k))
+            graph_of[name] = graph
+            nodes.append(Node(name, sys.intern(type), engine or engine_of(type, default_engine),
+                              graph, inputs, control_inputs,
+                              freeze_attrs(attrs) if attrs else no_attrs, outputs, input_descs,
+                              subgraphs, stream_id, task_count, cost_us))
+
+    def _reject_node(self, name: str, graph: str, origin: Origin) -> None:
         if graph not in self._graphs:
             raise GraphLoadError(f"{origin}: node {name!r} is placed in unknown graph {graph!r}")
-        if name in self._where:
-            first = self._where[name][1]
-            raise GraphLoadError(f"{origin}: duplicate node name {name!r} (first defined at "
-                                 f"{first}); node names must be unique across all graphs")
-        node = Node(name=name, type=sys.intern(type),
-                    engine=engine or self.engines.engine_for(type),
-                    graph=graph, inputs=tuple(inputs), control_inputs=tuple(control_inputs),
-                    attrs=freeze_attrs(attrs), outputs=tuple(outputs),
-                    input_descs=tuple(input_descs), subgraphs=tuple(subgraphs),
-                    stream_id=stream_id, task_count=task_count, cost_us=cost_us)
-        self._where[name] = (graph, origin)
-        self._graphs[graph].nodes.append(_Pending(node, origin))
+        first = self._graphs[self._graph_of[name]].origin_of(name)
+        raise GraphLoadError(f"{origin}: duplicate node name {name!r} (first defined at "
+                             f"{first}); node names must be unique across all graphs")
 
     def set_partition(self, entries: Iterable[tuple[PartitionEntry, Origin]]) -> None:
         """Give the engine partition explicitly: (entry, origin) pairs in L-order."""
@@ -156,10 +195,10 @@ class GraphBuilder:
     def _check_ownership(self) -> dict[str, str]:
         parents: dict[str, str] = {}
         for draft in self._graphs.values():
-            for pending in draft.nodes:
-                for role, sub in pending.node.subgraphs:
-                    self._check_owned(pending, role, sub, parents)
-                    parents[sub] = pending.node.name
+            for node in draft.nodes:
+                for role, sub in node.subgraphs:
+                    self._check_owned(draft, node, role, sub, parents)
+                    parents[sub] = node.name
         for name, draft in self._graphs.items():
             if name != self.name and name not in parents:
                 raise GraphLoadError(f"{draft.origin or self.source}: subgraph {name!r} is not "
@@ -167,102 +206,101 @@ class GraphBuilder:
         self._check_nesting(parents)
         return parents
 
-    def _check_owned(self, pending: _Pending, role: str, sub: str, parents: dict[str, str]) -> None:
-        node = pending.node
+    def _check_owned(self, draft: _GraphDraft, node: Node, role: str, sub: str,
+                     parents: dict[str, str]) -> None:
         if sub not in self._graphs or sub == self.name:
             known = [g for g in self._graphs if g != self.name]
-            raise GraphLoadError(f"{pending.origin}: node {node.name!r} subgraph {role!r} names "
-                                 f"unknown subgraph {sub!r}; known: {known or 'none'}")
+            raise GraphLoadError(f"{draft.origin_of(node.name)}: node {node.name!r} subgraph "
+                                 f"{role!r} names unknown subgraph {sub!r}; known: "
+                                 f"{known or 'none'}")
         if sub in parents:
-            raise GraphLoadError(f"{pending.origin}: subgraph {sub!r} is owned by both "
-                                 f"{parents[sub]!r} and {node.name!r}")
+            raise GraphLoadError(f"{draft.origin_of(node.name)}: subgraph {sub!r} is owned by "
+                                 f"both {parents[sub]!r} and {node.name!r}")
         roles = [r for r, _ in node.subgraphs]
         if roles.count(role) > 1:
-            raise GraphLoadError(f"{pending.origin}: node {node.name!r} names subgraph role "
-                                 f"{role!r} twice; roles must be unique per node")
+            raise GraphLoadError(f"{draft.origin_of(node.name)}: node {node.name!r} names "
+                                 f"subgraph role {role!r} twice; roles must be unique per node")
 
     def _check_nesting(self, parents: dict[str, str]) -> None:
         for sub in parents:
             seen, graph = [sub], sub
             while graph in parents:
-                graph = self._where[parents[graph]][0]
+                graph = self._graph_of[parents[graph]]
                 if graph in seen:
                     raise GraphLoadError(f"{self.source}: subgraphs own each other in a loop: "
                                          + " -> ".join([*seen, graph]))
                 seen.append(graph)
 
     def _finish(self, draft: _GraphDraft, parent: str | None, mode: str) -> ComputeGraph:
-        nodes = {p.node.name: p for p in draft.nodes}
-        consumers: dict[str, list[Consumer]] = defaultdict(list)
-        controls: dict[str, list[str]] = defaultdict(list)
-        seen: set[str] = set()
-        forward = True  # every edge from an earlier node: the given list is topological
-        for pending in draft.nodes:
-            node = pending.node
-            self._check_node(pending, nodes, draft.name)
-            for slot, ref in enumerate(node.inputs):
-                if ref is not None:
-                    consumers[ref.src].append(Consumer(ref.port, node.name, slot))
-                    if ref.src not in seen and nodes[ref.src].node.type not in LOOP_BACK_TYPES:
-                        forward = False
-            for src in node.control_inputs:
-                controls[src].append(node.name)
-                forward = forward and src in seen
-            seen.add(node.name)
-        frozen_consumers = {k: tuple(sorted(v, key=lambda c: c.port)) for k, v in consumers.items()}
-        frozen_controls = {k: tuple(v) for k, v in controls.items()}
-        if mode == "given" and not forward:
-            mode = "dfs"  # the given list is not topological: GE's own sort
-        ordered = self._order(draft, nodes, frozen_consumers, frozen_controls, mode)
+        nodes = draft.nodes
+        position, consumers, controls, forward = _edges(nodes)
+        if not self._well_formed(nodes, position, consumers, controls):
+            for node in nodes:  # the first problem in node order, with its message
+                self._check_node(draft, node, position)
+        frozen_consumers = _frozen_consumers(consumers)
+        frozen_controls = {src: tuple(c) for src, c in controls.items()}
+        if mode == "given" and forward:
+            ordered, index = nodes, position
+        else:  # the given list is not topological, or GE's own sort was asked for
+            ordered = self._order(draft, frozen_consumers, frozen_controls,
+                                  "dfs" if mode == "given" else mode)
+            index = {n.name: i for i, n in enumerate(ordered)}
         return ComputeGraph(name=draft.name, nodes=tuple(ordered), parent=parent,
-                            index=MappingProxyType({n.name: i for i, n in enumerate(ordered)}),
+                            index=MappingProxyType(index),
                             consumers=MappingProxyType(frozen_consumers),
                             control_successors=MappingProxyType(frozen_controls),
-                            list_order=tuple(p.node.name for p in draft.nodes),
-                            attrs=freeze_attrs(draft.attrs))
+                            list_order=tuple(position), attrs=freeze_attrs(draft.attrs))
 
-    def _check_node(self, pending: _Pending, nodes: Mapping[str, _Pending], graph: str) -> None:
-        node, origin = pending.node, pending.origin
+    def _well_formed(self, nodes: list[Node], position: Mapping[str, int],
+                     consumers: Mapping[str, list[Consumer]],
+                     controls: Mapping[str, list[str]]) -> bool:
+        """The checks of `_check_node` on the whole graph at once (known engines, references
+        to nodes of the graph, ports in range): False when any node fails one."""
+        return (set(map(_ENGINE, nodes)).issubset(self.engines.engines)
+                and position.keys() >= consumers.keys() and position.keys() >= controls.keys()
+                and min(map(_PORT, chain.from_iterable(consumers.values())), default=0) >= 0
+                and all(max(map(_PORT, consumers.get(node.name, ())), default=-1)
+                        < len(node.outputs) for node in nodes if node.outputs))
+
+    def _check_node(self, draft: _GraphDraft, node: Node, nodes: Mapping[str, int]) -> None:
         if node.engine not in self.engines.engines:
             known = ", ".join(sorted(self.engines.engines))
-            raise GraphLoadError(f"{origin}: node {node.name!r} field 'engine': unknown engine "
-                                 f"{node.engine!r}; known: {known} (add it under 'engines')")
+            raise GraphLoadError(f"{draft.origin_of(node.name)}: node {node.name!r} field "
+                                 f"'engine': unknown engine {node.engine!r}; known: {known} (add "
+                                 "it under 'engines')")
         for slot, ref in enumerate(node.inputs):
             if ref is not None:
-                if ref.src not in nodes:  # the message is only built for a bad reference
-                    self._check_ref(pending, f"input {slot} ({ref})", ref.src, nodes, graph)
-                producer = nodes[ref.src].node
+                self._check_ref(draft, node, f"input {slot} ({ref})", ref.src, nodes)
+                producer = draft.nodes[nodes[ref.src]]
                 if ref.port < 0 or (producer.outputs and ref.port >= len(producer.outputs)):
                     raise GraphLoadError(
-                        f"{origin}: node {node.name!r} input {slot} ({ref}): node {ref.src!r} "
-                        f"has outputs 0..{len(producer.outputs) - 1}, not {ref.port}")
+                        f"{draft.origin_of(node.name)}: node {node.name!r} input {slot} ({ref}): "
+                        f"node {ref.src!r} has outputs 0..{len(producer.outputs) - 1}, not "
+                        f"{ref.port}")
         for src in node.control_inputs:
-            if src not in nodes:
-                self._check_ref(pending, f"control input {src!r}", src, nodes, graph)
+            self._check_ref(draft, node, f"control input {src!r}", src, nodes)
 
-    def _check_ref(self, pending: _Pending, what: str, src: str, nodes: Mapping[str, _Pending],
-                   graph: str) -> None:
+    def _check_ref(self, draft: _GraphDraft, node: Node, what: str, src: str,
+                   nodes: Mapping[str, int]) -> None:
         if src in nodes:
             return
-        where = self._where.get(src)
-        detail = (f"{src!r} is in graph {where[0]!r}; edges cannot cross graphs" if where
+        graph = self._graph_of.get(src)
+        detail = (f"{src!r} is in graph {graph!r}; edges cannot cross graphs" if graph
                   else f"no node named {src!r}")
-        raise GraphLoadError(f"{pending.origin}: node {pending.node.name!r} {what} in graph "
-                             f"{graph!r}: {detail}")
+        raise GraphLoadError(f"{draft.origin_of(node.name)}: node {node.name!r} {what} in graph "
+                             f"{draft.name!r}: {detail}")
 
-    def _order(self, draft: _GraphDraft, nodes: Mapping[str, _Pending],
-               consumers: Mapping[str, tuple[Consumer, ...]],
+    def _order(self, draft: _GraphDraft, consumers: Mapping[str, tuple[Consumer, ...]],
                controls: Mapping[str, tuple[str, ...]], mode: str) -> list[Node]:
-        if mode == "given":  # `_finish` found the list topological
-            return [p.node for p in draft.nodes]
-        names = [p.node.name for p in draft.nodes]
+        nodes = {n.name: n for n in draft.nodes}
+        names = list(nodes)
 
         def successors(name: str) -> list[str]:
-            data = [] if nodes[name].node.type in LOOP_BACK_TYPES else \
+            data = [] if nodes[name].type in LOOP_BACK_TYPES else \
                 [c.node for c in consumers.get(name, ())]
             return data + list(controls.get(name, ()))
 
-        types = {n: nodes[n].node.type for n in names}
+        types = {n: nodes[n].type for n in names}
         try:
             if mode == "bfs":
                 ordered = topo.bfs_order(names, successors, types)
@@ -271,7 +309,7 @@ class GraphBuilder:
         except topo.CycleError as exc:
             raise GraphLoadError(f"{draft.origin or self.source}: graph {draft.name!r} has a "
                                  f"cycle: {exc}") from None
-        return [nodes[n].node for n in ordered]
+        return [nodes[n] for n in ordered]
 
     def _checked_partition(self) -> tuple[PartitionEntry, ...] | None:
         if self._partition is None:
@@ -289,14 +327,52 @@ class GraphBuilder:
                                  f"engine {entry.engine!r}; known: {known}")
         graphs = set()
         for name in entry.nodes:
-            if name not in self._where:
+            if name not in self._graph_of:
                 raise GraphLoadError(f"{origin}: partition {entry.id!r} lists unknown node "
                                      f"{name!r}")
             if name in seen:
                 raise GraphLoadError(f"{origin}: node {name!r} is in partitions {seen[name]!r} "
                                      f"and {entry.id!r}")
             seen[name] = entry.id
-            graphs.add(self._where[name][0])
+            graphs.add(self._graph_of[name])
         if len(graphs) > 1:
             raise GraphLoadError(f"{origin}: partition {entry.id!r} mixes nodes of graphs "
                                  f"{sorted(graphs)}")
+
+
+def _edges(nodes: list[Node]
+           ) -> tuple[dict[str, int], dict[str, list[Consumer]], dict[str, list[str]], bool]:
+    """Node positions, consumers and control successors in link order, and whether every edge
+    comes from an earlier node of the list or is a loop back edge (the list is topological)."""
+    position: dict[str, int] = {}  # the nodes before the current one, then all
+    consumers: dict[str, list[Consumer]] = {}
+    controls: dict[str, list[str]] = defaultdict(list)
+    late: list[str] = []  # sources of data edges from the node itself or a later (or no) node
+    forward = True
+    for at, node in enumerate(nodes):
+        name = node.name
+        for slot, ref in enumerate(node.inputs):
+            if ref is not None:
+                src = ref[0]
+                consumer = _new_tuple(Consumer, (ref[1], name, slot))
+                if src in consumers:
+                    consumers[src].append(consumer)
+                else:
+                    consumers[src] = [consumer]
+                if src not in position:
+                    late.append(src)
+        for src in node.control_inputs:
+            controls[src].append(name)
+            forward = forward and src in position
+        position[name] = at
+    forward = forward and all(
+        src in position and nodes[position[src]].type in LOOP_BACK_TYPES for src in late)
+    return position, consumers, controls, forward
+
+
+def _frozen_consumers(consumers: dict[str, list[Consumer]]) -> dict[str, tuple[Consumer, ...]]:
+    """Each producer's consumers by output port, then link order (a stable sort)."""
+    for edges in consumers.values():
+        if len(edges) > 1:
+            edges.sort(key=_PORT)
+    return dict(zip(consumers, map(tuple, consumers.values()), strict=True))

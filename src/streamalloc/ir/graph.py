@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -139,7 +140,9 @@ class Graph:
 
     def __post_init__(self) -> None:
         if not self.by_name:
-            index = {n.name: n for g in self.graphs() for n in g.nodes}
+            index: dict[str, Node] = {}
+            for graph in self.graphs():
+                index.update(zip(map(attrgetter("name"), graph.nodes), graph.nodes, strict=True))
             object.__setattr__(self, "by_name", MappingProxyType(index))
 
     def graphs(self) -> Iterator[ComputeGraph]:

@@ -7,7 +7,7 @@ and field, what was expected and, for keys and enums, the valid choices.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,9 +16,9 @@ import yaml
 
 from streamalloc.errors import GraphLoadError
 from streamalloc.ir.attrs import attr_from_plain, desc_from_plain
-from streamalloc.ir.builder import GraphBuilder, parse_ref
+from streamalloc.ir.builder import GraphBuilder, NodeRow, parse_ref
 from streamalloc.ir.engines import default_engine_table, engine_from_plain
-from streamalloc.ir.graph import Graph, PartitionEntry
+from streamalloc.ir.graph import DataInput, Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
 from streamalloc.validation import SchemaCheck, explain
@@ -160,25 +160,45 @@ def _option_text(value: Any) -> str:
 
 def _add_nodes(builder: GraphBuilder, nodes: list[Any], graph: str, path: list[Any],
                locate: Locate, *, consume: bool) -> None:
-    # the hot loop of loading: optional fields are converted only when present
+    def origin_at(index: int) -> object:
+        return locate([*path, index])
+
+    builder.add_nodes(graph, _node_rows(nodes, path, locate, consume=consume), origin_at)
+
+
+def _node_rows(nodes: list[Any], path: list[Any], locate: Locate, *, consume: bool
+               ) -> Iterator[NodeRow]:
+    """The builder's row of each node entry (the hot loop of loading: entries with only a name,
+    a type and connected inputs, most of them, skip the other fields)."""
     for index, node in enumerate(nodes):
-        here = [*path, index]
-        get = node.get
-        inputs, outputs, descs, cost = (get("inputs"), get("outputs"), get("input_descs"),
-                                        get("cost_us"))
-        builder.add_node(
-            node["name"], node["type"], graph=graph, engine=get("engine"),
-            inputs=[None if ref == "" else parse_ref(ref) for ref in inputs] if inputs else (),
-            control_inputs=get("control_inputs", ()),
-            attrs=_attrs(node, here, locate, f"node {node['name']!r}") if "attrs" in node
-            else None,
-            outputs=[desc_from_plain(d) for d in outputs] if outputs else (),
-            input_descs=[desc_from_plain(d) for d in descs] if descs else (),
-            subgraphs=tuple(node["subgraphs"].items()) if "subgraphs" in node else (),
-            stream_id=get("stream_id"), task_count=get("task_count"),
-            cost_us=None if cost is None else float(cost), origin=locate(here))
+        inputs = node.get("inputs")
+        if inputs is None and len(node) == 2:
+            yield node["name"], node["type"], None, (), (), None, (), (), (), None, None, None
+        elif len(node) == 3 and inputs and "" not in inputs:
+            yield node["name"], node["type"], None, tuple(map(parse_ref, inputs)), (), None, (), \
+                (), (), None, None, None
+        else:
+            yield _full_row(node, [*path, index], locate)
         if consume:
             nodes[index] = None
+
+
+def _refs(inputs: list[str] | None) -> tuple[DataInput | None, ...]:
+    if not inputs:
+        return ()
+    return tuple(None if ref == "" else parse_ref(ref) for ref in inputs)  # "": unconnected
+
+
+def _full_row(node: Mapping[str, Any], here: list[Any], locate: Locate) -> NodeRow:
+    get = node.get
+    outputs, descs, cost = get("outputs"), get("input_descs"), get("cost_us")
+    return (node["name"], node["type"], get("engine"), _refs(get("inputs")),
+            tuple(get("control_inputs", ())),
+            _attrs(node, here, locate, f"node {node['name']!r}") if "attrs" in node else None,
+            tuple(desc_from_plain(d) for d in outputs) if outputs else (),
+            tuple(desc_from_plain(d) for d in descs) if descs else (),
+            tuple(node["subgraphs"].items()) if "subgraphs" in node else (),
+            get("stream_id"), get("task_count"), None if cost is None else float(cost))
 
 
 def _attrs(owner: Mapping[str, Any], here: list[Any], locate: Locate, what: str
