@@ -36,28 +36,20 @@ def compile_match(block: Mapping[str, Any] | None) -> NodePredicate:
     """A node predicate from a (schema-valid) match block."""
     if not block:
         return match_all
-    return _all_of([_node_leaf(key, value) for key, value in block.items()])
+    return _joined([_node_leaf(key, value) for key, value in block.items()], every=True)
 
 
-def _all_of(parts: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
-    """Every part holds (short-circuit). Rules test every node: one or two parts, the usual
-    cases, are tested without a generator per call."""
+def _joined(parts: list[Callable[[Any], bool]], every: bool) -> Callable[[Any], bool]:
+    """Every part holds (`every`) or some part does, short-circuit. Rules test every node: one
+    or two parts, the usual cases, are tested without a generator per call."""
     if len(parts) == 1:
         return parts[0]
     if len(parts) == 2:
         first, second = parts
-        return lambda x: first(x) and second(x)
-    return lambda x: all(p(x) for p in parts)
-
-
-def _any_of(parts: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
-    """Some part holds (short-circuit); one or two parts without a generator per call."""
-    if len(parts) == 1:
-        return parts[0]
-    if len(parts) == 2:
-        first, second = parts
-        return lambda x: first(x) or second(x)
-    return lambda x: any(p(x) for p in parts)
+        return (lambda x: first(x) and second(x)) if every else \
+            (lambda x: first(x) or second(x))
+    combine = all if every else any
+    return lambda x: combine(p(x) for p in parts)
 
 
 def _names(value: Any) -> frozenset[str]:
@@ -71,7 +63,7 @@ def _combinator(key: str, value: Any, compile_block: Callable[[Any], Callable[[A
         inner = compile_block(value)
         return lambda x: not inner(x)
     parts = [compile_block(v) for v in value]
-    return _all_of(parts) if key == "all" else _any_of(parts)
+    return _joined(parts, every=key == "all")
 
 
 def _node_leaf(key: str, value: Any) -> NodePredicate:
