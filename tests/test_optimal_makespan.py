@@ -76,17 +76,14 @@ def test_list_schedule_respects_the_stream_limit(squeezenet: Graph) -> None:
         assert sorted(v for chain in chains for v in chain) == list(range(dag.size))
 
 
-def _loaded(tmp_path: Path, text: str) -> Graph:
-    """The graph of a YAML text (its `name:` names the file)."""
-    path = tmp_path / (text.split("name: ", 1)[1].split("\n", 1)[0] + ".yaml")
-    path.write_text(text)
+def _loaded(tmp_path: Path, name: str, nodes: str) -> Graph:
+    """The graph `name` of these YAML node lines."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"format: streamalloc.graph/v1\nname: {name}\nnodes:\n{nodes}")
     return load_graph(path)
 
 
 SHORT_FORK = """\
-format: streamalloc.graph/v1
-name: shortfork
-nodes:
   - {name: x, type: Data}
   - {name: p, type: Relu, inputs: [x], cost_us: 10}
   - {name: a, type: Relu, inputs: [p], cost_us: 4}
@@ -97,7 +94,7 @@ nodes:
 
 
 def test_patient_list_schedule_waits_for_the_producers_stream(tmp_path: Path) -> None:
-    graph = _loaded(tmp_path, SHORT_FORK)
+    graph = _loaded(tmp_path, "shortfork", SHORT_FORK)
     dag, _ = _setup(graph)
     costs = default_cost_table()
     # b is ready with a, which takes p's stream: without patience b takes a new stream (an
@@ -150,9 +147,6 @@ def test_makespan_objective_near_the_bound_on_squeezenet(squeezenet: Graph) -> N
 
 
 FORK_JOIN = """\
-format: streamalloc.graph/v1
-name: forkjoin
-nodes:
   - {name: x, type: Data}
   - {name: p, type: Relu, inputs: [x], cost_us: 10}
   - {name: a1, type: Relu, inputs: [p], cost_us: 20}
@@ -164,7 +158,7 @@ nodes:
 
 
 def _fork_join(tmp_path: Path, short_us: float) -> Graph:
-    return _loaded(tmp_path, FORK_JOIN.replace("B1", str(short_us)))
+    return _loaded(tmp_path, "forkjoin", FORK_JOIN.replace("B1", str(short_us)))
 
 
 def test_fork_join_keeps_the_long_branch_on_the_producers_stream(tmp_path: Path) -> None:
@@ -180,9 +174,6 @@ def test_fork_join_keeps_the_long_branch_on_the_producers_stream(tmp_path: Path)
 
 
 FORK_JOIN_4 = """\
-format: streamalloc.graph/v1
-name: forkjoin4
-nodes:
   - {name: x, type: Data}
   - {name: p, type: Relu, inputs: [x], cost_us: 10}
   - {name: a1, type: Relu, inputs: [p], cost_us: 20}
@@ -197,7 +188,7 @@ nodes:
 
 @pytest.fixture()
 def fork_join_4(tmp_path: Path) -> Graph:
-    return _loaded(tmp_path, FORK_JOIN_4)
+    return _loaded(tmp_path, "forkjoin4", FORK_JOIN_4)
 
 
 def test_branches_run_from_fork_to_join(fork_join_4: Graph) -> None:
@@ -288,9 +279,6 @@ def test_jackson_is_the_preemptive_one_machine_bound() -> None:
 
 
 NARROW_BEFORE_WIDE = """\
-format: streamalloc.graph/v1
-name: narrowbeforewide
-nodes:
   - {name: x, type: Data}
   - {name: m, type: Relu, inputs: [x], cost_us: 2, attrs: {block_dim: 1}}
   - {name: w, type: Relu, inputs: [x], cost_us: 40, attrs: {block_dim: 32}}
@@ -301,7 +289,7 @@ nodes:
 
 
 def test_the_critical_stream_gets_the_first_id(tmp_path: Path) -> None:
-    graph = _loaded(tmp_path, NARROW_BEFORE_WIDE)
+    graph = _loaded(tmp_path, "narrowbeforewide", NARROW_BEFORE_WIDE)
     dag, by_first = _setup(graph)
     index = {n: i for i, n in enumerate(dag.names)}
     apart = [0] * dag.size
@@ -318,7 +306,7 @@ def test_the_critical_stream_gets_the_first_id(tmp_path: Path) -> None:
 
 
 def test_zero_time_tasks_on_the_chain_leave_room_in_the_clique(tmp_path: Path) -> None:
-    graph = _loaded(tmp_path, ZERO_TIME_CHAIN)
+    graph = _loaded(tmp_path, "zerochain", ZERO_TIME_CHAIN)
     costs = default_cost_table()
     bound = graph_sync_aware_bound(graph, costs)
     _, evaluator = _setup(graph)
@@ -331,9 +319,6 @@ def test_zero_time_tasks_on_the_chain_leave_room_in_the_clique(tmp_path: Path) -
 
 
 ZERO_TIME_CHAIN = """\
-format: streamalloc.graph/v1
-name: zerochain
-nodes:
   - {name: x, type: Data}
   - {name: a, type: Relu, inputs: [x], cost_us: 20, attrs: {block_dim: 4}}
   - {name: r, type: Reshape, inputs: [a], task_count: 0}

@@ -181,17 +181,10 @@ class ClusterSet:
 
     def _absorb(self, parent: int, child: int) -> None:
         """`_merge` of a seed cluster into the cluster of its only input: the child has no
-        other predecessor to rename and only later nodes as successors (one per merge in a
-        chain, so written out without `_merge`'s helpers)."""
+        other predecessor to rename and only later nodes as successors."""
         self.cluster_of[child] = parent
-        members = self.members.get(parent)
-        if members is None:
-            self.members[parent] = [parent, child]
-        else:
-            members.append(child)
-        out = self.outs[parent]
-        if not isinstance(out, set):
-            out = self.outs[parent] = set(out)
+        self.members.setdefault(parent, [parent]).append(child)
+        out = self._own_out(parent)
         out.discard(child)
         out.update(self.outs[child])
         self.outs[child] = []
