@@ -442,7 +442,6 @@ def test_sorts_are_deterministic_topological_permutations(
     for order in (dfs, bfs):
         assert sorted(order) == sorted(names)
         assert respects_edges(order, succ)
-        assert topo.is_topological(order, succ.__getitem__)
     assert topo.dfs_order(list(names), succ.__getitem__, dict(types)) == dfs
     assert topo.bfs_order(list(names), succ.__getitem__, dict(types)) == bfs
     first = [x for x in names if types[x] in topo.FIRST_SOURCE_TYPES

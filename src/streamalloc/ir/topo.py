@@ -88,12 +88,6 @@ def bfs_order(names: Sequence[str], successors: Successors, types: Mapping[str, 
     return order
 
 
-def is_topological(names: Sequence[str], successors: Successors) -> bool:
-    """True when every edge goes from an earlier to a later position of `names`."""
-    position = {n: i for i, n in enumerate(names)}
-    return all(position[s] > position[n] for n in names for s in successors(n))
-
-
 def _check_complete(order: list[str], names: Sequence[str], successors: Successors) -> None:
     if len(order) == len(names):
         return
