@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
+from ortools.sat.python import cp_model, cp_model_helper
 
 from streamalloc.solver.candidates import candidate_arcs
 from streamalloc.solver.dag import TaskDag
@@ -221,7 +222,7 @@ def solve(model: Model, *, time_limit: float, seed: int, workers: int) -> SolveO
         # graph: 238 s of wall time for 1.0 deterministic second, 20 s without it); the size
         # decides, so the plan stays reproducible
         solver.parameters.cp_model_presolve = False
-    status = solver.solve(model.cp)
+    status = _interruptible_solve(solver, model.cp)
     name = solver.status_name(status)
     deterministic = round(solver.response_proto.deterministic_time, 3)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -230,6 +231,21 @@ def solve(model: Model, *, time_limit: float, seed: int, workers: int) -> SolveO
     splits = sum(solver.value(v) for v in model.split.values())
     return SolveOutput(chains_of(model.data.dag.size, chosen), name, solver.objective_value,
                        solver.best_objective_bound, deterministic, splits)
+
+
+def _interruptible_solve(solver: cp_model.CpSolver, cp: cp_model.CpModel
+                         ) -> cp_model_helper.CpSolverStatus:
+    """`solver.solve(cp)`, with Ctrl-C interrupting the run. CP-SAT's own SIGINT handler would
+    end the search quietly and the command would write a plan; instead the search runs in a
+    worker thread, the main thread gets the KeyboardInterrupt, stops the search and re-raises."""
+    solver.parameters.catch_sigint_signal = False
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(solver.solve, cp)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            solver.stop_search()
+            raise
 
 
 def chains_of(n: int, arcs: set[tuple[int, int]] | Mapping[tuple[int, int], object]
