@@ -1,9 +1,9 @@
 """`python -m streamalloc` runs the command line."""
 
 try:
-    from streamalloc.cli import main
+    from streamalloc.cli import console_main
 except KeyboardInterrupt:  # Ctrl-C while starting: the same one line as during a command
     print("streamalloc: interrupted", file=__import__("sys").stderr)
     raise SystemExit(130) from None
 
-raise SystemExit(main())
+console_main()
