@@ -155,6 +155,7 @@ def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
     """Write what was asked for (only after the plan verified), then print the tables (or
     the plan JSON with --json, or the per-node table with --nodes)."""
     from streamalloc import api
+    from streamalloc.json_text import indented_json
     from streamalloc.outputs import write_json_atomic
     from streamalloc.report.allocation_report import node_table, stream_table, sync_summary
     if args.output:
@@ -162,7 +163,7 @@ def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
     if args.graph_out:
         api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
     if args.json:
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        sys.stdout.write(b"".join(indented_json(document)).decode() + "\n")
         return
     sys.stdout.write(stream_table(graph, plan.allocation))
     if args.nodes:

@@ -3,7 +3,6 @@ progress line of long runs goes to a terminal only."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
@@ -30,14 +29,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_json_atomic(path: Path, document: Any) -> None:
-    """The bytes of `json.dumps(document, indent=1) + "\n"`, streamed to a temporary file and
-    renamed: a million-node plan never exists as one string (its pieces would take more
-    memory than the plan)."""
+    """The bytes of `json.dumps(document, indent=1) + "\n"` (`json_text`), written piece by
+    piece to a temporary file and renamed: a million-node plan never exists as one text."""
+    from streamalloc.json_text import indented_json
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as out:
-            json.dump(document, out, indent=1)
-            out.write("\n")
+        with tmp.open("wb") as out:
+            out.writelines(indented_json(document))
+            out.write(b"\n")
         tmp.replace(path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
