@@ -35,8 +35,8 @@ class Layer:
 
 BELOW_ALLOCATORS = (0, 1, 2, 3)
 LAYERS = (
-    Layer(0, "base", ("__init__", "errors", "validation", "outputs", "plan_fields", "facts",
-                      "passes", "schemas", "collector", "recent"), ()),
+    Layer(0, "base", ("__init__", "errors", "validation", "json_text", "outputs", "plan_fields",
+                      "facts", "passes", "schemas", "collector", "recent"), ()),
     Layer(1, "graph IR", ("ir",), (0,)),
     Layer(2, "rules", ("rules",), (0, 1)),
     Layer(3, "allocation result", ("allocation",), (0, 1, 2)),
@@ -50,7 +50,7 @@ LAYERS = (
 )
 # Imports within one layer that are allowed: (importer, imported module or a prefix of it).
 SIBLINGS = frozenset({
-    ("outputs", "errors"), ("plan_fields", "errors"), ("passes", "errors"),
+    ("outputs", "errors"), ("outputs", "json_text"), ("plan_fields", "errors"), ("passes", "errors"),
     ("schemas", "errors"), ("schemas", "validation"),
     ("memory", "report.table"),
     ("api", "optimal"),
