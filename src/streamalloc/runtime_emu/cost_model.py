@@ -43,6 +43,7 @@ _CHANNEL_LAST = ("NHWC", "NDHWC")
 _UNKNOWN = TensorDesc()
 # What the formulas read of a tensor description (its attrs never).
 _desc_key = attrgetter("shape", "dtype", "format")
+_UNKNOWN_KEY = _desc_key(_UNKNOWN)
 # The block dim attribute: this project's name, then GE's (TVM_ATTR_NAME_BLOCKDIM, set on
 # compiled AI Core nodes); values below 1 (GE writes -1 for "unset") are ignored.
 BLOCK_DIM_ATTRS = ("block_dim", "tvm_blockdim")
@@ -88,6 +89,10 @@ class CostModel:
         self._nodes = graph.by_name
         self._memo: dict[Hashable, tuple[float, int]] = {}
         self._formulas: dict[str, str] = {}  # op type -> its formula's name
+        # `_desc_key` of each output of the nodes that describe their outputs, made once: the
+        # kernel key of a node reads its producers' (most nodes have no own `input_descs`)
+        self._output_keys = {node.name: tuple(map(_desc_key, node.outputs))
+                             for node in self._nodes.values() if node.outputs}
 
     def node(self, name: str) -> Node:
         """The graph node called `name`."""
@@ -123,9 +128,18 @@ class CostModel:
             transposed = any(bool(node.attr(key, False)) for key in _TRANSPOSE_A)
         if formula == "fixed":  # reads no tensor
             return node.type, node.engine, given
-        return (node.type, node.engine, given, transposed,
-                tuple(map(_desc_key, self.input_descs(node))),
-                tuple(map(_desc_key, node.outputs)))
+        return (node.type, node.engine, given, transposed, self._input_keys(node),
+                tuple(map(_desc_key, node.outputs)) if node.outputs else ())
+
+    def _input_keys(self, node: Node) -> tuple[Hashable, ...]:
+        """`_desc_key` of each connected input, as `input_descs` resolves it."""
+        if node.input_descs:  # GE dumps: the node's own descriptions come first
+            return tuple(map(_desc_key, self.input_descs(node)))
+        outputs = self._output_keys
+        if not outputs:  # no node describes its outputs (generated graphs): all unknown
+            return (_UNKNOWN_KEY,) * (len(node.inputs) - node.inputs.count(None))
+        return tuple(_port_key(outputs.get(ref.src, ()), ref.port)
+                     for ref in node.inputs if ref is not None)
 
     def direct_kernel(self, node: Node) -> tuple[float, int]:
         """`kernel` computed from scratch (no memo)."""
@@ -222,6 +236,10 @@ class CostModel:
         if not out_elems or k <= 0:
             return None
         return 2.0 * out_elems * k
+
+
+def _port_key(output_keys: tuple[Hashable, ...], port: int) -> Hashable:
+    return output_keys[port] if port < len(output_keys) else _UNKNOWN_KEY
 
 
 def _sum_bytes(descs: Iterable[TensorDesc]) -> float | None:

@@ -24,6 +24,8 @@ MULTI_DIMS_ATTR = "_batch_num"
 def idle_graphs(graph: Graph, dim: int) -> frozenset[str]:
     """The subgraphs (nested ones included) of the dims that do not run."""
     idle: set[str] = set()
+    if not graph.subgraphs:  # dims are subgraphs: most models have none, and no walk is needed
+        return frozenset()
     for node in graph.all_nodes():
         if node.type == "Case" and node.has_attr(MULTI_DIMS_ATTR) and node.subgraphs:
             chosen = dim % len(node.subgraphs)

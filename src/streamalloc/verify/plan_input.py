@@ -146,19 +146,24 @@ def plan_view(data: Any, source: str = "<plan>") -> PlanView:
 # reader, which raises the detailed error; plans of 100k nodes parse in well under a second.
 
 
-def _nat(value: Any, minimum: int = 0) -> bool:
-    return type(value) is int and value >= minimum
+def _nat(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 def _nodes(f: PlanFields, raw: Any) -> Mapping[str, NodeEntry]:
-    nodes = {}
-    for name, entry in f.obj(raw, "nodes").items():
-        if type(entry) is dict and _nat(entry.get("stream"), -1) \
-                and _nat(entry.get("physical_stream"), -1):
-            nodes[name] = NodeEntry(entry["stream"], entry["physical_stream"])
-        else:
-            nodes[name] = _node_entry(f, name, entry)
-    return nodes
+    entries = f.obj(raw, "nodes")
+    # the common case, checked a column at a time: one entry per graph node
+    streams = [e.get("stream") if type(e) is dict else None for e in entries.values()]
+    physical = [e.get("physical_stream") if type(e) is dict else None for e in entries.values()]
+    if _stream_ids(streams) and _stream_ids(physical):
+        pairs = zip(streams, physical, strict=True)
+        return dict(zip(entries, map(NodeEntry._make, pairs), strict=True))
+    return {name: _node_entry(f, name, entry) for name, entry in entries.items()}
+
+
+def _stream_ids(values: list[Any]) -> bool:
+    """Whether every value is a stream id or -1 (no stream): an int (not a bool) >= -1."""
+    return set(map(type, values)) <= {int} and min(values, default=0) >= -1
 
 
 def _node_entry(f: PlanFields, name: str, raw: Any) -> NodeEntry:
