@@ -80,13 +80,26 @@ class _Derived:
         return users
 
     def openers(self, graph: str) -> dict[int, str]:
-        """Per stream, its first node (G-order) in graph `graph` (every engine cap reads it)."""
+        """Per stream of graph `graph`, the node that opened it: its first node (G-order) of a
+        non-attach engine, else its first node (every engine cap reads it).
+
+        GE lets a subgraph of an attach engine (AI CPU, DVPP, ...) reuse a predecessor's
+        stream of any engine, and the reuser's first node may come before the predecessor's in
+        G-order; a non-attach engine only reuses streams its own engine opened (spec 2.4.3).
+        So a stream that holds a non-attach node was opened by that node's engine."""
         if graph not in self._openers:
-            streams = self.placement.streams
+            streams, engines = self.placement.streams, self.graph.engines
             first: dict[int, str] = {}
+            settled: set[int] = set()  # opened by a non-attach node
             for node in self.graph.graph(graph).nodes:
                 stream = streams.get(node.name, INVALID)
-                if stream != INVALID and stream not in first:
+                if stream == INVALID or stream in settled:
+                    continue
+                engine = engines.get(node.engine)
+                if engine is None or not engine.attach:
+                    first[stream] = node.name
+                    settled.add(stream)
+                elif stream not in first:
                     first[stream] = node.name
             self._openers[graph] = first
         return self._openers[graph]

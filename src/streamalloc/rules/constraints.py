@@ -68,8 +68,9 @@ class DisjointGroups:
 
 @dataclass(frozen=True, slots=True)
 class StreamCap:
-    """In graph `graph`, at most `cap` streams begin (first node in G-order) with one of
-    `nodes` (GE's per-engine stream limit, max_parallel_num, for `engine`)."""
+    """In graph `graph`, at most `cap` streams are opened by one of `nodes` (GE's
+    per-engine stream limit, max_parallel_num, for `engine`); a stream's opener is its first
+    node (G-order) of a non-attach engine, else its first node (`rules.check`)."""
 
     rule: str
     graph: str

@@ -62,7 +62,7 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
           options={"memory_priority": {"enum": ["auto", True, False],
                                "description": "auto: from ge.exec.memoryOptimizationPolicy"}},
           constraint="StreamCap per graph and engine: at most max_parallel_num "
-          "(ge.streamMaxParallelNum) streams begin with a node it places"),
+          "(ge.streamMaxParallelNum) streams opened by a node it places"),
     _kind("single-stream", "graph", "every subgraph on one stream (the parent's in subgraphs)",
           "SingleStreamPass", constraint="SameStream per graph over the nodes of "
           "non-skip engines"),

@@ -27,6 +27,9 @@ PAIR_LIMIT = 200_000  # pairwise inequalities beyond this are a model too large 
 def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[str, int]) -> None:
     """State every constraint; pins are collected so that different ids stay apart."""
     pins: dict[int, list[int]] = {}
+    constraints = list(constraints)
+    if any(isinstance(c, StreamCap) for c in constraints):
+        _openers_first(model)
     for constraint in constraints:
         if isinstance(constraint, PinnedStream):
             nodes = _known(constraint.nodes, index)
@@ -78,6 +81,26 @@ def _dedicated(model: Model, c: DedicatedStream, index: Mapping[str, int]) -> No
 
 def _disjoint(model: Model, c: DisjointGroups, index: Mapping[str, int]) -> None:
     _apart(model, [_known(g, index) for g in c.groups])
+
+
+def _openers_first(model: Model) -> None:
+    """A stream that holds a node of a non-attach engine begins with one. `rules.check` takes
+    such a node as the stream's opener (an attach engine's node may join a stream another
+    engine opened, earlier in G-order than the opener); so the opener is the stream's first
+    node, which `_cap` counts. `opened[v]`: v's stream begins with a non-attach node."""
+    attach = model.data.dag.attach
+    if len(attach) != model.data.dag.size:
+        raise ValueError("engine caps need each node's attach flag (TaskDag.attach)")
+    if not any(attach):
+        return
+    opened = [model.cp.new_bool_var(f"opened_{v}") if attach[v] else model.cp.new_constant(1)
+              for v in range(model.data.dag.size)]
+    for v, is_attach in enumerate(attach):
+        if is_attach:  # begins its stream: a stream an attach node opened
+            model.cp.add(opened[v] == 0).only_enforce_if(model.head[v])
+    for (u, v), var in model.arc.items():
+        if attach[u] or attach[v]:
+            model.cp.add(opened[v] == opened[u]).only_enforce_if(var)
 
 
 def _cap(model: Model, c: StreamCap, index: Mapping[str, int]) -> None:
