@@ -50,8 +50,8 @@ LAYERS = (
 )
 # Imports within one layer that are allowed: (importer, imported module or a prefix of it).
 SIBLINGS = frozenset({
-    ("outputs", "errors"), ("outputs", "json_text"), ("plan_fields", "errors"), ("passes", "errors"),
-    ("schemas", "errors"), ("schemas", "validation"),
+    ("outputs", "errors"), ("outputs", "json_text"), ("plan_fields", "errors"),
+    ("passes", "errors"), ("schemas", "errors"), ("schemas", "validation"),
     ("memory", "report.table"),
     ("api", "optimal"),
     ("cli", "commands"),

@@ -13,6 +13,12 @@ of static graphs):
   one of them across streams: its earliest start (head) is at least
   min(the producers run back to back, the earliest producer end + sync), and never before its
   last producer ends; likewise the time after a task with several consumers (tail);
+* **fork-join**: between a fork f and a later task j, the tasks M that come after f and before
+  j (longest path L) either all run on f's and j's stream, one at a time, or some path changes
+  streams: with f and j on two streams every path does (+ sync); on one stream S, a task of M
+  elsewhere needs a Send and a Recv on S between f and j, and a longest path either runs on S
+  beside them or leaves S and comes back (+ 2 sync). So j starts >= end(f) + min(L + record
+  + wait, the time of M) (`_Join`): Inception's 4-branch modules pay 2 us each;
 * **contention**: two tasks that are ordered by the graph, or that need more units of one
   engine together than it has (block dims w1 + w2 > units: the engine admits a task only when
   all its units are free), never overlap. A set of such pairwise exclusive tasks (a clique) is
@@ -71,11 +77,15 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
             succs[p].append(t)
     sync = min(table.event_record_us + table.event_wait_us,
                table.notify_record_us + table.notify_wait_us)
+    # a record and a wait on one stream, of either space (a fork-join's Send and Recv)
+    window = min(table.event_record_us, table.notify_record_us) \
+        + min(table.event_wait_us, table.notify_wait_us)
     if program.activates:  # an activated stream starts when its activator ends: no latency
-        sync = 0.0
+        sync = window = 0.0
     real = [program.kinds[t] == TASK for t in range(program.task_count())]
-    head = _heads(graph_tasks, program.preds, time, real, sync)
-    tail = _heads(graph_tasks[::-1], succs, time, real, sync)
+    latency = _Latency(sync, window)
+    head = _heads(graph_tasks, program.preds, succs, time, real=real, latency=latency)
+    tail = _heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency)
     path = max((head[t] + time[t] + tail[t] for t in graph_tasks), default=0.0)
     clique = max((jackson([(head[t], time[t], tail[t]) for t in c])
                   for c in _cliques(program, table, graph_tasks, time)),
@@ -103,20 +113,105 @@ def _energy(jobs: Sequence[Job], units: int) -> float:
     return best
 
 
+@dataclass(frozen=True, slots=True)
+class _Latency:
+    """What a cross-stream dependency adds (`sync`) and what a fork-join's Send and Recv take
+    on the stream of its fork and join (`window`), in us."""
+
+    sync: float
+    window: float
+
+
 def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
-           time: Sequence[float], real: Sequence[bool], sync: float) -> dict[int, float]:
-    """Earliest start of each task in `order` (a topological order over `preds`); run on the
-    reversed order with successors, the least time after each task's end."""
+           succs: Sequence[Sequence[int]] | dict[int, list[int]], time: Sequence[float], *,
+           real: Sequence[bool], latency: _Latency) -> dict[int, float]:
+    """Earliest start of each task in `order` (a topological order over `preds`; `succs` the
+    reverse edges); run on the reversed order with successors, the least time after each
+    task's end."""
     head: dict[int, float] = {}
+    before = _closure(order, preds)
+    after = _closure(order[::-1], succs)
+    position = {t: i for i, t in enumerate(order)}
     for t in order:
         ends = [(head[p], time[p]) for p in preds[t]]
         start = max((h + d for h, d in ends), default=0.0)
         timed = [(head[p], time[p]) for p in preds[t] if real[p]]
-        if len(timed) >= 2 and sync > 0:
+        if len(timed) >= 2 and latency.sync > 0:
             one_stream = _back_to_back(timed)
-            start = max(start, min(one_stream, min(h + d for h, d in timed) + sync))
+            start = max(start, min(one_stream, min(h + d for h, d in timed) + latency.sync))
+        if len(preds[t]) >= 2 and latency.window > 0:
+            join = _Join(t, head, time, succs, before, after, position)
+            start = max(start, join.start(start, latency))
         head[t] = start
     return head
+
+
+@dataclass
+class _Join:
+    """A task `j` with several producers and the forks before it: tasks with two or more
+    successors that reach `j` (its own producers included)."""
+
+    j: int
+    head: dict[int, float]
+    time: Sequence[float]
+    succs: Sequence[Sequence[int]] | dict[int, list[int]]
+    before: dict[int, int]  # tasks before each task, bitmasks over tids
+    after: dict[int, int]   # tasks after each task
+    position: dict[int, int]
+
+    def start(self, known: float, latency: _Latency) -> float:
+        """Whatever the streams, the tasks between a fork f and j (M: after f, before j) and
+        their longest path L give j >= end(f) + min(L + window, time of M), window <= sync:
+        * f and j on two streams: every path from f to j changes streams (+ sync);
+        * on one stream S with M: M runs one task at a time on S between them;
+        * on S, some of M elsewhere: a Send and a Recv on S between f and j (`window`),
+          besides M's tasks on S, and a path through a task off S leaves S and comes back
+          (+ 2 sync): a longest path either runs on S or pays twice, so >= L + window.
+        The latest such start over the forks whose path could beat `known`."""
+        dist = self._distances()
+        best = known
+        for f, length in dist.items():
+            end = self.head[f] + self.time[f]
+            if end + length + latency.window <= best or self._branches(f, dist) < 2:
+                continue
+            between = sum(self.time[m] for m in _members(self.after[f] & self.before[self.j]))
+            best = max(best, end + min(length + latency.window, between))
+        return best
+
+    def _distances(self) -> dict[int, float]:
+        """Per task before j, the longest time from its end to j's start over the tasks
+        between them."""
+        dist: dict[int, float] = {}
+        for x in sorted(_members(self.before[self.j]), key=lambda t: -self.position[t]):
+            dist[x] = max((0.0 if s == self.j else self.time[s] + dist[s]
+                           for s in self.succs[x] if s == self.j or s in dist), default=0.0)
+        return dist
+
+    def _branches(self, f: int, dist: dict[int, float]) -> int:
+        return sum(1 for s in self.succs[f] if s == self.j or s in dist)
+
+
+def _members(mask: int) -> list[int]:
+    """The tids of a bitmask."""
+    found = []
+    while mask:
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
+
+
+def _closure(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]]
+             ) -> dict[int, int]:
+    """Per task of `order` (topological over `preds`), the tasks before it (a bitmask over
+    tids)."""
+    before: dict[int, int] = {}
+    for t in order:
+        mask = 0
+        for p in preds[t]:
+            mask |= before[p] | (1 << p)
+        before[t] = mask
+    return before
 
 
 def _back_to_back(jobs: Sequence[tuple[float, float]]) -> float:
@@ -155,7 +250,11 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
              time: Sequence[float]) -> list[list[int]]:
     """Greedy sets of pairwise exclusive tasks: the heaviest chain, and per engine its tasks
     wider than half its units, each grown by the longest exclusive tasks."""
-    reach = _reachability(program, graph_tasks)
+    succs: dict[int, list[int]] = {t: [] for t in graph_tasks}
+    for t in graph_tasks:
+        for p in program.preds[t]:
+            succs[p].append(t)
+    reach = _closure(graph_tasks[::-1], succs)  # the tasks after each
     units = {e: table.engine(e).units for e in {program.engines[t] for t in graph_tasks}
              if e is not None}
 
@@ -183,21 +282,6 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
                 members.append(t)
         cliques.append(members)
     return cliques
-
-
-def _reachability(program: Program, graph_tasks: Sequence[int]) -> dict[int, int]:
-    """Per task, the set (a bitmask over tids) of the tasks it reaches."""
-    reach: dict[int, int] = {}
-    succs: dict[int, list[int]] = {t: [] for t in graph_tasks}
-    for t in graph_tasks:
-        for p in program.preds[t]:
-            succs[p].append(t)
-    for t in reversed(graph_tasks):
-        mask = 0
-        for s in succs[t]:
-            mask |= reach[s] | (1 << s)
-        reach[t] = mask
-    return reach
 
 
 def _heaviest_chain(program: Program, graph_tasks: Sequence[int], time: Sequence[float]

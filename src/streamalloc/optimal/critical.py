@@ -3,14 +3,16 @@
 An emulated run explains itself. Walking back from the task that ends last, each task started
 when the task before it on its stream ended (stream order, Sends and Recvs included), when its
 Recv's event was recorded (a cross-stream dependency) or, waiting at its engine, when the units
-it needs came free. `critical_chain` follows those causes back to time 0. `improve` then tries,
+it needs came free. `critical_chain` follows those causes back to time 0. `improvements` tries,
 in a fixed order, the moves `optimal/moves.py` lists at each link of the chain (single tasks,
 whole branches between a fork and a join, whole streams) and keeps the first that shortens the
 run (or, as long, ends its tasks earlier in sum), then walks the new run's chain; a move that
-did not help is not tried again until a pass over the chain finds nothing new. At a local
-optimum it kicks the best assignment found (a few random moves at random links, from a
-generator with a fixed seed) and descends again, while evaluations remain. The budget is a
-number of evaluations, so the result depends only on the input and the seed.
+did not help is not tried again until a pass over the chain finds nothing new, and an
+assignment evaluated before is not evaluated again unless it beats the current one (so the pass
+confirming a local optimum costs nothing). At a local optimum it kicks the best assignment
+found (a few random moves that change it, at random links, from a generator with a fixed seed)
+and descends again, while evaluations remain. The budget is a number of evaluations, so the
+result depends only on the input and the seed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from streamalloc.solver.dag import TaskDag
 
 EPS = 1e-6
 KICK_MOVES = 2     # random moves per kick of the search
-KICK_CHOICES = 12  # drawn among the first moves of a link
+KICK_CHOICES = 12  # drawn among the first moves of a link that change the assignment
 
 Run = Callable[[Sequence[int]], EmulationResult | None]  # emulated run (None: over a limit)
 
@@ -110,24 +112,26 @@ class Search:
     best: tuple[tuple[float, float], list[int], EmulationResult | None] = \
         ((math.inf, math.inf), [], None)
     index: dict[str, int] = field(default_factory=dict)
+    tried: dict[tuple[int, ...], tuple[float, float]] = field(default_factory=dict)
+    bests: list[list[int]] = field(default_factory=list)  # each better than the one before
 
-    def improve(self) -> list[int]:
+    def improve(self) -> list[list[int]]:
         """Descend along the critical chain until no move helps; then, while the budget
-        lasts, kick the best assignment and descend again. The best assignment seen."""
+        lasts, kick the best assignment and descend again. The assignments that were the best
+        seen when found, in that order (the start first)."""
         self.index = {n: i for i, n in enumerate(self.dag.names)}
         self.result = self.run(self.streams)
         if self.result is None:
-            return self.streams
+            return [self.streams]
         self.score = _score(self.result)
         self.best = (self.score, self.streams, self.result)
+        self.bests = [self.streams]
         while self.budget > 0:
             self._descend()
-            if self.score < self.best[0]:
-                self.best = (self.score, self.streams, self.result)
             if self.budget <= 0:
                 break
             self._kick()
-        return self.best[1]
+        return self.bests
 
     def _descend(self) -> None:
         """First-improvement descent. A move that did not help is not tried again until a
@@ -151,7 +155,9 @@ class Search:
         trial, fresh = list(streams), max(streams, default=-1) + 1
         for _ in range(KICK_MOVES):
             link = chain[self.rng.randrange(len(chain))]
-            moves = list(itertools.islice(self.branches.moves(link, trial, fresh), KICK_CHOICES))
+            changing = (m for m in self.branches.moves(link, trial, fresh)
+                        if any(trial[w] != target for w, target in m))
+            moves = list(itertools.islice(changing, KICK_CHOICES))
             if moves:
                 for w, target in moves[self.rng.randrange(len(moves))]:
                     trial[w] = target
@@ -159,7 +165,14 @@ class Search:
         self.budget -= 1
         kicked = self.run(trial) if trial != streams else None
         if kicked is not None and kicked.status == "ok":
-            self.streams, self.result, self.score = trial, kicked, _score(kicked)
+            self._accept(trial, kicked)
+
+    def _accept(self, streams: list[int], result: EmulationResult) -> None:
+        """Make `streams` the current assignment, and the best when it scores better."""
+        self.streams, self.result, self.score = streams, result, _score(result)
+        if self.score < self.best[0]:
+            self.best = (self.score, streams, result)
+            self.bests.append(streams)
 
     def _step(self, chain: list[Link], failed: set[Move]) -> EmulationResult | None:
         """The first move along `chain` (not in `failed`) that improves the score, applied."""
@@ -170,20 +183,33 @@ class Search:
                     continue
                 if self.budget <= 0:
                     return None
-                self.budget -= 1
                 trial = list(self.streams)
                 for w, s in move:
                     trial[w] = s
-                result = self.run(trial)
-                if result is not None and result.status == "ok" \
-                        and _score(result) < self.score:
-                    self.streams, self.result, self.score = trial, result, _score(result)
+                result = self._better(trial)
+                if result is not None:
+                    self._accept(trial, result)
                     return result
                 failed.add(move)
         return None
 
+    def _better(self, trial: list[int]) -> EmulationResult | None:
+        """The run of `trial` when it scores better than the current assignment. An assignment
+        evaluated before is not run again (nor charged) unless its score beats the current
+        one: the pass that confirms a local optimum retries the moves of the pass before it."""
+        key = tuple(trial)
+        known = self.tried.get(key)
+        if known is not None and known >= self.score:
+            return None
+        self.budget -= 1
+        result = self.run(trial)
+        ok = result is not None and result.status == "ok"
+        self.tried[key] = _score(result) if result is not None and ok else (math.inf, math.inf)
+        return result if ok and self.tried[key] < self.score else None
 
-def improve(dag: TaskDag, streams: Sequence[int], run: Run, budget: int, *,
-            seed: int = 0) -> list[int]:
-    """A stream assignment whose emulated makespan is at most that of `streams`."""
+
+def improvements(dag: TaskDag, streams: Sequence[int], run: Run, budget: int, *,
+                 seed: int = 0) -> list[list[int]]:
+    """The search's successive best assignments, from `streams` on, each scoring better than
+    the one before (a caller that numbers streams otherwise picks among them)."""
     return Search(dag, run, budget, list(streams), random.Random(seed), Branches(dag)).improve()

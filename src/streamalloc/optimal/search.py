@@ -11,7 +11,7 @@ from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.critical import improve
+from streamalloc.optimal.critical import improvements
 from streamalloc.optimal.evaluate import (
     Outcome,
     assignment_of,
@@ -46,13 +46,17 @@ from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.tasks import own_units
 
-CRITICAL_NODES_PER_SECOND = 20_000  # emulated moves of the critical-chain search per second
-# of --time-limit, times the graph's size (an emulation costs about 45 us per task on one
-# core, so the search takes about --time-limit); a count, not a clock, so it is deterministic
-CRITICAL_MAX_PER_SECOND = 100  # and at most this many per second on small graphs
-MAKESPAN_SOLVER_SHARE = 0.05  # of --time-limit for CP-SAT under the makespan objective: its
-# model only estimates the emulated makespan (on none of the 18 inputs of bench/ did its
-# streams start the search); the emulated search gets the time
+EVALUATION_US = 1_000  # wall time of one evaluation of the makespan search (sync, emulate)
+TASK_US = 21  # plus this per task of its program: the fit of the medians on the 18 inputs of
+# bench/ (1-35 ms each, 2-core machine, 2026-12); the searches' budgets are counts derived
+# from it, not clocks, so their plans are deterministic
+CRITICAL_SHARE = 0.8  # of --time-limit for the critical-chain search
+MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, most of them
+# rejected on the event count unevaluated (0.1-6.6 s at --time-limit 10); less loses time on
+# T5 and the training step, where its moves also shorten the run
+MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
+# estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
+# the search); the emulated search gets the time
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
     among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule
     and its patient variant)
-    improved by the critical-chain search, its streams numbered critical first when that runs
-    faster (`optimal/numbering.py`); for both objectives the polish on the exact event count."""
+    improved by the critical-chain search, the fastest of its successive bests, their streams
+    numbered by first node or critical first (`optimal/numbering.py`); for both objectives the
+    polish on the exact event count."""
     capacity = _capacity(graph)
     if options.concurrency == "full" and not constraints and capacity is None:
         return Search(matching_chains(dag), "OPTIMAL", None, None, 0.0, "matching")
@@ -96,10 +101,10 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                           list_schedule_chains(graph, dag, costs, max_streams,
                                                patience=_patience(costs))]
             chains, limit = _fastest(graph, dag, candidates, constraints, evaluator)
-            chains, limit = _sped_up(graph, dag, chains, limit=limit, constraints=constraints,
-                                     evaluator=evaluator)
-            evaluator, limit = _renumbered(dag, chains, evaluator, limit,
-                                           critical_first(dag, data.durations))
+            bests = _sped_up(graph, dag, chains, constraints=constraints, evaluator=evaluator)
+            chains, evaluator, limit = _numbered(
+                dag, [chains, *bests], limit,
+                [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
             phase += "+fastest+critical"
         chains = evaluator.numbering(_polished(graph, dag, chains, constraints=constraints,
                                                evaluator=evaluator, limit=limit))
@@ -193,11 +198,11 @@ def _fastest(graph: Graph, dag: TaskDag, candidates: list[tuple[tuple[int, ...],
     return best[2], best[0]
 
 
-def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *, limit: int,
+def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
              constraints: list[Constraint], evaluator: Evaluator
-             ) -> tuple[tuple[tuple[int, ...], ...], int]:
+             ) -> list[tuple[tuple[int, ...], ...]]:
     """The critical-chain local search from the fastest candidate (moves that break a rule
-    are not tried); its result is kept when it verifies, is faster and keeps the budget."""
+    are not tried): the streams that were its best when found, in that order."""
     guard = _rule_guard(graph, dag, constraints)
     start = assignment_of(dag, chains)
 
@@ -205,30 +210,30 @@ def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
         moved = [v for v in range(dag.size) if streams[v] != start[v]]
         return evaluator.run(streams) if guard(streams, moved) else None
 
-    per_second = min(CRITICAL_MAX_PER_SECOND, CRITICAL_NODES_PER_SECOND / max(1, dag.size))
-    budget = max(1, int(evaluator.options.time_limit * per_second))
-    found = improve(dag, start, run, budget, seed=evaluator.options.seed)
-    outcome = evaluator.outcome(found)
-    if outcome is None or math.ceil(outcome.makespan_us * TIME_SCALE) >= limit:
-        return chains, limit
-    if evaluator.options.event_budget is not None \
-            and outcome.events > evaluator.options.event_budget:
-        return chains, limit
-    return chains_of_assignment(found), math.ceil(outcome.makespan_us * TIME_SCALE)
+    budget = _evaluations(evaluator, start, evaluator.options.time_limit * CRITICAL_SHARE)
+    found = improvements(dag, start, run, budget, seed=evaluator.options.seed)
+    return [chains_of_assignment(streams) for streams in found[1:]]
 
 
-def _renumbered(dag: TaskDag, chains: tuple[tuple[int, ...], ...], evaluator: Evaluator,
-                limit: int, numbering: Numbering) -> tuple[Evaluator, int]:
-    """The evaluator with `numbering` and its makespan when the found streams run faster so
-    numbered (the search itself keeps the numbering by first node: numbered otherwise it takes
-    other paths, longer on T5 and a GE dump)."""
-    renumbered = replace(evaluator, numbering=numbering)
-    outcome = renumbered.outcome(assignment_of(dag, chains))
-    budget = evaluator.options.event_budget
-    if outcome is None or (budget is not None and outcome.events > budget):
-        return evaluator, limit
-    makespan = math.ceil(outcome.makespan_us * TIME_SCALE)
-    return (renumbered, makespan) if makespan < limit else (evaluator, limit)
+def _numbered(dag: TaskDag, found: list[tuple[tuple[int, ...], ...]], limit: int,
+              evaluators: list[Evaluator]) -> tuple[tuple[tuple[int, ...], ...], Evaluator, int]:
+    """The streams of `found` (the start, then the search's bests) and the numbering of
+    their ids (`evaluators`, by first node first) that run fastest, verified and within the
+    event budget, with that makespan; the start by first node when none is under `limit`.
+    The search numbers by first node (numbered otherwise it takes other paths, longer on T5
+    and a GE dump), so a best it found earlier may run faster numbered critical first; ties go
+    to the latest found and the first numbering."""
+    best = (found[0], evaluators[0], limit)
+    budget = evaluators[0].options.event_budget
+    for chains in reversed(found):
+        for evaluator in evaluators:
+            outcome = evaluator.outcome(assignment_of(dag, chains))
+            if outcome is None or (budget is not None and outcome.events > budget):
+                continue
+            makespan = math.ceil(outcome.makespan_us * TIME_SCALE)
+            if makespan < best[2]:
+                best = (chains, evaluator, makespan)
+    return best
 
 
 def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:
@@ -240,13 +245,23 @@ def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *
               ) -> tuple[tuple[int, ...], ...]:
     """The polish on the exact event count; a move that needs fewer events is kept when the
     emulated makespan of its plan stays within `limit`."""
+    streams = assignment_of(dag, chains)
     per_second = min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size))
-    if evaluator.options.objective == "makespan":  # events second: as long as the search
-        per_second = min(per_second, CRITICAL_NODES_PER_SECOND / max(1, dag.size))
-    result = polish(dag, assignment_of(dag, chains), length=evaluator.makespan, limit=limit,
-                    allowed=_rule_guard(graph, dag, constraints),
-                    budget=max(1, int(evaluator.options.time_limit * per_second)))
+    budget = max(1, int(evaluator.options.time_limit * per_second))
+    if evaluator.options.objective == "makespan":  # events second: a share of the time
+        budget = min(budget, _evaluations(evaluator, streams, evaluator.options.time_limit
+                                          * MAKESPAN_POLISH_SHARE))
+    result = polish(dag, streams, length=evaluator.makespan, limit=limit,
+                    allowed=_rule_guard(graph, dag, constraints), budget=budget)
     return chains_of_assignment(result)
+
+
+def _evaluations(evaluator: Evaluator, streams: Sequence[int], seconds: float) -> int:
+    """How many evaluations of plans like that of `streams` take about `seconds` of wall time
+    (its program's tasks, Sends and Recvs included, decide the cost)."""
+    result = evaluator.run(streams)
+    tasks = result.program.task_count() if result is not None else evaluator.dag.size
+    return max(1, int(seconds * 1e6 / (EVALUATION_US + TASK_US * tasks)))
 
 
 def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
