@@ -31,6 +31,7 @@ from streamalloc.solver.candidates import candidate_arcs
 from streamalloc.solver.dag import TaskDag
 
 PRESOLVE_MAX_VARIABLES = 20_000  # above this many variables CP-SAT solves without presolve
+PRESOLVE_MIN_TIME = 1.0  # and below this deterministic limit (s), which presolve alone overruns
 
 
 @dataclass(frozen=True)
@@ -217,10 +218,10 @@ def solve(model: Model, *, time_limit: float, seed: int, workers: int) -> SolveO
     solver.parameters.random_seed = seed
     solver.parameters.num_workers = workers
     solver.parameters.interleave_search = True  # deterministic with several workers too
-    if len(model.cp.proto.variables) > PRESOLVE_MAX_VARIABLES:
-        # CP-SAT's presolve of a large model runs far past the deterministic limit (a 10k-node
-        # graph: 238 s of wall time for 1.0 deterministic second, 20 s without it); the size
-        # decides, so the plan stays reproducible
+    if len(model.cp.proto.variables) > PRESOLVE_MAX_VARIABLES or time_limit < PRESOLVE_MIN_TIME:
+        # CP-SAT's presolve runs past the deterministic limit: seconds on a real model (T5:
+        # 4.7 s of wall time for a 0.5 s limit), minutes on a large one (a 10k-node graph: 238 s
+        # for 1.0 s, 20 s without it); size and limit decide, so the plan stays reproducible
         solver.parameters.cp_model_presolve = False
     status = _interruptible_solve(solver, model.cp)
     name = solver.status_name(status)
