@@ -186,23 +186,31 @@ def test_checks_detect_what_they_state() -> None:
     assert broken([SameStream("r", ("a", "x"))], graph, Placement({"a": 0, "x": -1}, {})) == []
 
 
-def test_an_attach_engine_node_first_on_a_stream_did_not_open_it() -> None:
-    # GE: AI CPU's {a, b} reuses the AI Core stream of r although a comes first (goldens case
-    # attach_reuses_a_later_producer); AI CPU opened one stream, c's
+def test_a_stream_is_opened_by_its_node_of_least_subgraph_rank() -> None:
+    # GE: AI CPU's {a, b} reuses the AI Core stream of its predecessor {r} although a comes
+    # first in G-order (goldens case attach_reuses_a_later_producer); AI CPU opened c's stream
     from streamalloc.ir import GraphBuilder
     from streamalloc.ir.graph import DataInput
+    from streamalloc.rules.constraint_inputs import Inputs
+    from streamalloc.rules.loader import default_rule_set
     builder = GraphBuilder("g")
     builder.add_node("a", "NonZero")
     builder.add_node("r", "Relu")
     builder.add_node("b", "NonZero", inputs=[DataInput("a"), DataInput("r")])
     builder.add_node("c", "NonZero")
     graph = builder.build()
+    order = Inputs.of(default_rule_set(graph), graph).opening_order("g")
+    assert order["r"] < order["a"] == order["b"]
     placement = Placement({"a": 0, "r": 0, "b": 0, "c": 1}, {})
-    aicpu = StreamCap("r", "g", "DNN_VM_AICPU_ASCEND", ("a", "b", "c"), 1)
-    assert broken([aicpu, StreamCap("r", "g", "AIcoreEngine", ("r",), 1)], graph, placement) == []
+    aicpu = StreamCap("r", "g", "DNN_VM_AICPU_ASCEND", ("a", "b", "c"), 1, order)
+    core = StreamCap("r", "g", "AIcoreEngine", ("r",), 1, order)
+    assert broken([aicpu, core], graph, placement) == []
     # an AI CPU stream of its own for a, b: two opened
     apart = Placement({"a": 2, "r": 0, "b": 2, "c": 1}, {})
     assert [b.nodes for b in broken([aicpu], graph, apart)] == [("c", "a")]
+    # without an order, the first node in G-order opens its stream: a
+    assert broken([StreamCap("r", "g", "DNN_VM_AICPU_ASCEND", ("a", "b", "c"), 1)], graph,
+                  placement)
 
 
 USER_KINDS = ("stream-label", "same-stream", "separate-streams", "dedicated-stream", "pin-stream")

@@ -12,7 +12,7 @@ import networkx as nx
 
 from streamalloc.allocation import Allocation, NodeStream
 from streamalloc.facts import INVALID
-from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.graph import Graph
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import Constraint, PinnedStream
@@ -57,14 +57,7 @@ def task_dag(graph: Graph, allocation: Allocation) -> TaskDag:
                               {n: unique.get(n, INVALID) for n in allocation.nodes}, {}, maps)
     senders, receivers = maps.senders(), maps.receivers()
     pairs = [(senders[x], receivers[x]) for x in sorted(senders)]
-    nodes = [graph.node(n) for n in names]
-    return TaskDag.build(names, pairs, [n.graph for n in nodes],
-                         [_attaches(graph, n) for n in nodes])
-
-
-def _attaches(graph: Graph, node: Node) -> bool:
-    engine = graph.engines.get(node.engine)
-    return engine is not None and engine.attach
+    return TaskDag.build(names, pairs, [graph.node(n).graph for n in names])
 
 
 def nimble_min_events(dag: TaskDag) -> int:

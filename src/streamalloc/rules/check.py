@@ -68,7 +68,7 @@ class _Derived:
     def __init__(self, graph: Graph, placement: Placement) -> None:
         self.graph = graph
         self.placement = placement
-        self._openers: dict[str, dict[int, str]] = {}
+        self._openers: dict[tuple[str, int], dict[int, str]] = {}
 
     @cached_property
     def users(self) -> dict[int, list[str]]:
@@ -79,30 +79,23 @@ class _Derived:
                 users[stream].append(name)
         return users
 
-    def openers(self, graph: str) -> dict[int, str]:
-        """Per stream of graph `graph`, the node that opened it: its first node (G-order) of a
-        non-attach engine, else its first node (every engine cap reads it).
-
-        GE lets a subgraph of an attach engine (AI CPU, DVPP, ...) reuse a predecessor's
-        stream of any engine, and the reuser's first node may come before the predecessor's in
-        G-order; a non-attach engine only reuses streams its own engine opened (spec 2.4.3).
-        So a stream that holds a non-attach node was opened by that node's engine."""
-        if graph not in self._openers:
-            streams, engines = self.placement.streams, self.graph.engines
-            first: dict[int, str] = {}
-            settled: set[int] = set()  # opened by a non-attach node
+    def openers(self, graph: str, order: Mapping[str, int]) -> dict[int, str]:
+        """Per stream of graph `graph`, the node that opened it: its node of least `order`,
+        then first in G-order (a node not in `order` ranks -1; every engine cap of a graph
+        shares one order)."""
+        key = (graph, id(order))
+        if key not in self._openers:
+            streams = self.placement.streams
+            first: dict[int, tuple[int, str]] = {}
             for node in self.graph.graph(graph).nodes:
                 stream = streams.get(node.name, INVALID)
-                if stream == INVALID or stream in settled:
+                if stream == INVALID:
                     continue
-                engine = engines.get(node.engine)
-                if engine is None or not engine.attach:
-                    first[stream] = node.name
-                    settled.add(stream)
-                elif stream not in first:
-                    first[stream] = node.name
-            self._openers[graph] = first
-        return self._openers[graph]
+                rank = order.get(node.name, -1)
+                if stream not in first or rank < first[stream][0]:
+                    first[stream] = (rank, node.name)
+            self._openers[key] = {s: name for s, (_, name) in first.items()}
+        return self._openers[key]
 
 
 def _placed(nodes: tuple[str, ...], placement: Placement) -> list[tuple[str, int]]:
@@ -168,7 +161,7 @@ def _disjoint(c: DisjointGroups, _: Graph, placement: Placement, __: _Derived) -
 
 def _cap(c: StreamCap, _: Graph, __: Placement, derived: _Derived) -> Found:
     own = set(c.nodes)
-    opened = sorted((s, n) for s, n in derived.openers(c.graph).items() if n in own)
+    opened = sorted((s, n) for s, n in derived.openers(c.graph, c.order).items() if n in own)
     if len(opened) <= c.cap:
         return None
     where = ", ".join(f"{s} ({n})" for s, n in opened)

@@ -3,6 +3,7 @@ the nodes that later GE passes may move, and GE's engine partition (for the engi
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -122,6 +123,22 @@ class Inputs:
                                if n.name not in self.moved and not self.rts_label(n)]
         return {k: (tuple(v), caps[k]) for k, v in found.items() if v}
 
+    @cached_property
+    def _orders(self) -> dict[str, Mapping[str, int]]:
+        return {}
+
+    def opening_order(self, graph: str) -> Mapping[str, int]:
+        """Per node of `graph`, the rank of its engine subgraph in a topological order of the
+        graph's subgraphs (the ready one first in L-order); the order in which a stream's
+        nodes came to it. GE hands a stream to a subgraph before the subgraphs that reuse it,
+        which are its successors (an attach engine's reuser may have nodes earlier in
+        G-order, spec 2.4.3), and a later pass moves a node onto a stream only after a node
+        it depends on (optimize-ineffective, 2.10), so the node of least rank opened the
+        stream. Computed once per graph: every engine cap of the graph shares it."""
+        if graph not in self._orders:
+            self._orders[graph] = _subgraph_ranks(self.partitions[graph])
+        return self._orders[graph]
+
     def requests_attached(self, node: Node) -> bool:
         """Static flow: the node asks for at least one attached stream (spec 5.1)."""
         if not node.attrs or self.flow != "static" or node.has_attr(DISABLE):  # asked by attrs
@@ -148,6 +165,25 @@ class Inputs:
                                 frozenset(self.label_rule[n.name] for n in members
                                           if n.name in self.label_rule), bool(engine))
                      for (_, engine, _), members in groups.items())
+
+
+def _subgraph_ranks(partition: GraphPartition) -> dict[str, int]:
+    """Kahn's algorithm over the subgraphs' predecessors, the lowest L-order index first."""
+    subgraphs = partition.subgraphs
+    missing = [len(sg.preds) for sg in subgraphs]
+    ready = [sg.index for sg in subgraphs if not sg.preds]
+    heapq.heapify(ready)
+    ranks: dict[str, int] = {}
+    rank = 0
+    while ready:
+        index = heapq.heappop(ready)
+        ranks.update(dict.fromkeys(subgraphs[index].nodes, rank))
+        rank += 1
+        for succ in subgraphs[index].succs:
+            missing[succ] -= 1
+            if not missing[succ]:
+                heapq.heappush(ready, succ)
+    return ranks
 
 
 def rule_labels(rules: RuleSet, graph: Graph) -> RuleLabels:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
@@ -68,15 +68,17 @@ class DisjointGroups:
 
 @dataclass(frozen=True, slots=True)
 class StreamCap:
-    """In graph `graph`, at most `cap` streams are opened by one of `nodes` (GE's
-    per-engine stream limit, max_parallel_num, for `engine`); a stream's opener is its first
-    node (G-order) of a non-attach engine, else its first node (`rules.check`)."""
+    """In graph `graph`, at most `cap` streams are opened by one of `nodes` (GE's per-engine
+    stream limit, max_parallel_num, for `engine`). A stream's opener is its node of least
+    `order` (then first in G-order; a node not in `order` ranks -1): the rank of the node's
+    engine subgraph in a topological order of the graph's subgraphs (`Inputs.opening_order`)."""
 
     rule: str
     graph: str
     engine: str
     nodes: tuple[str, ...]
     cap: int
+    order: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +97,8 @@ Builder = Callable[[Rule, Inputs], list[Constraint]]
 def constraint_nodes(constraint: Constraint) -> list[str]:
     """The node names a constraint mentions (its node tuples, groups flattened)."""
     names: list[str] = []
-    for field in fields(constraint):
-        value = getattr(constraint, field.name)
+    for part in fields(constraint):
+        value = getattr(constraint, part.name)
         if isinstance(value, tuple):
             for item in value:
                 names.extend(item if isinstance(item, tuple) else [item])
@@ -146,7 +148,7 @@ def _attribute_labels(rule: Rule, inputs: Inputs) -> list[Constraint]:
 def _engine_caps(rule: Rule, inputs: Inputs) -> list[Constraint]:
     if inputs.dag_active:
         return []
-    return [StreamCap(rule.name, graph, engine, nodes, cap)
+    return [StreamCap(rule.name, graph, engine, nodes, cap, inputs.opening_order(graph))
             for (graph, engine), (nodes, cap) in inputs.dependency_nodes(rule).items()]
 
 

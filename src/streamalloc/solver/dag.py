@@ -26,17 +26,16 @@ class TaskDag:
     names: tuple[str, ...]
     graphs: tuple[str, ...]
     edges: tuple[tuple[int, int], ...]
-    attach: tuple[bool, ...] = ()  # per node: its engine may join a stream another opened
 
     @classmethod
     def build(cls, names: Sequence[str], edges: Sequence[tuple[str, str]],
-              graphs: Sequence[str], attach: Sequence[bool] = ()) -> TaskDag:
+              graphs: Sequence[str]) -> TaskDag:
         """From names in T-order and dependency pairs between them (duplicates dropped; an
         edge that points backwards in T-order, a loop back edge, orders the next iteration
         and is left out)."""
         index = {n: i for i, n in enumerate(names)}
         pairs = sorted({(index[u], index[v]) for u, v in edges if index[u] < index[v]})
-        return cls(tuple(names), tuple(graphs), tuple(pairs), tuple(attach))
+        return cls(tuple(names), tuple(graphs), tuple(pairs))
 
     @property
     def size(self) -> int:

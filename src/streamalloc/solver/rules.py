@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ortools.sat.python import cp_model
+
 from streamalloc.rules.constraints import (
     AttachedStreams,
     Constraint,
@@ -28,8 +30,9 @@ def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[st
     """State every constraint; pins are collected so that different ids stay apart."""
     pins: dict[int, list[int]] = {}
     constraints = list(constraints)
-    if any(isinstance(c, StreamCap) for c in constraints):
-        _openers_first(model)
+    caps = {c.graph: c.order for c in constraints if isinstance(c, StreamCap)}
+    for graph, order in caps.items():
+        _openers_first(model, graph, order)
     for constraint in constraints:
         if isinstance(constraint, PinnedStream):
             nodes = _known(constraint.nodes, index)
@@ -83,31 +86,27 @@ def _disjoint(model: Model, c: DisjointGroups, index: Mapping[str, int]) -> None
     _apart(model, [_known(g, index) for g in c.groups])
 
 
-def _openers_first(model: Model) -> None:
-    """A stream that holds a node of a non-attach engine begins with one. `rules.check` takes
-    such a node as the stream's opener (an attach engine's node may join a stream another
-    engine opened, earlier in G-order than the opener); so the opener is the stream's first
-    node, which `_cap` counts. `opened[v]`: v's stream begins with a non-attach node."""
-    attach = model.data.dag.attach
-    if len(attach) != model.data.dag.size:
-        raise ValueError("engine caps need each node's attach flag (TaskDag.attach)")
-    if not any(attach):
-        return
-    opened = [model.cp.new_bool_var(f"opened_{v}") if attach[v] else model.cp.new_constant(1)
-              for v in range(model.data.dag.size)]
-    for v, is_attach in enumerate(attach):
-        if is_attach:  # begins its stream: a stream an attach node opened
-            model.cp.add(opened[v] == 0).only_enforce_if(model.head[v])
-    for (u, v), var in model.arc.items():
-        if attach[u] or attach[v]:
-            model.cp.add(opened[v] == opened[u]).only_enforce_if(var)
-
-
 def _cap(model: Model, c: StreamCap, index: Mapping[str, int]) -> None:
     # arcs stay inside a graph, so a stream begins in the graph at a node without predecessor
     heads = [1 - sum(model.has_pred(v)) for v in _known(c.nodes, index)]
     if heads:
         model.cp.add(sum(heads) <= c.cap)
+
+
+def _openers_first(model: Model, graph: str, order: Mapping[str, int]) -> None:
+    """`rules.check` takes a stream's node of least `order` (then first) as its opener, which
+    `_cap` counts as the stream's first node: so a stream begins with a node of least order.
+    Only a node after one of greater order (in T-order) needs a say in its stream's head."""
+    dag = model.data.dag
+    nodes = [v for v in range(dag.size) if dag.graphs[v] == graph]
+    rank = [order.get(dag.names[v], -1) for v in nodes]
+    highest = -1
+    for k, v in enumerate(nodes):
+        if rank[k] < highest:
+            heads = [h for j, h in enumerate(nodes[:k]) if rank[j] <= rank[k]] + [v]
+            model.cp.add_linear_expression_in_domain(model.chain[v],
+                                                     cp_model.Domain.from_values(heads))
+        highest = max(highest, rank[k])
 
 
 def _attached(model: Model, c: AttachedStreams, index: Mapping[str, int]) -> None:
