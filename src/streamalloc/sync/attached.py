@@ -116,8 +116,8 @@ def _pair(model: SyncModel, events: SyncMaps, src: Node, dst: Node) -> list[Atta
 def netoutput_events(model: SyncModel, events: SyncMaps) -> tuple[AttachedSync, ...]:
     """A13: one event from the last user of each attached stream to its graph's NetOutput."""
     last: dict[int, str] = {}
-    for name in model.order:
-        for a in model.attached.get(name, ()):
+    for name in model.with_attached:
+        for a in model.attached[name]:
             if a != INVALID:
                 last[a] = name
     sends = []

@@ -15,9 +15,9 @@ FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
 
 @dataclass(frozen=True)
 class SyncModel:
-    """The graph, each node's attached streams, the nodes and their names in T-order and their
-    ids (positions in T-order). Streams and activation change from stage to stage; they live in
-    the state."""
+    """The graph, the attached streams of the nodes having some, the nodes and their names in
+    T-order and their ids (positions in T-order). Streams and activation change from stage to
+    stage; they live in the state."""
 
     graph: Graph
     attached: Mapping[str, tuple[int, ...]]
@@ -37,7 +37,7 @@ class SyncModel:
     @classmethod
     def of_allocation(cls, graph: Graph, allocation: Allocation) -> SyncModel:
         """The facts of `graph` and the allocation made for it."""
-        return cls.of(graph, {n: a.attached for n, a in allocation.nodes.items()})
+        return cls.of(graph, {n: a.attached for n, a in allocation.nodes.items() if a.attached})
 
     def node(self, name: str) -> Node:
         """A graph node by name (loops over many nodes fetch `graph.by_name` once instead)."""
@@ -48,6 +48,12 @@ class SyncModel:
         """The nodes with attributes, in T-order: the only ones a rule keyed on an attribute
         (labels, activation, loops, multi-batch) can apply to; most nodes have none."""
         return tuple(node for node in self.nodes if node.attrs)
+
+    @cached_property
+    def with_attached(self) -> tuple[str, ...]:
+        """The nodes with attached streams, in T-order (most nodes have none)."""
+        return tuple(sorted((n for n, a in self.attached.items() if a and n in self.ids),
+                            key=self.ids.__getitem__))
 
     @cached_property
     def t_prime_order(self) -> tuple[Node, ...]:

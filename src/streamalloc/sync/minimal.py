@@ -44,7 +44,7 @@ def minimize(model: SyncModel, streams: Mapping[str, int], labels: LabelActivati
     if order is None:  # activation waits for the stream it starts: GE's plan deadlocks too
         sweep = _Sweep(model, streams, pairs,
                        activation_edges(model, streams, labels, activation, later=False))
-        order = [n for n in model.order if streams[n] != INVALID]
+        order = [n for n in model.order if n in sweep.pos]
     keep = sweep.run(order)
     for x, u, v in pairs:
         if x not in keep:
@@ -72,7 +72,6 @@ class _Sweep:
         used = sorted({s for s in self.streams.values() if s != INVALID})
         self.col = {s: i for i, s in enumerate(used)}
         self.rows = np.full((len(used), len(used)), -1, dtype=np.int32)
-        self.pos: dict[str, int] = {}
         self.incoming: dict[str, list[tuple[int, str]]] = defaultdict(list)
         ids = self.model.ids
         for x, u, v in self.pairs:
@@ -83,13 +82,30 @@ class _Sweep:
                 self.incoming[v].append((x, u))
         self.readers = Counter(u for ins in self.incoming.values() for _, u in ins)
         self.readers.update(a for acts in self.activators.values() for a in acts)
+        self.pos = self._linked_positions()
+
+    def _linked_positions(self) -> dict[str, int]:
+        """Position on its stream (T-order) of each node a pair or an activation links: only
+        they read or feed a reach row. Any other node just moves its stream's running row to
+        its own position, which the next linked node on that stream overwrites before a read
+        (a pair's source is on another stream, so `_choose` never reads the own column)."""
+        linked = self.incoming.keys() | self.activators.keys() | self.readers.keys()
+        count: dict[int, int] = defaultdict(int)
+        pos: dict[str, int] = {}
+        for name in self.model.order:
+            s = self.streams[name]
+            if s != INVALID:
+                if name in linked:
+                    pos[name] = count[s]
+                count[s] += 1
+        return pos
 
     def topological(self) -> list[str] | None:
-        """The nodes with a stream in an order H allows (each stream in T-order), None when H
-        has a cycle."""
+        """The linked nodes in an order H allows (each stream in T-order), None when H has a
+        cycle. The other nodes have no predecessor in H: they never hold a chain back."""
         chains: dict[int, deque[str]] = defaultdict(deque)
         for name in self.model.order:
-            if self.streams[name] != INVALID:
+            if name in self.pos:
                 chains[self.streams[name]].append(name)
         total, order, done = sum(map(len, chains.values())), [], set()
         parked: dict[str, list[int]] = defaultdict(list)
@@ -111,13 +127,10 @@ class _Sweep:
         return [*(u for _, u in self.incoming.get(v, ())), *self.activators.get(v, ())]
 
     def run(self, order: list[str]) -> set[int]:
-        """The ids of the pairs to keep, visiting nodes in `order` (each stream in T-order)."""
-        count = [0] * len(self.col)
+        """The ids of the pairs to keep, visiting the linked nodes in `order` (each stream in
+        T-order)."""
         for name in order:
-            k = self.col[self.streams[name]]
-            self.pos[name] = count[k]
-            count[k] += 1
-            self._visit(name, k)
+            self._visit(name, self.col[self.streams[name]])
         return self.keep
 
     def _visit(self, v: str, k: int) -> None:

@@ -26,13 +26,20 @@ class _Order:
 def optimize(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
              _activation: Activation, maps: SyncMaps) -> None:
     """Run the four optimisations in GE's order (the activation lists are not read)."""
-    by_stream: dict[int, list[str]] = defaultdict(list)
-    for name in model.order:
-        by_stream[streams[name]].append(name)
-    _by_send(maps, by_stream)
-    _by_recv(maps, by_stream)
+    _by_send(maps, _by_stream(model, streams, maps.recv))
+    _by_recv(maps, _by_stream(model, streams, maps.send))
     _by_activation(_Order(model, streams, labels.stream_activators), maps)
     _purge_switch_sends(model, maps)
+
+
+def _by_stream(model: SyncModel, streams: Mapping[str, int],
+               side: Mapping[str, list[int]]) -> dict[int, list[str]]:
+    """The nodes with ids on this side, per stream in T-order: the only ones 3.1 and 3.2 read
+    (a few among many nodes)."""
+    by_stream: dict[int, list[str]] = defaultdict(list)
+    for name in sorted((n for n, ids in side.items() if ids), key=model.ids.__getitem__):
+        by_stream[streams[name]].append(name)
+    return by_stream
 
 
 def _by_send(maps: SyncMaps, by_stream: dict[int, list[str]]) -> None:

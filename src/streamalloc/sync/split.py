@@ -60,8 +60,10 @@ class _Walk:
     latest: dict[int, int] = field(default_factory=dict)
     added: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     prev: dict[int, Task] = field(default_factory=dict)
-    members: dict[int, list[Task]] = field(default_factory=lambda: defaultdict(list))
     label_nodes: dict[str, list[Task]] = field(default_factory=lambda: defaultdict(list))
+    # (id(label member), stream) -> the task counted on that stream just before the member
+    # (None for the stream's first task): all 5.8 reads of a stream's earlier tasks
+    label_prev: dict[tuple[int, int], Task | None] = field(default_factory=dict)
 
 
 def split_streams(graph: Graph, tasks: list[Task], units_of: list[StreamUnits],
@@ -108,20 +110,21 @@ def _visit(walk: _Walk, result: SplitResult, task: Task, s: int, u: int) -> None
     attached = task.stream != s  # evaluated now: an earlier visit may have moved the task
     first = walk.count[s] == 0
     walk.count[s] += _units(walk, task, attached, u)
-    walk.members[s].append(task)
     label = _label(walk, task)
     if label is not None:
         walk.label_nodes[label].append(task)
-    if _need_split(walk, task, s, first):
+        walk.label_prev[(id(task), s)] = walk.prev.get(s)
+    if not first and walk.count[s] + RESERVED_UNITS > walk.max_task \
+            and _splittable(walk, task):
         _open(walk, result, task, (s, u, attached))
     if walk.added[s] >= 1:
         _move(task, s, walk.latest[s])
     walk.prev[s] = task
 
 
-def _need_split(walk: _Walk, task: Task, s: int, first: bool) -> bool:
-    if first or walk.count[s] + RESERVED_UNITS <= walk.max_task:
-        return False
+def _splittable(walk: _Walk, task: Task) -> bool:
+    """A stream over capacity splits before `task` unless GE keeps the task with its
+    predecessors (a node with subgraphs, a subgraph's first activator, an RTS label node)."""
     if task.is_sync:
         return True
     node = walk.graph.node(task.name)
@@ -176,11 +179,11 @@ def _move_group(walk: _Walk, result: SplitResult, label: str,
     for member in group:
         _move_label_member(member, s, new, attached, result.split_to_logic)
         walk.count[s] += _units(walk, member, attached, u)  # GE approximates by n's units
-    members = walk.members[s]
-    index = next((i for i, m in enumerate(members) if m is group[0]), -1)
-    if index <= 0:  # GE fails the split here (spec 8)
-        place = "the first task of" if index == 0 else "not on"
+    key = (id(group[0]), s)
+    pre = walk.label_prev.get(key)
+    if pre is None:  # GE fails the split here (spec 8)
+        place = "the first task of" if key in walk.label_prev else "not on"
         raise AllocationInfeasible(
             f"continuous stream label {label!r}: its first node {group[0].name!r} is {place} "
             f"logical stream {s}, so GE's split finds no task before the group and fails")
-    return members[index - 1], group[0]
+    return pre, group[0]

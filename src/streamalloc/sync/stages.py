@@ -225,7 +225,7 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]
     streams, attached_streams = plan.streams, model.attached
     for node in model.nodes:
         name = node.name
-        task = Task(name, node.type, node.graph, streams[name], attached_streams[name])
+        task = Task(name, node.type, node.graph, streams[name], attached_streams.get(name, ()))
         if name not in synced:  # most nodes: no Send or Recv around them
             ordered.append(task)
             continue

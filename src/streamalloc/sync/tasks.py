@@ -146,10 +146,13 @@ def collect(graph: Graph, tasks: list[Task], max_task: int,
     total: dict[int, int] = defaultdict(int)
     shared: dict[StreamUnits, StreamUnits] = {}  # a 1M-task list holds a few hundred tuples
     table = _table(graph)
+    activators: list[int] = []  # indices of the StreamActive tasks, a few
     for task in tasks:
         if task.stream == INVALID:
             units_of.append(())
             continue
+        if task.type == ACTIVE:
+            activators.append(len(units_of))
         if task.attached:
             pairs = tuple(sorted({task.stream: 0, **task_units(graph, task, table)}.items()))
         else:
@@ -158,12 +161,12 @@ def collect(graph: Graph, tasks: list[Task], max_task: int,
             total[s] += u
         units_of.append(shared.setdefault(pairs, pairs))
     estimate = {s: math.ceil(t / max_task) for s, t in total.items()}
-    for i, task in enumerate(tasks):
-        if task.type == ACTIVE and units_of[i]:
-            units = dict(units_of[i])
-            units[task.stream] = sum(estimate[s] for s in active.get(task.name, ())
-                                     if s in estimate)
-            units_of[i] = tuple(sorted(units.items()))
+    for i in activators:
+        task = tasks[i]
+        units = dict(units_of[i])
+        units[task.stream] = sum(estimate[s] for s in active.get(task.name, ())
+                                 if s in estimate)
+        units_of[i] = tuple(sorted(units.items()))
     return units_of
 
 

@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -123,14 +124,21 @@ class Context:
 
 def make_context(graph: Graph, plan: PlanView, log: ViolationLog) -> Context:
     """Index the graph and the plan once for all checks."""
-    order = tuple(graph.all_nodes())
-    names = [n.name for n in order]
+    order, t_index = _t_order(graph)
+    names = tuple(map(attrgetter("name"), order))
     sync: dict[str, SyncEntry] = {}
     for entry in plan.sync_nodes:
         sync.setdefault(entry.name, entry)
     table = task_table(plan)
-    # Plain dicts behind Mapping types: read-only by convention, and faster than proxies;
-    # the graph's own index of its nodes serves as it is.
-    return Context(graph, plan, table, graph.by_name, order,
-                   dict(zip(names, range(len(names)), strict=True)),
+    # The graph's own index of its nodes serves as it is.
+    return Context(graph, plan, table, graph.by_name, order, t_index,
                    node_columns(names, plan.nodes, table.where, table.stream_of), sync, log)
+
+
+def _t_order(graph: Graph) -> tuple[tuple[Node, ...], Mapping[str, int]]:
+    """Every node in T-order, and name -> position in it."""
+    if not graph.subgraphs:  # T-order is the root's G-order, which the root indexes already
+        return graph.root.nodes, graph.root.index
+    order = tuple(graph.all_nodes())
+    # a plain dict behind the Mapping type: read-only by convention, faster than a proxy
+    return order, {node.name: i for i, node in enumerate(order)}

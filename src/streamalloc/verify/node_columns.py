@@ -3,16 +3,14 @@ checks over all nodes run as array operations and look at single nodes only when
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, repeat
+from itertools import repeat
 
 import numpy as np
 
-from streamalloc.verify.plan_input import NodeEntry
-
-NO_ENTRY = NodeEntry(-2, -2)  # below every valid stream id (-1 = no stream)
+from streamalloc.verify.plan_input import NodeEntries
 
 
 @dataclass(frozen=True)
@@ -44,16 +42,22 @@ class NodeColumns:
         return dict(zip(physical.tolist(), (pairs % width).tolist(), strict=True))
 
 
-def node_columns(names: Sequence[str], entries: Mapping[str, NodeEntry],
-                 where: Mapping[str, int], stream_of_task: np.ndarray) -> NodeColumns:
+def node_columns(names: tuple[str, ...], entries: NodeEntries, where: Mapping[str, int],
+                 stream_of_task: np.ndarray) -> NodeColumns:
     """Columns for the nodes `names` from the plan's entries and the task numbering `where`
     (name -> first gid); `stream_of_task[gid]` is a task's stream id."""
     n = len(names)
-    pairs = np.fromiter(chain.from_iterable(map(entries.get, names, repeat(NO_ENTRY))),
-                        np.int64, 2 * n).reshape(n, 2)
+    if entries.names == names:  # as plans are written: entries in T-order
+        has_entry = np.ones(n, bool)
+        stream = np.array(entries.streams, np.int64)
+        physical = np.array(entries.physical, np.int64)
+    else:  # row -1 (no entry) reads the -1 appended to each column
+        rows = np.fromiter(map(entries.rows.get, names, repeat(-1)), np.int64, n)
+        has_entry = rows >= 0
+        stream = np.array([*entries.streams, -1], np.int64)[rows]
+        physical = np.array([*entries.physical, -1], np.int64)[rows]
     gid = np.fromiter(map(where.get, names, repeat(-1)), np.int64, n)
     listed = gid >= 0
     listed_on = np.full(n, -1, np.int64)
     listed_on[listed] = stream_of_task[gid[listed]]
-    stream, physical = np.maximum(pairs[:, 0], -1), np.maximum(pairs[:, 1], -1)
-    return NodeColumns(pairs[:, 0] > NO_ENTRY.stream, stream, physical, gid, listed_on)
+    return NodeColumns(has_entry, stream, physical, gid, listed_on)

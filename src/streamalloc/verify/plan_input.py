@@ -9,10 +9,12 @@ job and gives violations, not exceptions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import compress, repeat
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from streamalloc.errors import InputError
 from streamalloc.plan_fields import PLAN_DOC, PlanFields, read_plan_json
@@ -35,6 +37,37 @@ class NodeEntry(NamedTuple):
 
     stream: int
     physical_stream: int
+
+
+@dataclass(frozen=True, eq=False)
+class NodeEntries(Mapping[str, NodeEntry]):
+    """The `nodes` object as columns in file order: node names, logical and physical streams.
+
+    Checks over every node read the columns; a `NodeEntry` is made only for a name looked up
+    (mostly to word a violation), which spares making one record per node of a large plan.
+    """
+
+    names: tuple[str, ...]
+    streams: list[int]
+    physical: list[int]
+
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        """Name -> row of its entry in the columns."""
+        return dict(zip(self.names, range(len(self.names)), strict=True))
+
+    def __getitem__(self, name: str) -> NodeEntry:
+        row = self.rows[name]
+        return NodeEntry(self.streams[row], self.physical[row])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 class SyncEntry(NamedTuple):
@@ -83,7 +116,7 @@ class PlanView:
 
     source: str
     graph: str
-    nodes: Mapping[str, NodeEntry]
+    nodes: NodeEntries
     streams: Mapping[int, tuple[str, ...]]
     sync_nodes: tuple[SyncEntry, ...]
     events: tuple[EventEntry, ...]
@@ -150,18 +183,25 @@ def _nat(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
-def _nodes(f: PlanFields, raw: Any) -> Mapping[str, NodeEntry]:
+def _nodes(f: PlanFields, raw: Any) -> NodeEntries:
     entries = f.obj(raw, "nodes")
     # the common case, checked a column at a time: one entry per graph node
-    streams = [e.get("stream") if type(e) is dict else None for e in entries.values()]
-    physical = [e.get("physical_stream") if type(e) is dict else None for e in entries.values()]
-    if _stream_ids(streams) and _stream_ids(physical):
-        pairs = zip(streams, physical, strict=True)
-        return dict(zip(entries, map(NodeEntry._make, pairs), strict=True))
-    return {name: _node_entry(f, name, entry) for name, entry in entries.items()}
+    if _all_dicts(entries):
+        values = list(entries.values())
+        streams = list(map(dict.get, values, repeat("stream")))
+        physical = list(map(dict.get, values, repeat("physical_stream")))
+        if _stream_ids(streams) and _stream_ids(physical):
+            return NodeEntries(tuple(entries), streams, physical)
+    checked = [_node_entry(f, name, entry) for name, entry in entries.items()]
+    return NodeEntries(tuple(entries), [e.stream for e in checked],
+                       [e.physical_stream for e in checked])
 
 
-def _stream_ids(values: list[Any]) -> bool:
+def _all_dicts(entries: Mapping[str, Any]) -> bool:
+    return set(map(type, entries.values())) <= {dict}
+
+
+def _stream_ids(values: list[Any]) -> TypeGuard[list[int]]:
     """Whether every value is a stream id or -1 (no stream): an int (not a bool) >= -1."""
     return set(map(type, values)) <= {int} and min(values, default=0) >= -1
 
@@ -252,8 +292,12 @@ def _tasks(f: PlanFields, raw: Any) -> Mapping[int, int] | None:
 
 
 def _attached(f: PlanFields, nodes: Mapping[str, Any]) -> Mapping[str, tuple[int, ...]]:
-    return {name: f.int_list(entry["attached_streams"], f"nodes[{name!r}].attached_streams")
-            for name, entry in nodes.items() if entry.get("attached_streams")}
+    # `_nodes` has checked that every entry is an object; most have no attached streams
+    values = map(dict.get, nodes.values(), repeat("attached_streams")) if _all_dicts(nodes) \
+        else (entry.get("attached_streams") for entry in nodes.values())
+    raw = list(values)
+    return {name: f.int_list(value, f"nodes[{name!r}].attached_streams")
+            for name, value in compress(zip(nodes, raw, strict=True), raw)}
 
 
 def _options(f: PlanFields, raw: Any) -> Mapping[str, str] | None:

@@ -37,7 +37,8 @@ def plan_rule_set(view: PlanView, given: str | None) -> RuleSet | None:
 
 def check_rules(graph: Graph, view: PlanView, rules: RuleSet, log: ViolationLog) -> None:
     """A `rule` violation for every constraint the plan's logical streams break."""
-    placement = Placement({n: e.stream for n, e in view.nodes.items()}, view.attached)
+    streams = dict(zip(view.nodes.names, view.nodes.streams, strict=True))
+    placement = Placement(streams, view.attached)
     for problem in broken(rule_constraints(rules, graph), graph, placement):
         rule = rules.rule(problem.rule)
         log.add("rule", f"rule {rule.name!r} ({rule.kind}, rule set {rules.name!r}) does not "

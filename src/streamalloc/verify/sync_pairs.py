@@ -235,14 +235,16 @@ def _check_logical(ctx: Context, entry: EventEntry, node: str, stream: int, *,
     node's work on its attached streams is not listed, so nodes with attached streams are
     exempt; so are nodes without a logical stream that issue a task (GE runs them on stream 0,
     sync spec 5.4)."""
-    entry_node = ctx.plan.nodes.get(node)
-    if entry_node is None or node not in ctx.nodes or ctx.plan.attached.get(node) \
-            or entry_node.stream < 0 or entry_node.physical_stream < 0 or stream not in logical:
+    t, columns = ctx.t_index.get(node), ctx.columns
+    if t is None or ctx.plan.attached.get(node) or stream not in logical:
         return
-    if entry_node.stream != logical[stream]:
+    node_stream = int(columns.stream[t])  # -1 without an entry
+    if node_stream < 0 or columns.physical[t] < 0:
+        return
+    if node_stream != logical[stream]:
         what, role = ("Send", "sender") if is_send else ("Recv", "receiver")
         ctx.log.add("event-entry", f"{entry.label()}: its {role} {node} is on logical stream "
-                    f"{entry_node.stream}, but the {what} on stream {stream} is in logical "
+                    f"{node_stream}, but the {what} on stream {stream} is in logical "
                     f"stream {logical[stream]}; the entry does not match its {what} task")
 
 
