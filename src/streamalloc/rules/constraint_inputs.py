@@ -17,6 +17,7 @@ from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import GraphPartition, auto_multistream_mode, partition_model
 from streamalloc.rules import labelling
 from streamalloc.rules.model import Rule, RuleSet
+from streamalloc.rules.predicates import match_all
 
 # user policies that move matched nodes after GE's passes placed them
 _MOVING_POLICIES = frozenset({"same-stream", "separate-streams", "dedicated-stream",
@@ -110,17 +111,18 @@ class Inputs:
         """(graph, engine) -> (nodes assign-by-dependency places and nothing moves, the cap)."""
         found: dict[tuple[str, str], list[str]] = defaultdict(list)
         caps: dict[tuple[str, str], int] = {}
+        by_name, moved = self.graph.by_name, self.moved
+        every = rule.match is match_all  # the usual rule: no node to test
         for graph, partition in self.partitions.items():
             for sg in partition.subgraphs:
                 if sg.stream_label or sg.engine.independent or sg.engine.skip_assign_stream:
                     continue
-                nodes = [self.graph.node(n) for n in sg.nodes]
-                if not all(rule.matches(n) for n in nodes):
+                if not every and not all(rule.matches(by_name[n]) for n in sg.nodes):
                     continue
                 key = (graph, sg.engine_name)
                 caps[key] = sg.max_parallel_num
-                found[key] += [n.name for n in nodes
-                               if n.name not in self.moved and not self.rts_label(n)]
+                found[key] += [n for n in sg.nodes
+                               if n not in moved and RTS_LABEL not in by_name[n].attrs]
         return {k: (tuple(v), caps[k]) for k, v in found.items() if v}
 
     @cached_property
@@ -153,9 +155,10 @@ class Inputs:
             return ()
         split_rules = self.kinds("independent-stream")
         groups: dict[tuple[str, str, str], list[Node]] = defaultdict(list)
-        for node in self.tasks:
+        labelled = {name for name, tags in self.labels.items() if tags.stream_label}
+        for node in self.tasks if labelled else ():  # most models label no node
             tags = self.labels[node.name]
-            if not tags.stream_label or node.name in self.moved or self.rts_label(node) \
+            if node.name not in labelled or node.name in self.moved or self.rts_label(node) \
                     or not all(r.matches(node) for r in by_label):
                 continue
             split = self.engine(node).independent and not tags.user_stream_label \
@@ -173,17 +176,17 @@ def _subgraph_ranks(partition: GraphPartition) -> dict[str, int]:
     missing = [len(sg.preds) for sg in subgraphs]
     ready = [sg.index for sg in subgraphs if not sg.preds]
     heapq.heapify(ready)
-    ranks: dict[str, int] = {}
+    rank_of = [0] * len(subgraphs)
     rank = 0
     while ready:
         index = heapq.heappop(ready)
-        ranks.update(dict.fromkeys(subgraphs[index].nodes, rank))
+        rank_of[index] = rank
         rank += 1
         for succ in subgraphs[index].succs:
             missing[succ] -= 1
             if not missing[succ]:
                 heapq.heappush(ready, succ)
-    return ranks
+    return {name: rank_of[index] for name, index in partition.subgraph_of.items()}
 
 
 def rule_labels(rules: RuleSet, graph: Graph) -> RuleLabels:

@@ -161,8 +161,8 @@ def _single_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
 def _parallel_groups(rule: Rule, inputs: Inputs) -> list[Constraint]:
     groups: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for node in inputs.tasks:
-        value = node.attr("_parallel_group")
-        if rule.matches(node) and value is not None and str(value) != "-1" \
+        value = node.attr("_parallel_group") if node.attrs else None
+        if value is not None and str(value) != "-1" and rule.matches(node) \
                 and not inputs.engine(node).skip_assign_stream:
             groups[node.graph][str(value)].append(node.name)
     return [DisjointGroups(rule.name, tuple(tuple(g) for g in by_value.values()))
@@ -202,7 +202,7 @@ def _pinned(rule: Rule, inputs: Inputs) -> list[Constraint]:
 
 
 def _attached(rule: Rule, inputs: Inputs) -> list[Constraint]:
-    nodes = tuple(n.name for n in inputs.tasks if rule.matches(n) and inputs.requests_attached(n))
+    nodes = tuple(n.name for n in inputs.tasks if inputs.requests_attached(n) and rule.matches(n))
     return [AttachedStreams(rule.name, nodes)] if nodes else []
 
 
