@@ -34,15 +34,9 @@ class DataInput(NamedTuple):
         return f"{self.src}:{self.port}"
 
 
-_NO_ATTRS: Mapping[str, AttrValue] = MappingProxyType({})
-
-
-class Node(NamedTuple):
-    """An operator. `inputs` is indexed by input slot; None marks an unconnected slot.
-
-    A named tuple, like `DataInput`: a graph holds one per node, and a tuple is made several
-    times faster than a frozen dataclass (whose `__init__` sets each of the 13 fields through
-    `object.__setattr__`), which counts on every load of a 100k-node graph."""
+@dataclass(frozen=True, slots=True)
+class Node:
+    """An operator. `inputs` is indexed by input slot; None marks an unconnected slot."""
 
     name: str
     type: str
@@ -50,7 +44,7 @@ class Node(NamedTuple):
     graph: str
     inputs: tuple[DataInput | None, ...] = ()
     control_inputs: tuple[str, ...] = ()
-    attrs: Mapping[str, AttrValue] = _NO_ATTRS
+    attrs: Mapping[str, AttrValue] = field(default_factory=lambda: MappingProxyType({}))
     outputs: tuple[TensorDesc, ...] = ()
     input_descs: tuple[TensorDesc, ...] = ()
     subgraphs: tuple[tuple[str, str], ...] = ()
