@@ -80,6 +80,10 @@ class Model:
         """The arcs into v."""
         return self._into.get(v, [])
 
+    def has_succ(self, v: int) -> list[cp_model.IntVar]:
+        """The arcs out of v."""
+        return self._out.get(v, [])
+
     def __post_init__(self) -> None:
         self._into: dict[int, list[cp_model.IntVar]] = {}
         self._out: dict[int, list[cp_model.IntVar]] = {}

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from ortools.sat.python import cp_model
-
 from streamalloc.rules.constraints import (
     AttachedStreams,
     Constraint,
@@ -30,9 +28,9 @@ def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[st
     """State every constraint; pins are collected so that different ids stay apart."""
     pins: dict[int, list[int]] = {}
     constraints = list(constraints)
-    caps = {c.graph: c.order for c in constraints if isinstance(c, StreamCap)}
-    for graph, order in caps.items():
-        _openers_first(model, graph, order)
+    caps = [c for c in constraints if isinstance(c, StreamCap)]
+    for graph in sorted({c.graph for c in caps}):
+        _engine_caps(model, [c for c in caps if c.graph == graph])
     for constraint in constraints:
         if isinstance(constraint, PinnedStream):
             nodes = _known(constraint.nodes, index)
@@ -86,27 +84,55 @@ def _disjoint(model: Model, c: DisjointGroups, index: Mapping[str, int]) -> None
     _apart(model, [_known(g, index) for g in c.groups])
 
 
-def _cap(model: Model, c: StreamCap, index: Mapping[str, int]) -> None:
-    # arcs stay inside a graph, so a stream begins in the graph at a node without predecessor
-    heads = [1 - sum(model.has_pred(v)) for v in _known(c.nodes, index)]
-    if heads:
-        model.cp.add(sum(heads) <= c.cap)
+def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
+    """The engine caps of one graph, counted as `rules.check` counts them: a stream's opener
+    is its node of least (order, T-order) key. Along each stream the least key so far
+    (`least`) and the cap its node counts toward (`owner`; len(caps): none) pass over the
+    arcs, so a stream's last node holds its opener's cap; each cap bounds those last nodes."""
+    dag, order = model.data.dag, caps[0].order
+    nodes = [v for v in range(dag.size) if dag.graphs[v] == caps[0].graph]
+    counted = {name: k for k, c in enumerate(caps) for name in c.nodes}
+    none = len(caps)
+    key = {v: (order.get(dag.names[v], -1) + 1) * dag.size + v for v in nodes}  # unique
+    cap_of = {v: counted.get(dag.names[v], none) for v in nodes}
+    least = {v: model.cp.new_int_var(0, key[v], f"least_{v}") for v in nodes}
+    owner = {v: model.cp.new_int_var(0, none, f"owner_{v}") for v in nodes}
+    for v in nodes:
+        model.cp.add(least[v] == key[v]).only_enforce_if(model.head[v])
+        model.cp.add(owner[v] == cap_of[v]).only_enforce_if(model.head[v])
+    highest, could_open = -1, set()  # a node after one of greater key may open its stream
+    for v in nodes:
+        if key[v] < highest:
+            could_open.add(v)
+        highest = max(highest, key[v])
+    for (u, v), arc in model.arc.items():
+        if v not in least:
+            continue  # arcs stay inside a graph
+        if v not in could_open:  # every node before v has a lesser key: v never opens
+            model.cp.add(least[v] == least[u]).only_enforce_if(arc)
+            model.cp.add(owner[v] == owner[u]).only_enforce_if(arc)
+            continue
+        opens = model.cp.new_bool_var(f"opens_{u}_{v}")  # v's key is the least so far
+        model.cp.add(least[u] > key[v]).only_enforce_if(opens)
+        model.cp.add(least[u] < key[v]).only_enforce_if(opens.negated())
+        model.cp.add(least[v] == key[v]).only_enforce_if([arc, opens])
+        model.cp.add(owner[v] == cap_of[v]).only_enforce_if([arc, opens])
+        model.cp.add(least[v] == least[u]).only_enforce_if([arc, opens.negated()])
+        model.cp.add(owner[v] == owner[u]).only_enforce_if([arc, opens.negated()])
+    for k, c in enumerate(caps):
+        ends = []
+        for v in nodes:
+            mine = model.cp.new_bool_var(f"owner_{v}_is_{k}")
+            model.cp.add(owner[v] == k).only_enforce_if(mine)
+            model.cp.add(owner[v] != k).only_enforce_if(mine.negated())
+            end = model.cp.new_bool_var(f"ends_{v}_{k}")  # v ends a stream cap k opened
+            model.cp.add(end + sum(model.has_succ(v)) >= mine)
+            ends.append(end)
+        model.cp.add(sum(ends) <= c.cap)
 
 
-def _openers_first(model: Model, graph: str, order: Mapping[str, int]) -> None:
-    """`rules.check` takes a stream's node of least `order` (then first) as its opener, which
-    `_cap` counts as the stream's first node: so a stream begins with a node of least order.
-    Only a node after one of greater order (in T-order) needs a say in its stream's head."""
-    dag = model.data.dag
-    nodes = [v for v in range(dag.size) if dag.graphs[v] == graph]
-    rank = [order.get(dag.names[v], -1) for v in nodes]
-    highest = -1
-    for k, v in enumerate(nodes):
-        if rank[k] < highest:
-            heads = [h for j, h in enumerate(nodes[:k]) if rank[j] <= rank[k]] + [v]
-            model.cp.add_linear_expression_in_domain(model.chain[v],
-                                                     cp_model.Domain.from_values(heads))
-        highest = max(highest, rank[k])
+def _stated_per_graph(model: Model, c: StreamCap, index: Mapping[str, int]) -> None:
+    """Engine caps are stated together per graph (`_engine_caps`): they share the openers."""
 
 
 def _attached(model: Model, c: AttachedStreams, index: Mapping[str, int]) -> None:
@@ -115,5 +141,5 @@ def _attached(model: Model, c: AttachedStreams, index: Mapping[str, int]) -> Non
 
 _FORMS: Mapping[type, Callable[..., None]] = {
     SameStream: _same_stream, DifferentStreams: _different, DedicatedStream: _dedicated,
-    DisjointGroups: _disjoint, StreamCap: _cap, AttachedStreams: _attached,
+    DisjointGroups: _disjoint, StreamCap: _stated_per_graph, AttachedStreams: _attached,
 }
