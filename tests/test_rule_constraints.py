@@ -199,7 +199,7 @@ def test_a_stream_is_opened_by_its_node_of_least_subgraph_rank() -> None:
     builder.add_node("b", "NonZero", inputs=[DataInput("a"), DataInput("r")])
     builder.add_node("c", "NonZero")
     graph = builder.build()
-    order = Inputs.of(default_rule_set(graph), graph).opening_order("g")
+    order = Inputs.of(default_rule_set(graph), graph).opening_orders["g"]
     assert order["r"] < order["a"] == order["b"]
     placement = Placement({"a": 0, "r": 0, "b": 0, "c": 1}, {})
     aicpu = StreamCap("r", "g", "DNN_VM_AICPU_ASCEND", ("a", "b", "c"), 1, order)

@@ -12,7 +12,7 @@ pass (graphs not reached yet on their initial streams), or the stream labels aft
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import MappingProxyType
@@ -27,7 +27,7 @@ from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, init
 from streamalloc.heuristic.registry import GRAPH_PASSES, LABEL_PASSES, MODEL_PASSES
 from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
-from streamalloc.ir.graph import ComputeGraph, Graph, Node
+from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
@@ -189,7 +189,7 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}
     graph_plans, attached = plan.graphs, plan.attached
-    for node in _t_ordered(graph):
+    for node in graph.t_ordered_nodes():
         name, graph_plan = node.name, graph_plans[node.graph]
         touches, rule = provenance_of.touches(name, graph_plan, partitions.get(node.graph))
         key = (graph_plan.streams[name], rule, attached.get(name, ()))
@@ -207,11 +207,6 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                       provenance=MappingProxyType(provenance),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
-
-
-def _t_ordered(graph: Graph) -> Iterable[Node]:
-    """Every node in T-order (without subgraphs: the root's nodes as they are)."""
-    return graph.all_nodes() if graph.subgraphs else graph.root.nodes
 
 
 class _Provenance:

@@ -162,6 +162,11 @@ class Graph:
         """Every node in T-order: root nodes in G-order, each node's subgraphs right after it."""
         yield from self._t_order(self.root)
 
+    def t_ordered_nodes(self) -> tuple[Node, ...]:
+        """`all_nodes` as a tuple: the root's own node tuple when the model has no subgraphs
+        (most models), so the hot paths of large graphs skip the generator walk."""
+        return tuple(self.all_nodes()) if self.subgraphs else self.root.nodes
+
     def _t_order(self, graph: ComputeGraph) -> Iterator[Node]:
         for node in graph.nodes:
             yield node

@@ -166,7 +166,7 @@ def _cap(c: StreamCap, _: Graph, __: Placement, derived: _Derived) -> Found:
         return None
     where = ", ".join(f"{s} ({n})" for s, n in opened)
     return (f"engine {c.engine} may open at most {c.cap} stream(s) in graph {c.graph}, but "
-            f"{len(opened)} begin with its nodes: {where}", tuple(n for _, n in opened))
+            f"{len(opened)} are opened by its nodes: {where}", tuple(n for _, n in opened))
 
 
 def _attached(c: AttachedStreams, _: Graph, placement: Placement, derived: _Derived

@@ -126,20 +126,15 @@ class Inputs:
         return {k: (tuple(v), caps[k]) for k, v in found.items() if v}
 
     @cached_property
-    def _orders(self) -> dict[str, Mapping[str, int]]:
-        return {}
-
-    def opening_order(self, graph: str) -> Mapping[str, int]:
-        """Per node of `graph`, the rank of its engine subgraph in a topological order of the
-        graph's subgraphs (the ready one first in L-order); the order in which a stream's
-        nodes came to it. GE hands a stream to a subgraph before the subgraphs that reuse it,
-        which are its successors (an attach engine's reuser may have nodes earlier in
-        G-order, spec 2.4.3), and a later pass moves a node onto a stream only after a node
+    def opening_orders(self) -> Mapping[str, Mapping[str, int]]:
+        """Per graph and node, the rank of the node's engine subgraph in a topological order
+        of the graph's subgraphs (the ready one first in L-order): the order in which a
+        stream's nodes came to it. GE hands a stream to a subgraph before the subgraphs that
+        reuse it, which are its successors (an attach engine's reuser may have nodes earlier
+        in G-order, spec 2.4.3), and a later pass moves a node onto a stream only after a node
         it depends on (optimize-ineffective, 2.10), so the node of least rank opened the
-        stream. Computed once per graph: every engine cap of the graph shares it."""
-        if graph not in self._orders:
-            self._orders[graph] = _subgraph_ranks(self.partitions[graph])
-        return self._orders[graph]
+        stream. Every engine cap of a graph shares its order."""
+        return {graph: _subgraph_ranks(p) for graph, p in self.partitions.items()}
 
     def requests_attached(self, node: Node) -> bool:
         """Static flow: the node asks for at least one attached stream (spec 5.1)."""

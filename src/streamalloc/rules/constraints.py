@@ -71,7 +71,7 @@ class StreamCap:
     """In graph `graph`, at most `cap` streams are opened by one of `nodes` (GE's per-engine
     stream limit, max_parallel_num, for `engine`). A stream's opener is its node of least
     `order` (then first in G-order; a node not in `order` ranks -1): the rank of the node's
-    engine subgraph in a topological order of the graph's subgraphs (`Inputs.opening_order`)."""
+    engine subgraph in a topological order of the graph's subgraphs (`Inputs.opening_orders`)."""
 
     rule: str
     graph: str
@@ -148,7 +148,7 @@ def _attribute_labels(rule: Rule, inputs: Inputs) -> list[Constraint]:
 def _engine_caps(rule: Rule, inputs: Inputs) -> list[Constraint]:
     if inputs.dag_active:
         return []
-    return [StreamCap(rule.name, graph, engine, nodes, cap, inputs.opening_order(graph))
+    return [StreamCap(rule.name, graph, engine, nodes, cap, inputs.opening_orders[graph])
             for (graph, engine), (nodes, cap) in inputs.dependency_nodes(rule).items()]
 
 

@@ -102,9 +102,8 @@ class _Compiler:
         self._idle_dims()
         self._check_sync_nodes()
         events, notifies = self._sync_counts()
-        graph = self.graph  # T-order: the root's G-order when there are no subgraphs
         consumer, producer, topo = task_pairs(
-            list(graph.all_nodes()) if graph.subgraphs else graph.root.nodes, self.tid_of,
+            self.graph.t_ordered_nodes(), self.tid_of,
             {self.tid_of[name] for name in self.idle}, len(self.names))
         preds = self._preds(consumer, producer)
         return Program(

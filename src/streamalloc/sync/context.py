@@ -28,8 +28,7 @@ class SyncModel:
     @classmethod
     def of(cls, graph: Graph, attached: Mapping[str, tuple[int, ...]]) -> SyncModel:
         """The facts of `graph` with the attached streams of its allocation."""
-        # most models have no subgraphs: T-order is the root's node list
-        nodes = tuple(graph.all_nodes()) if graph.subgraphs else graph.root.nodes
+        nodes = graph.t_ordered_nodes()
         order = tuple(n.name for n in nodes)
         return cls(graph, MappingProxyType(dict(attached)), nodes, order,
                    MappingProxyType({name: i for i, name in enumerate(order)}))

@@ -137,8 +137,8 @@ def make_context(graph: Graph, plan: PlanView, log: ViolationLog) -> Context:
 
 def _t_order(graph: Graph) -> tuple[tuple[Node, ...], Mapping[str, int]]:
     """Every node in T-order, and name -> position in it."""
+    order = graph.t_ordered_nodes()
     if not graph.subgraphs:  # T-order is the root's G-order, which the root indexes already
-        return graph.root.nodes, graph.root.index
-    order = tuple(graph.all_nodes())
+        return order, graph.root.index
     # a plain dict behind the Mapping type: read-only by convention, faster than a proxy
     return order, {node.name: i for i, node in enumerate(order)}
