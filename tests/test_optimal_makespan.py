@@ -32,6 +32,7 @@ from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.list_schedule import list_schedule_chains
 from streamalloc.optimal.moves import UNITS, Branches
 from streamalloc.optimal.numbering import critical_first
+from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -124,11 +125,13 @@ def test_search_never_lengthens_the_run(squeezenet: Graph) -> None:
     dag, evaluator = _setup(squeezenet)
     start = assignment_of(dag, list_schedule_chains(squeezenet, dag, default_cost_table(),
                                                     2024))
-    found = improvements(dag, start, evaluator.run, budget=20)[-1]
-    before, after = evaluator.outcome(start), evaluator.outcome(found)
+    evaluator = replace(evaluator, orders=Orders.of(squeezenet))
+    found = improvements(dag, start, evaluator.run, budget=20, orders=evaluator.orders)[-1]
+    before, after = evaluator.outcome(start), evaluator.outcome(*found)
     assert before is not None and after is not None
     assert after.makespan_us <= before.makespan_us + 1e-9
-    assert found == improvements(dag, start, evaluator.run, budget=20)[-1]
+    assert found == improvements(dag, start, evaluator.run, budget=20,
+                                 orders=evaluator.orders)[-1]
 
 
 def test_makespan_objective_near_the_bound_on_squeezenet(squeezenet: Graph) -> None:
@@ -226,18 +229,20 @@ def test_search_with_kicks_is_deterministic(squeezenet: Graph) -> None:
                                                     2024))
     runs: list[Sequence[int]] = []
 
-    def run(streams: Sequence[int]) -> EmulationResult | None:
+    def run(streams: Sequence[int], order: Order | None) -> EmulationResult | None:
+        assert order is None  # without `orders` the search keeps the graph's order
         runs.append(list(streams))
         return evaluator.run(streams)
 
-    found = improvements(dag, start, run, budget=80, seed=3)[-1]
+    found = improvements(dag, start, run, budget=80, seed=3)[-1].streams
     assert len(runs) <= 81  # the start, then at most the budget (kicks included)
     assert len(runs) > 60   # past the local optimum: the kicks spend the rest
     # a move tried before at the same assignment is not run again (12 of the 81 were repeats
     # when the pass confirming a local optimum ran its moves again); here one kick repeats one
     assert len({tuple(r) for r in runs}) == len(runs) - 1
     first, runs[:] = list(runs), []
-    assert found == improvements(dag, start, run, budget=80, seed=3)[-1] and runs == first
+    assert found == improvements(dag, start, run, budget=80, seed=3)[-1].streams
+    assert runs == first
     before, after = evaluator.outcome(start), evaluator.outcome(found)
     assert before is not None and after is not None
     assert after.makespan_us <= before.makespan_us

@@ -6,7 +6,7 @@ G-order. Nothing downstream mutates them: allocators return separate result obje
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from types import MappingProxyType
@@ -181,6 +181,19 @@ class Graph:
         for node in self.all_nodes():
             order.extend(sub for _, sub in reversed(node.subgraphs))
         return order
+
+    def reordered(self, names: Sequence[str]) -> Graph:
+        """The model with the root's nodes in the order of `names`, another topological order
+        (the optimal mode's execution order: every stream runs its nodes in G-order). Only for
+        models without subgraphs, whose T-order is the root's G-order."""
+        root = self.root
+        if self.subgraphs or len(names) != len(root.nodes) or set(names) != root.index.keys():
+            raise ValueError(f"graph {self.name!r}: an execution order must list every root "
+                             "node once, and the model may have no subgraphs")
+        nodes = tuple(map(self.by_name.__getitem__, names))
+        index = MappingProxyType({name: i for i, name in enumerate(names)})
+        return replace(self, root=replace(root, nodes=nodes, index=index),
+                       by_name=self.by_name)
 
     def with_options(self, settings: Mapping[str, str]) -> Graph:
         """The graph with these options set (they win over the file's)."""

@@ -4,8 +4,10 @@ An emulated run explains itself. Walking back from the task that ends last, each
 when the task before it on its stream ended (stream order, Sends and Recvs included), when its
 Recv's event was recorded (a cross-stream dependency) or, waiting at its engine, when the units
 it needs came free. `critical_chain` follows those causes back to time 0. `improvements` tries,
-in a fixed order, the moves `optimal/moves.py` lists at each link of the chain (single tasks,
-whole branches between a fork and a join, whole streams) and keeps the first that shortens the
+in a fixed order, the changes at each link of the chain: for a task that waited on its stream
+for a task it does not depend on, running it first (a new execution order, `optimal/order.py`,
+when the caller lets the search order), then the moves `optimal/moves.py` lists (single tasks,
+whole branches between a fork and a join, whole streams); it keeps the first that shortens the
 run (or, as long, ends its tasks earlier in sum), then walks the new run's chain; a move that
 did not help is not tried again until a pass over the chain finds nothing new, and an
 assignment evaluated before is not evaluated again unless it beats the current one (so the pass
@@ -20,10 +22,12 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from streamalloc.optimal.moves import STREAM, UNITS, Branches, Link, Move
+from streamalloc.optimal.order import Order, Orders
 from streamalloc.runtime_emu.program import RECV, TASK
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
@@ -32,7 +36,8 @@ EPS = 1e-6
 KICK_MOVES = 2     # random moves per kick of the search
 KICK_CHOICES = 12  # drawn among the first moves of a link that change the assignment
 
-Run = Callable[[Sequence[int]], EmulationResult | None]  # emulated run (None: over a limit)
+Run = Callable[[Sequence[int], Order | None], EmulationResult | None]  # emulated run of an
+# assignment in an execution order (None: over a limit)
 
 
 def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]:
@@ -96,36 +101,56 @@ def _score(result: EmulationResult) -> tuple[float, float]:
             round(sum(e for e in result.end if e != math.inf), 6))
 
 
+class Solution(NamedTuple):
+    """A stream assignment and the execution order its plan is synchronized in (None: the
+    graph's T-order, for a model whose order the search does not change)."""
+
+    streams: list[int]
+    order: Order | None
+
+
+class Reorder(NamedTuple):
+    """The move that runs `node` before `blocker`, the unrelated task before it on its stream
+    (dag indices)."""
+
+    node: int
+    blocker: int
+
+
 @dataclass
 class Search:
-    """The current assignment and its run, the best one found, the remaining evaluations and
+    """The current solution and its run, the best one found, the remaining evaluations and
     the seeded generator of the kicks."""
 
     dag: TaskDag
     run: Run
     budget: int
     streams: list[int]
+    order: Order | None
+    orders: Orders | None
     rng: random.Random
     branches: Branches
     result: EmulationResult | None = None
     score: tuple[float, float] = (math.inf, math.inf)
-    best: tuple[tuple[float, float], list[int], EmulationResult | None] = \
-        ((math.inf, math.inf), [], None)
+    best: tuple[tuple[float, float], Solution, EmulationResult | None] = \
+        ((math.inf, math.inf), Solution([], None), None)
     index: dict[str, int] = field(default_factory=dict)
-    tried: dict[tuple[int, ...], tuple[float, float]] = field(default_factory=dict)
-    bests: list[list[int]] = field(default_factory=list)  # each better than the one before
+    tried: dict[tuple[tuple[int, ...], Order | None], tuple[float, float]] = \
+        field(default_factory=dict)
+    bests: list[Solution] = field(default_factory=list)  # each better than the one before
 
-    def improve(self) -> list[list[int]]:
+    def improve(self) -> list[Solution]:
         """Descend along the critical chain until no move helps; then, while the budget
-        lasts, kick the best assignment and descend again. The assignments that were the best
+        lasts, kick the best solution and descend again. The solutions that were the best
         seen when found, in that order (the start first)."""
         self.index = {n: i for i, n in enumerate(self.dag.names)}
-        self.result = self.run(self.streams)
+        self.result = self.run(self.streams, self.order)
+        start = Solution(self.streams, self.order)
         if self.result is None:
-            return [self.streams]
+            return [start]
         self.score = _score(self.result)
-        self.best = (self.score, self.streams, self.result)
-        self.bests = [self.streams]
+        self.best = (self.score, start, self.result)
+        self.bests = [start]
         while self.budget > 0:
             self._descend()
             if self.budget <= 0:
@@ -137,7 +162,7 @@ class Search:
         """First-improvement descent. A move that did not help is not tried again until a
         pass over the whole chain finds nothing new; then the pass is repeated once with
         every move (only then is this a local optimum)."""
-        failed: set[Move] = set()
+        failed: set[Move | Reorder] = set()
         while self.budget > 0 and self.result is not None:
             if self._step(critical_chain(self.result, self.index), failed) is None:
                 if not failed:
@@ -147,9 +172,9 @@ class Search:
                     return
 
     def _kick(self) -> None:
-        """From the best assignment, KICK_MOVES random moves (the budget shrinks by one even
-        when they move nothing, so the search ends)."""
-        _, streams, result = self.best
+        """From the best solution, KICK_MOVES random moves of streams (the budget shrinks by
+        one even when they move nothing, so the search ends)."""
+        _, (streams, order), result = self.best
         assert result is not None
         chain = critical_chain(result, self.index)
         trial, fresh = list(streams), max(streams, default=-1) + 1
@@ -163,53 +188,80 @@ class Search:
                     trial[w] = target
                 fresh = max(trial) + 1
         self.budget -= 1
-        kicked = self.run(trial) if trial != streams else None
+        kicked = self.run(trial, order) if trial != streams else None
         if kicked is not None and kicked.status == "ok":
-            self._accept(trial, kicked)
+            self._accept(Solution(trial, order), kicked)
 
-    def _accept(self, streams: list[int], result: EmulationResult) -> None:
-        """Make `streams` the current assignment, and the best when it scores better."""
-        self.streams, self.result, self.score = streams, result, _score(result)
+    def _accept(self, solution: Solution, result: EmulationResult) -> None:
+        """Make `solution` the current one, and the best when it scores better."""
+        self.streams, self.order = solution
+        self.result, self.score = result, _score(result)
         if self.score < self.best[0]:
-            self.best = (self.score, streams, result)
-            self.bests.append(streams)
+            self.best = (self.score, solution, result)
+            self.bests.append(solution)
 
-    def _step(self, chain: list[Link], failed: set[Move]) -> EmulationResult | None:
-        """The first move along `chain` (not in `failed`) that improves the score, applied."""
+    def _step(self, chain: list[Link], failed: set[Move | Reorder]) -> EmulationResult | None:
+        """The first move along `chain` (not in `failed`) that improves the score, applied:
+        at each link, running the task before its unrelated blocker, then moving streams."""
         fresh = max(self.streams, default=-1) + 1
         for link in chain:
-            for move in self.branches.moves(link, self.streams, fresh):
-                if move in failed or all(self.streams[w] == s for w, s in move):
+            for change in self._changes(link, fresh):
+                if change in failed:
                     continue
                 if self.budget <= 0:
                     return None
-                trial = list(self.streams)
-                for w, s in move:
-                    trial[w] = s
+                trial = self._applied(change)
+                if trial is None:
+                    failed.add(change)
+                    continue
                 result = self._better(trial)
                 if result is not None:
                     self._accept(trial, result)
                     return result
-                failed.add(move)
+                failed.add(change)
         return None
 
-    def _better(self, trial: list[int]) -> EmulationResult | None:
-        """The run of `trial` when it scores better than the current assignment. An assignment
+    def _changes(self, link: Link, fresh: int) -> Iterator[Move | Reorder]:
+        """The reorder of the link's task before its blocker (when the search orders), then
+        the stream moves that change the assignment."""
+        if self.orders is not None and link.cause == STREAM and link.behind \
+                and not self.dag.reaches(link.behind[0], link.node):
+            yield Reorder(link.node, link.behind[0])
+        for move in self.branches.moves(link, self.streams, fresh):
+            if any(self.streams[w] != s for w, s in move):
+                yield move
+
+    def _applied(self, change: Move | Reorder) -> Solution | None:
+        """The current solution changed so (None when the order cannot change so)."""
+        if isinstance(change, Reorder):
+            assert self.orders is not None and self.order is not None
+            names = self.dag.names
+            order = self.orders.before(self.order, names[change.node], names[change.blocker])
+            return Solution(self.streams, order) if order is not None else None
+        trial = list(self.streams)
+        for w, s in change:
+            trial[w] = s
+        return Solution(trial, self.order)
+
+    def _better(self, trial: Solution) -> EmulationResult | None:
+        """The run of `trial` when it scores better than the current solution. A solution
         evaluated before is not run again (nor charged) unless its score beats the current
         one: the pass that confirms a local optimum retries the moves of the pass before it."""
-        key = tuple(trial)
+        key = (tuple(trial.streams), trial.order)
         known = self.tried.get(key)
         if known is not None and known >= self.score:
             return None
         self.budget -= 1
-        result = self.run(trial)
+        result = self.run(*trial)
         ok = result is not None and result.status == "ok"
         self.tried[key] = _score(result) if result is not None and ok else (math.inf, math.inf)
         return result if ok and self.tried[key] < self.score else None
 
 
 def improvements(dag: TaskDag, streams: Sequence[int], run: Run, budget: int, *,
-                 seed: int = 0) -> list[list[int]]:
-    """The search's successive best assignments, from `streams` on, each scoring better than
-    the one before (a caller that numbers streams otherwise picks among them)."""
-    return Search(dag, run, budget, list(streams), random.Random(seed), Branches(dag)).improve()
+                 seed: int = 0, orders: Orders | None = None) -> list[Solution]:
+    """The search's successive best solutions, from `streams` in the graph's order on, each
+    scoring better than the one before (a caller that numbers streams otherwise picks among
+    them). With `orders` the search also changes the execution order (`optimal/order.py`)."""
+    return Search(dag, run, budget, list(streams), orders.start if orders else None, orders,
+                  random.Random(seed), Branches(dag)).improve()

@@ -50,7 +50,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                         rules=rules or base_rules, constraints=constraints)
     except ValueError as exc:  # a model too large to state, or no plan
         return _fallback(baseline, str(exc), nimble)
-    outcome = evaluate(graph, allocation, None, options.sync, costs)
+    in_order = None if found.order is None else graph.reordered(found.order)
+    outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
     reason = _worse(outcome, baseline, options)
     if reason:
         return _fallback(baseline, reason, nimble, found.deterministic_time)

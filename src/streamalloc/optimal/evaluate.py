@@ -39,8 +39,10 @@ class Outcome:
 
 
 def evaluate(graph: Graph, allocation: Allocation, rules: RuleSet | None, sync: str,
-             costs: CostTable) -> Outcome:
-    plan = synchronize(graph, allocation, sync=sync)
+             costs: CostTable, *, in_order: Graph | None = None) -> Outcome:
+    """The plan of `allocation`, verified and emulated on `graph`; synchronized in the
+    execution order of `in_order` (the graph reordered, `optimal/order.py`) when given."""
+    plan = synchronize(graph if in_order is None else in_order, allocation, sync=sync)
     document = plan.to_json()
     verify_plan(graph, document, rules=rules).raise_for_failure()
     result = emulate(graph, document, costs=costs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
@@ -30,6 +31,7 @@ from streamalloc.optimal.options import (
     TIME_SCALE,
     OptimalOptions,
 )
+from streamalloc.optimal.order import Order, Orders
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import Constraint, constraint_nodes
@@ -58,6 +60,9 @@ MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its mod
 # estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
 # the search); the emulated search gets the time
 
+Found = tuple[tuple[tuple[int, ...], ...], Order | None]  # streams; execution order (None: the
+# graph's)
+
 
 @dataclass(frozen=True)
 class Search:
@@ -69,6 +74,7 @@ class Search:
     bound: float | None
     deterministic_time: float
     phase: str
+    order: Order | None = None  # the execution order, when it is not the graph's
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
@@ -91,10 +97,12 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                   workers=options.workers)
     chains = found.chains or tuple(tuple(c) for c in data.hint)
     phase = "cp-sat" if found.chains else "hint"
+    order: Order | None = None
     if options.concurrency == "ge":
         evaluator = Evaluator(graph, dag, baseline, options, costs)
         limit = evaluator.limit()
         if options.objective == "makespan":
+            evaluator = replace(evaluator, orders=Orders.of(graph))
             max_streams = limits_of(graph).max_streams
             candidates = [chains, *_candidates(graph, dag),
                           list_schedule_chains(graph, dag, costs, max_streams),
@@ -102,22 +110,24 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                                                patience=_patience(costs))]
             chains, limit = _fastest(graph, dag, candidates, constraints, evaluator)
             bests = _sped_up(graph, dag, chains, constraints=constraints, evaluator=evaluator)
-            chains, evaluator, limit = _numbered(
-                dag, [chains, *bests], limit,
+            chains, order, evaluator, limit = _numbered(
+                dag, [(chains, None), *bests], limit,
                 [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
             phase += "+fastest+critical"
-        chains = evaluator.numbering(_polished(graph, dag, chains, constraints=constraints,
+        chains = evaluator.numbering(_polished(graph, dag, chains, order, constraints=constraints,
                                                evaluator=evaluator, limit=limit))
         phase += "+polish"
     objective = found.objective if found.chains else None
     bound = found.bound if found.chains else None
-    return Search(chains, found.status, objective, bound, found.deterministic_time, phase)
+    return Search(chains, found.status, objective, bound, found.deterministic_time, phase,
+                  order)
 
 
 @dataclass(frozen=True)
 class Evaluator:
     """The verified, emulated plan of a stream assignment (makespan in schedule units), its
-    streams numbered by `numbering`."""
+    streams numbered by `numbering`, synchronized in an execution order (`orders`: the search
+    may change it; None: always the graph's T-order)."""
 
     graph: Graph
     dag: TaskDag
@@ -125,35 +135,42 @@ class Evaluator:
     options: OptimalOptions
     costs: CostTable
     numbering: Numbering = by_first_node
+    orders: Orders | None = None
 
-    def outcome(self, streams: Sequence[int]) -> Outcome | None:
+    def outcome(self, streams: Sequence[int], order: Order | None = None) -> Outcome | None:
         """None when the plan is over a device limit."""
-        allocation = optimal_allocation(self.graph, self.baseline.allocation, self.dag,
-                                        self.numbering(chains_of_assignment(streams)),
-                                        rules=RuleSet(FREE, "static", ()), constraints=[])
         try:
-            return evaluate(self.graph, allocation, None, self.options.sync, self.costs)
+            return evaluate(self.graph, self._allocation(streams), None, self.options.sync,
+                            self.costs, in_order=self._in_order(order))
         except AllocationInfeasible:
             return None
 
-    def makespan(self, streams: Sequence[int]) -> int:
+    def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
         """Emulated makespan (infinite over a limit)."""
-        outcome = self.outcome(streams)
+        outcome = self.outcome(streams, order)
         if outcome is None:
             return math.inf  # type: ignore[return-value]
         return math.ceil(outcome.makespan_us * TIME_SCALE)
 
-    def run(self, streams: Sequence[int]) -> EmulationResult | None:
+    def run(self, streams: Sequence[int], order: Order | None = None) -> EmulationResult | None:
         """The emulated run of an assignment's plan, unverified (the search's probe; None
         over a device limit)."""
-        allocation = optimal_allocation(self.graph, self.baseline.allocation, self.dag,
-                                        self.numbering(chains_of_assignment(streams)),
-                                        rules=RuleSet(FREE, "static", ()), constraints=[])
         try:
-            plan = synchronize(self.graph, allocation, sync=self.options.sync)
+            plan = synchronize(self._in_order(order), self._allocation(streams),
+                               sync=self.options.sync)
             return emulate(self.graph, plan.to_json(), costs=self.costs)
         except AllocationInfeasible:
             return None
+
+    def _allocation(self, streams: Sequence[int]) -> Allocation:
+        return optimal_allocation(self.graph, self.baseline.allocation, self.dag,
+                                  self.numbering(chains_of_assignment(streams)),
+                                  rules=RuleSet(FREE, "static", ()), constraints=[])
+
+    def _in_order(self, order: Order | None) -> Graph:
+        """The graph in `order` (None: its own order)."""
+        return self.graph if order is None or self.orders is None \
+            else self.orders.graph_in(order)
 
     def limit(self) -> int:
         """The baseline's makespan x (1 + slack)."""
@@ -199,40 +216,44 @@ def _fastest(graph: Graph, dag: TaskDag, candidates: list[tuple[tuple[int, ...],
 
 
 def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
-             constraints: list[Constraint], evaluator: Evaluator
-             ) -> list[tuple[tuple[int, ...], ...]]:
+             constraints: list[Constraint], evaluator: Evaluator) -> list[Found]:
     """The critical-chain local search from the fastest candidate (moves that break a rule
-    are not tried): the streams that were its best when found, in that order."""
+    are not tried; the execution order changes when `evaluator.orders` allows): the streams
+    and orders (None: the graph's) that were its best when found, in that order."""
     guard = _rule_guard(graph, dag, constraints)
     start = assignment_of(dag, chains)
 
-    def run(streams: Sequence[int]) -> EmulationResult | None:
+    def run(streams: Sequence[int], order: Order | None) -> EmulationResult | None:
         moved = [v for v in range(dag.size) if streams[v] != start[v]]
-        return evaluator.run(streams) if guard(streams, moved) else None
+        return evaluator.run(streams, order) if guard(streams, moved) else None
 
     budget = _evaluations(evaluator, start, evaluator.options.time_limit * CRITICAL_SHARE)
-    found = improvements(dag, start, run, budget, seed=evaluator.options.seed)
-    return [chains_of_assignment(streams) for streams in found[1:]]
+    found = improvements(dag, start, run, budget, seed=evaluator.options.seed,
+                         orders=evaluator.orders)
+    own = evaluator.orders.start if evaluator.orders else None
+    return [(chains_of_assignment(streams), None if order == own else order)
+            for streams, order in found[1:]]
 
 
-def _numbered(dag: TaskDag, found: list[tuple[tuple[int, ...], ...]], limit: int,
-              evaluators: list[Evaluator]) -> tuple[tuple[tuple[int, ...], ...], Evaluator, int]:
-    """The streams of `found` (the start, then the search's bests) and the numbering of
-    their ids (`evaluators`, by first node first) that run fastest, verified and within the
-    event budget, with that makespan; the start by first node when none is under `limit`.
+def _numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Evaluator]
+              ) -> tuple[tuple[tuple[int, ...], ...], Order | None, Evaluator, int]:
+    """The streams and order of `found` (the start, then the search's bests) and the
+    numbering of their ids (`evaluators`, by first node first) that run fastest, verified and
+    within the event budget, with that makespan; the start by first node when none is under
+    `limit`.
     The search numbers by first node (numbered otherwise it takes other paths, longer on T5
     and a GE dump), so a best it found earlier may run faster numbered critical first; ties go
     to the latest found and the first numbering."""
-    best = (found[0], evaluators[0], limit)
+    best = (*found[0], evaluators[0], limit)
     budget = evaluators[0].options.event_budget
-    for chains in reversed(found):
+    for chains, order in reversed(found):
         for evaluator in evaluators:
-            outcome = evaluator.outcome(assignment_of(dag, chains))
+            outcome = evaluator.outcome(assignment_of(dag, chains), order)
             if outcome is None or (budget is not None and outcome.events > budget):
                 continue
             makespan = math.ceil(outcome.makespan_us * TIME_SCALE)
-            if makespan < best[2]:
-                best = (chains, evaluator, makespan)
+            if makespan < best[3]:
+                best = (chains, order, evaluator, makespan)
     return best
 
 
@@ -240,18 +261,18 @@ def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:
     return Placement({dag.names[v]: streams[v] for v in range(dag.size)}, {})
 
 
-def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
-              constraints: list[Constraint], evaluator: Evaluator, limit: int
-              ) -> tuple[tuple[int, ...], ...]:
-    """The polish on the exact event count; a move that needs fewer events is kept when the
-    emulated makespan of its plan stays within `limit`."""
+def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+              order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator,
+              limit: int) -> tuple[tuple[int, ...], ...]:
+    """The polish on the exact event count (in execution order `order`); a move that needs
+    fewer events is kept when the emulated makespan of its plan stays within `limit`."""
     streams = assignment_of(dag, chains)
     per_second = min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size))
     budget = max(1, int(evaluator.options.time_limit * per_second))
     if evaluator.options.objective == "makespan":  # events second: a share of the time
         budget = min(budget, _evaluations(evaluator, streams, evaluator.options.time_limit
                                           * MAKESPAN_POLISH_SHARE))
-    result = polish(dag, streams, length=evaluator.makespan, limit=limit,
+    result = polish(dag, streams, length=partial(evaluator.makespan, order=order), limit=limit,
                     allowed=_rule_guard(graph, dag, constraints), budget=budget)
     return chains_of_assignment(result)
 

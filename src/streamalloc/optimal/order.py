@@ -1,0 +1,76 @@
+"""Execution orders: which of two unrelated nodes on one stream runs first.
+
+Every stream runs its nodes in G-order, so with the graph's own order a node can wait on its
+stream for an unrelated node that merely comes first (LLaMA: the v projection behind the q
+projection's chain). The makespan search may therefore also change the order the plan is
+synchronized in: any topological order of the root's nodes keeps every assignment free of
+deadlocks, and the verifier checks the plan's stream order by happens-before, whatever order
+made it. Models with subgraphs keep their T-order (the sync layer's control-flow stages walk
+it), and so does the events objective.
+
+>>> from streamalloc.ir.builder import GraphBuilder
+>>> from streamalloc.ir.graph import DataInput
+>>> b = GraphBuilder("g")
+>>> for name, inputs in [("a", []), ("u", ["a"]), ("x", []), ("v", ["x"])]:
+...     b.add_node(name, "Relu", inputs=[DataInput(i, 0) for i in inputs])
+>>> orders = Orders.of(b.build())
+>>> orders.before(orders.start, "v", "u")  # v's producer x comes along, a stays first
+('a', 'x', 'v', 'u')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from streamalloc.ir.graph import Graph
+
+Order = tuple[str, ...]  # the root's node names, in a topological order
+
+
+@dataclass(frozen=True)
+class Orders:
+    """The root's predecessors of every node, and the graph's own order (the start)."""
+
+    graph: Graph
+    preds: Mapping[str, tuple[str, ...]]
+    start: Order
+
+    @classmethod
+    def of(cls, graph: Graph) -> Orders | None:
+        """None for a model with subgraphs (its order stays T-order)."""
+        if graph.subgraphs:
+            return None
+        root = graph.root
+        preds: dict[str, list[str]] = {node.name: [] for node in root.nodes}
+        for node in root.nodes:
+            for succ in root.successors(node.name):
+                preds[succ].append(node.name)
+        return cls(graph, MappingProxyType({n: tuple(p) for n, p in preds.items()}),
+                   tuple(node.name for node in root.nodes))
+
+    def before(self, order: Order, v: str, u: str) -> Order | None:
+        """`order` with `v` run before `u`: v and its ancestors between the two move, in
+        their order, to just before u; None when u is one of those ancestors."""
+        position = {name: i for i, name in enumerate(order)}
+        low, high = position[u], position[v]
+        if low > high:
+            return order
+        moved, stack = {v}, [v]
+        while stack:
+            for p in self.preds[stack.pop()]:
+                if p not in moved and low <= position[p]:
+                    if p == u:
+                        return None
+                    moved.add(p)
+                    stack.append(p)
+        segment = order[low:high + 1]
+        return (order[:low] + tuple(n for n in segment if n in moved)
+                + tuple(n for n in segment if n not in moved) + order[high + 1:])
+
+    def graph_in(self, order: Order | None) -> Graph:
+        """The graph with its root in `order` (itself for its own order)."""
+        if order is None or order == self.start:
+            return self.graph
+        return self.graph.reordered(order)
