@@ -1,7 +1,8 @@
 """Execution orders of the makespan objective: a task runs before an unrelated one on its stream.
 
 Invariants (style principle 9): a reorder is a permutation that keeps every edge forward, and
-refuses to run a node before its own ancestor; a plan synchronized in another order verifies
+refuses to run a node before its own ancestor; the list schedule's placement order, a stream
+taking any idle task, is kept in the plan's order; a plan synchronized in another order verifies
 and emulates on the user's graph (the verifier and the emulator never see the order); the
 search takes the reorder where a task waited on its stream for a task it does not depend on;
 on random graphs the makespan objective's plan verifies, runs without a deadlock and is never
@@ -23,7 +24,8 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.critical import Reorder, Search, _score, critical_chain
-from streamalloc.optimal.evaluate import evaluate, task_dag
+from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.list_schedule import list_schedule_in_order
 from streamalloc.optimal.moves import STREAM, Branches
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.search import Evaluator
@@ -88,6 +90,28 @@ def test_a_reorder_keeps_every_edge_forward() -> None:
         assert _is_topological(graph, moved)
         order, changed = moved, changed + 1
     assert changed > 20
+
+
+def test_the_list_schedules_order_is_kept_and_topological() -> None:
+    graph = load_graph(LIGHT / "light_inception_v1.onnx")
+    evaluator = _evaluator(graph)
+    dag, orders = evaluator.dag, evaluator.orders
+    assert orders is not None
+    # at 3 streams the 4-branch modules make streams take tasks out of T-order
+    chains, placed = list_schedule_in_order(graph, dag, default_cost_table(), 3)
+    assert sorted(placed) == list(range(dag.size))
+    assert sorted(v for chain in chains for v in chain) == list(range(dag.size))
+    where = {v: i for i, v in enumerate(placed)}
+    assert all(where[u] < where[v] for u, v in dag.edges)  # placed once ready
+    assert all([where[v] for v in chain] == sorted(where[v] for v in chain) for chain in chains)
+    order = orders.following([dag.names[v] for v in placed])
+    assert _is_topological(graph, order)
+    streamed = set(dag.names)
+    assert [n for n in order if n in streamed] == [dag.names[v] for v in placed]
+    # some stream runs a task before one that comes earlier in T-order
+    assert any(list(chain) != sorted(chain) for chain in chains)
+    outcome = evaluator.outcome(assignment_of(dag, chains), order)
+    assert outcome is not None  # synchronized in that order, verified on the graph
 
 
 def _ancestors(graph: Graph, name: str) -> set[str]:

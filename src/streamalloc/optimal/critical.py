@@ -259,9 +259,12 @@ class Search:
 
 
 def improvements(dag: TaskDag, streams: Sequence[int], run: Run, budget: int, *,
-                 seed: int = 0, orders: Orders | None = None) -> list[Solution]:
-    """The search's successive best solutions, from `streams` in the graph's order on, each
-    scoring better than the one before (a caller that numbers streams otherwise picks among
-    them). With `orders` the search also changes the execution order (`optimal/order.py`)."""
-    return Search(dag, run, budget, list(streams), orders.start if orders else None, orders,
-                  random.Random(seed), Branches(dag)).improve()
+                 seed: int = 0, orders: Orders | None = None, order: Order | None = None
+                 ) -> list[Solution]:
+    """The search's successive best solutions, from `streams` in `order` (None: the graph's)
+    on, each scoring better than the one before (a caller that numbers streams otherwise
+    picks among them). With `orders` the search also changes the execution order
+    (`optimal/order.py`)."""
+    start = order if order is not None or orders is None else orders.start
+    return Search(dag, run, budget, list(streams), start, orders, random.Random(seed),
+                  Branches(dag)).improve()

@@ -20,6 +20,8 @@ another stream: a short wait costs less than an event and its Send and Recv.
 
 Among tasks arriving at the same time the one with the longest path to the end goes first.
 Each stream's tasks are then in T-order, so the streams are chains for the shared evaluation.
+`list_schedule_in_order` lifts the T-order condition (a stream takes any idle task) and returns
+the order the tasks were placed in, which the plan then runs them in (`optimal/order.py`).
 """
 
 from __future__ import annotations
@@ -44,12 +46,30 @@ def list_schedule_chains(graph: Graph, dag: TaskDag, costs: CostTable, max_strea
     """Streams (chains in T-order) of the greedy schedule described above. With `patience`,
     a task whose last producer's stream is busy but expected to be free within `patience` us
     waits for it (once) instead of taking another stream: a short wait beats an event."""
+    return _simulation(graph, dag, costs, max_streams, patience, in_t_order=True).run()
+
+
+def list_schedule_in_order(graph: Graph, dag: TaskDag, costs: CostTable, max_streams: int,
+                           patience: float = 0.0
+                           ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The same schedule where a stream may take any idle task, not only one later in T-order
+    than its last: the streams (each in the order placed) and the nodes in the order they were
+    placed, a topological order that the plan must then run them in (`optimal/order.py`)."""
+    sim = _simulation(graph, dag, costs, max_streams, patience, in_t_order=False)
+    sim.run()
+    chains: dict[int, list[int]] = {}
+    for v in sim.placed:
+        chains.setdefault(sim.stream_of[v], []).append(v)
+    return tuple(tuple(c) for _, c in sorted(chains.items())), tuple(sim.placed)
+
+
+def _simulation(graph: Graph, dag: TaskDag, costs: CostTable, max_streams: int,
+                patience: float, *, in_t_order: bool) -> _Simulation:
     model = CostModel(graph, costs)
     tasks = [node_task(graph, model, graph.node(n)) for n in dag.names]
     units = {e: costs.engine(e).units for e in sorted({t[0] for t in tasks if t[0]})}
-    sim = _Simulation(dag, tasks, units, costs.event_record_us + costs.event_wait_us,
-                      max_streams, patience)
-    return sim.run()
+    return _Simulation(dag, tasks, units, costs.event_record_us + costs.event_wait_us,
+                       max_streams, patience, in_t_order)
 
 
 @dataclass
@@ -62,6 +82,7 @@ class _Simulation:
     latency: float                                  # event record + wait
     max_streams: int
     patience: float
+    in_t_order: bool  # does a stream take only tasks later in T-order than its last?
     queue: dict[str, deque[int]] = field(default_factory=dict)
     heap: list[Entry] = field(default_factory=list)
     waiting: list[tuple[float, int, int]] = field(default_factory=list)  # no stream free
@@ -72,6 +93,7 @@ class _Simulation:
     rank: list[float] = field(default_factory=list)  # longest path to the end: priority
     busy_until: dict[int, float] = field(default_factory=dict)  # expected end per stream
     deferred: set[int] = field(default_factory=set)
+    placed: list[int] = field(default_factory=list)  # the nodes in the order they got a stream
 
     def run(self) -> tuple[tuple[int, ...], ...]:
         """Simulate to the end; the streams in order of their first node."""
@@ -130,6 +152,7 @@ class _Simulation:
             heapq.heappush(self.waiting, (now, v, 0))
             return
         self.idle_since.pop(stream, None)
+        self.placed.append(v)
         self.stream_of[v] = stream
         self.tail[stream] = v
         arrive = max((self.finish[p] + (0.0 if self.stream_of[p] == stream else self.latency)
@@ -145,7 +168,8 @@ class _Simulation:
         p = max(self.dag.preds[v], key=lambda p: (self.finish[p], -p))
         s = self.stream_of[p]
         free_at = self.busy_until.get(s, now)
-        if s in self.idle_since or self.tail[s] > v or not now < free_at <= now + self.patience:
+        if s in self.idle_since or not self._follows(s, v) \
+                or not now < free_at <= now + self.patience:
             return False
         self.deferred.add(v)
         heapq.heappush(self.heap, (free_at, _ARRIVE, -self.rank[v], v))
@@ -154,9 +178,9 @@ class _Simulation:
     def _choose(self, v: int) -> int | None:
         for p in sorted(self.dag.preds[v], key=lambda p: (-self.finish[p], p)):
             s = self.stream_of[p]
-            if s in self.idle_since and self.tail[s] < v:
+            if s in self.idle_since and self._follows(s, v):
                 return s
-        usable = [(t, s) for s, t in self.idle_since.items() if self.tail[s] < v]
+        usable = [(t, s) for s, t in self.idle_since.items() if self._follows(s, v)]
         if usable:
             return max(usable)[1]
         if len(self.tail) < self.max_streams:
@@ -165,6 +189,10 @@ class _Simulation:
         if self.idle_since:  # at the limit: the stream runs its tasks in T-order anyway
             return max((t, s) for s, t in self.idle_since.items())[1]
         return None
+
+    def _follows(self, stream: int, v: int) -> bool:
+        """May `v` run next on `stream`?"""
+        return not self.in_t_order or self.tail[stream] < v
 
     def _admit(self, engine: str, now: float) -> None:
         """Start the engine's waiting tasks in arrival order while the first one fits."""

@@ -20,7 +20,8 @@ it), and so does the events objective.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -68,6 +69,26 @@ class Orders:
         segment = order[low:high + 1]
         return (order[:low] + tuple(n for n in segment if n in moved)
                 + tuple(n for n in segment if n not in moved) + order[high + 1:])
+
+    def following(self, sequence: Sequence[str]) -> Order:
+        """The order that runs the nodes of `sequence` in its order (a topological order of
+        them, such as the list schedule's) and every other node as soon as its producers
+        ran; ties go to the graph's order."""
+        rank = {name: i for i, name in enumerate(sequence)}
+        position = {name: i for i, name in enumerate(self.start)}
+        missing = {name: len(preds) for name, preds in self.preds.items()}
+        ready = [(rank.get(name, -1), position[name], name)
+                 for name, count in missing.items() if not count]
+        heapq.heapify(ready)
+        order: list[str] = []
+        while ready:
+            name = heapq.heappop(ready)[2]
+            order.append(name)
+            for succ in self.graph.root.successors(name):
+                missing[succ] -= 1
+                if not missing[succ]:
+                    heapq.heappush(ready, (rank.get(succ, -1), position[succ], succ))
+        return tuple(order)
 
     def graph_in(self, order: Order | None) -> Graph:
         """The graph with its root in `order` (itself for its own order)."""

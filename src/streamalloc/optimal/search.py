@@ -21,7 +21,7 @@ from streamalloc.optimal.evaluate import (
     matching_chains,
     optimal_allocation,
 )
-from streamalloc.optimal.list_schedule import list_schedule_chains
+from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
 from streamalloc.optimal.numbering import Numbering, by_first_node, critical_first
 from streamalloc.optimal.options import (
     CAPACITY_SHARE,
@@ -103,15 +103,13 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         limit = evaluator.limit()
         if options.objective == "makespan":
             evaluator = replace(evaluator, orders=Orders.of(graph))
-            max_streams = limits_of(graph).max_streams
-            candidates = [chains, *_candidates(graph, dag),
-                          list_schedule_chains(graph, dag, costs, max_streams),
-                          list_schedule_chains(graph, dag, costs, max_streams,
-                                               patience=_patience(costs))]
-            chains, limit = _fastest(graph, dag, candidates, constraints, evaluator)
-            bests = _sped_up(graph, dag, chains, constraints=constraints, evaluator=evaluator)
+            candidates: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
+            candidates += _list_schedules(graph, dag, costs, evaluator.orders)
+            chains, order, limit = _fastest(graph, dag, candidates, constraints, evaluator)
+            bests = _sped_up(graph, dag, chains, order, constraints=constraints,
+                             evaluator=evaluator)
             chains, order, evaluator, limit = _numbered(
-                dag, [(chains, None), *bests], limit,
+                dag, [(chains, order), *bests], limit,
                 [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
             phase += "+fastest+critical"
         chains = evaluator.numbering(_polished(graph, dag, chains, order, constraints=constraints,
@@ -193,33 +191,50 @@ def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]
     return [matching_chains(dag), tuple(tuple(c) for c in per_engine.values())]
 
 
-def _fastest(graph: Graph, dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
+def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders | None
+                    ) -> list[Found]:
+    """The list schedule and its patient variant; when the search may order, also both with
+    streams that take any idle task, run in the order the schedule placed them."""
+    max_streams = limits_of(graph).max_streams
+    found: list[Found] = []
+    for patience in (0.0, _patience(costs)):
+        found.append((list_schedule_chains(graph, dag, costs, max_streams, patience), None))
+    if orders is not None:
+        for patience in (0.0, _patience(costs)):
+            chains, placed = list_schedule_in_order(graph, dag, costs, max_streams, patience)
+            found.append((chains, orders.following([dag.names[v] for v in placed])))
+    return found
+
+
+def _fastest(graph: Graph, dag: TaskDag, candidates: list[Found],
              constraints: list[Constraint], evaluator: Evaluator
-             ) -> tuple[tuple[tuple[int, ...], ...], int]:
+             ) -> tuple[tuple[tuple[int, ...], ...], Order | None, int]:
     """The candidate with the shortest emulated makespan (within the event budget, rules
     holding), and that makespan as the polish's bound."""
     budget = evaluator.options.event_budget
-    best: tuple[int, int, tuple[tuple[int, ...], ...]] | None = None
-    for k, chains in enumerate(candidates):
+    best: tuple[int, int, Found] | None = None
+    for k, (chains, order) in enumerate(candidates):
         streams = assignment_of(dag, chains)
         if constraints and broken(constraints, graph, _placement(dag, streams)):
             continue
-        outcome = evaluator.outcome(streams)
+        outcome = evaluator.outcome(streams, order)
         if outcome is None or (budget is not None and outcome.events > budget):
             continue
         score = (math.ceil(outcome.makespan_us * TIME_SCALE), k)
         if best is None or score < best[:2]:
-            best = (*score, chains)
+            best = (*score, (chains, order))
     if best is None:
-        return candidates[0], evaluator.limit()
-    return best[2], best[0]
+        return *candidates[0], evaluator.limit()
+    return *best[2], best[0]
 
 
-def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
-             constraints: list[Constraint], evaluator: Evaluator) -> list[Found]:
-    """The critical-chain local search from the fastest candidate (moves that break a rule
-    are not tried; the execution order changes when `evaluator.orders` allows): the streams
-    and orders (None: the graph's) that were its best when found, in that order."""
+def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+             order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator
+             ) -> list[Found]:
+    """The critical-chain local search from the fastest candidate, in its order (moves that
+    break a rule are not tried; the execution order changes when `evaluator.orders` allows):
+    the streams and orders (None: the graph's) that were its best when found, in that
+    order."""
     guard = _rule_guard(graph, dag, constraints)
     start = assignment_of(dag, chains)
 
@@ -229,7 +244,7 @@ def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
 
     budget = _evaluations(evaluator, start, evaluator.options.time_limit * CRITICAL_SHARE)
     found = improvements(dag, start, run, budget, seed=evaluator.options.seed,
-                         orders=evaluator.orders)
+                         orders=evaluator.orders, order=order)
     own = evaluator.orders.start if evaluator.orders else None
     return [(chains_of_assignment(streams), None if order == own else order)
             for streams, order in found[1:]]
