@@ -190,6 +190,15 @@ def test_the_makespan_objective_reorders_when_it_helps(blocked: Graph) -> None:
     assert run.makespan_us <= run.bounds.critical_path_us + 4.0  # an event and its latency
 
 
+def test_a_reordered_plan_says_so_and_runs_as_reported() -> None:
+    graph = load_graph(LIGHT / "light_inception_v1.onnx")
+    plan, report = allocate_optimal(graph, builtin_rules("free"), OPTIONS)
+    assert "+reordered" in report.phase
+    document = plan.to_json()
+    assert verify_plan(graph, document).ok
+    assert emulate(graph, document).makespan_us == pytest.approx(report.makespan_us)
+
+
 @settings(max_examples=20, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(spec=models("multi"))

@@ -111,7 +111,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             chains, order, evaluator, limit = _numbered(
                 dag, [(chains, order), *bests], limit,
                 [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
-            phase += "+fastest+critical"
+            phase += "+fastest+critical" + ("+reordered" if order is not None else "")
         chains = evaluator.numbering(_polished(graph, dag, chains, order, constraints=constraints,
                                                evaluator=evaluator, limit=limit))
         phase += "+polish"
