@@ -1,7 +1,8 @@
 """The CP-SAT model admits its own hint: GE's plan satisfies every rule, the makespan limit is
 the hint's own schedule and the capacity fits the hint's streams, so a model that rejects the
 hint states a rule more strictly than `rules.check` does (the engine caps once counted each
-stream's first node: GE's plan of the training-step example was outside the model)."""
+stream's first node: GE's plan of the training-step example was outside the model). Checked
+on the examples, the golden cases and random graphs."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from test_heuristic_properties import build as build_graph
+from test_heuristic_properties import models
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.heuristic.driver import allocate_ge
+from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions
 from streamalloc.optimal.evaluate import evaluate, task_dag
@@ -31,7 +36,17 @@ GRAPHS = sorted([*(ROOT / "examples" / "graphs").glob("*.yaml"),
 def test_the_model_admits_the_ge_plan(path: Path) -> None:
     if path.with_suffix(".ge.error").exists():
         pytest.skip("GE fails on this case: no plan to hint")
-    graph = load_graph(path)
+    _admits_the_ge_plan(load_graph(path))
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(spec=models("multi"))
+def test_the_model_admits_the_ge_plan_of_random_graphs(spec: object) -> None:
+    _admits_the_ge_plan(build_graph(spec))  # type: ignore[arg-type]
+
+
+def _admits_the_ge_plan(graph: Graph) -> None:
     rules = default_rule_set(graph)
     allocation = allocate_ge(graph, rules)
     try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ortools.sat.python import cp_model
+
 from streamalloc.rules.constraints import (
     AttachedStreams,
     Constraint,
@@ -87,19 +89,42 @@ def _disjoint(model: Model, c: DisjointGroups, index: Mapping[str, int]) -> None
 def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
     """The engine caps of one graph, counted as `rules.check` counts them: a stream's opener
     is its node of least (order, T-order) key. Along each stream the least key so far
-    (`least`) and the cap its node counts toward (`owner`; len(caps): none) pass over the
-    arcs, so a stream's last node holds its opener's cap; each cap bounds those last nodes."""
+    (`least`) passes over the arcs, so a stream's last node holds its opener's key; a cap
+    bounds the last nodes whose key is one of its engine's nodes'. A cap that fewer nodes
+    count toward than it allows cannot bind and is not stated."""
     dag, order = model.data.dag, caps[0].order
     nodes = [v for v in range(dag.size) if dag.graphs[v] == caps[0].graph]
-    counted = {name: k for k, c in enumerate(caps) for name in c.nodes}
-    none = len(caps)
     key = {v: (order.get(dag.names[v], -1) + 1) * dag.size + v for v in nodes}  # unique
-    cap_of = {v: counted.get(dag.names[v], none) for v in nodes}
+    counted = {name: k for k, c in enumerate(caps) for name in c.nodes}
+    members = [sorted(key[v] for v in nodes if counted.get(dag.names[v]) == k)
+               for k in range(len(caps))]
+    binding = [k for k, c in enumerate(caps) if len(members[k]) > c.cap]
+    if not binding:
+        return
+    least = _least_keys(model, nodes, key)
+    last = {v: model.cp.new_bool_var(f"last_{v}") for v in nodes}  # v ends its stream
+    for v in nodes:
+        model.cp.add(last[v] + sum(model.has_succ(v)) == 1)
+    for k in binding:
+        others = cp_model.Domain.from_values(members[k]).complement()
+        ends = []
+        for v in nodes:
+            if members[k][0] > key[v]:
+                continue  # no node of the engine can open v's stream
+            end = model.cp.new_bool_var(f"ends_{v}_{k}")  # v ends a stream cap k opened
+            model.cp.add_linear_expression_in_domain(least[v], others).only_enforce_if(
+                [last[v], end.negated()])
+            ends.append(end)
+        model.cp.add(sum(ends) <= caps[k].cap)
+
+
+def _least_keys(model: Model, nodes: list[int], key: Mapping[int, int]
+                ) -> dict[int, cp_model.IntVar]:
+    """Per node, the least key of its stream up to it: its own at a stream's head, else the
+    least of its predecessor's and its own."""
     least = {v: model.cp.new_int_var(0, key[v], f"least_{v}") for v in nodes}
-    owner = {v: model.cp.new_int_var(0, none, f"owner_{v}") for v in nodes}
     for v in nodes:
         model.cp.add(least[v] == key[v]).only_enforce_if(model.head[v])
-        model.cp.add(owner[v] == cap_of[v]).only_enforce_if(model.head[v])
     highest, could_open = -1, set()  # a node after one of greater key may open its stream
     for v in nodes:
         if key[v] < highest:
@@ -110,25 +135,13 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
             continue  # arcs stay inside a graph
         if v not in could_open:  # every node before v has a lesser key: v never opens
             model.cp.add(least[v] == least[u]).only_enforce_if(arc)
-            model.cp.add(owner[v] == owner[u]).only_enforce_if(arc)
             continue
         opens = model.cp.new_bool_var(f"opens_{u}_{v}")  # v's key is the least so far
         model.cp.add(least[u] > key[v]).only_enforce_if(opens)
         model.cp.add(least[u] < key[v]).only_enforce_if(opens.negated())
         model.cp.add(least[v] == key[v]).only_enforce_if([arc, opens])
-        model.cp.add(owner[v] == cap_of[v]).only_enforce_if([arc, opens])
         model.cp.add(least[v] == least[u]).only_enforce_if([arc, opens.negated()])
-        model.cp.add(owner[v] == owner[u]).only_enforce_if([arc, opens.negated()])
-    for k, c in enumerate(caps):
-        ends = []
-        for v in nodes:
-            mine = model.cp.new_bool_var(f"owner_{v}_is_{k}")
-            model.cp.add(owner[v] == k).only_enforce_if(mine)
-            model.cp.add(owner[v] != k).only_enforce_if(mine.negated())
-            end = model.cp.new_bool_var(f"ends_{v}_{k}")  # v ends a stream cap k opened
-            model.cp.add(end + sum(model.has_succ(v)) >= mine)
-            ends.append(end)
-        model.cp.add(sum(ends) <= c.cap)
+    return least
 
 
 def _stated_per_graph(model: Model, c: StreamCap, index: Mapping[str, int]) -> None:
