@@ -134,13 +134,18 @@ def test_reordered_refuses_a_list_that_is_not_the_roots_nodes(blocked: Graph) ->
     assert blocked.reordered([n.name for n in blocked.root.nodes]) == blocked
 
 
+def _on_streams(evaluator: Evaluator, *second: str) -> tuple[Orders, dict[str, int], list[int]]:
+    """The evaluator's orders, the dag's node index, and the assignment of every node to
+    stream 0 but `second` to stream 1."""
+    assert evaluator.orders is not None
+    index = {n: i for i, n in enumerate(evaluator.dag.names)}
+    streams = [int(name in second) for name in evaluator.dag.names]
+    return evaluator.orders, index, streams
+
+
 def test_a_plan_in_another_order_verifies_on_the_users_graph(blocked: Graph) -> None:
     evaluator = _evaluator(blocked)
-    dag, orders = evaluator.dag, evaluator.orders
-    assert orders is not None
-    index = {n: i for i, n in enumerate(dag.names)}
-    streams = [0] * dag.size
-    streams[index["q2"]] = 1
+    orders, _, streams = _on_streams(evaluator, "q2")
     t_order = evaluator.outcome(streams)
     order = orders.before(orders.start, "q1", "s")
     assert order == ("x", "q1", "s", "q2", "j", "out")
@@ -155,12 +160,8 @@ def test_a_plan_in_another_order_verifies_on_the_users_graph(blocked: Graph) -> 
 
 def test_the_search_runs_a_task_before_its_unrelated_blocker(blocked: Graph) -> None:
     evaluator = _evaluator(blocked)
-    dag, orders = evaluator.dag, evaluator.orders
-    assert orders is not None
-    index = {n: i for i, n in enumerate(dag.names)}
-    streams = [0] * dag.size
-    for name in ("q2", "j", "out"):
-        streams[index[name]] = 1
+    dag = evaluator.dag
+    orders, index, streams = _on_streams(evaluator, "q2", "j", "out")
     search = Search(dag, evaluator.run, 10, streams, orders.start, orders, random.Random(0),
                     Branches(dag))
     search.result = evaluator.run(streams, orders.start)
