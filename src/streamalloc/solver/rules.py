@@ -101,11 +101,14 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
     binding = [k for k, c in enumerate(caps) if len(members[k]) > c.cap]
     if not binding:
         return
-    least = _least_keys(model, nodes, key)
+    hinted, tails = _hinted_least(model, key)
+    least = _least_keys(model, nodes, key, hinted)
     last = {v: model.cp.new_bool_var(f"last_{v}") for v in nodes}  # v ends its stream
     for v in nodes:
         model.cp.add(last[v] + sum(model.has_succ(v)) == 1)
+        model.cp.add_hint(last[v], v in tails)
     for k in binding:
+        own = set(members[k])
         others = cp_model.Domain.from_values(members[k]).complement()
         ends = []
         for v in nodes:
@@ -114,17 +117,36 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
             end = model.cp.new_bool_var(f"ends_{v}_{k}")  # v ends a stream cap k opened
             model.cp.add_linear_expression_in_domain(least[v], others).only_enforce_if(
                 [last[v], end.negated()])
+            model.cp.add_hint(end, v in tails and hinted[v] in own)
             ends.append(end)
         model.cp.add(sum(ends) <= caps[k].cap)
 
 
-def _least_keys(model: Model, nodes: list[int], key: Mapping[int, int]
-                ) -> dict[int, cp_model.IntVar]:
+def _hinted_least(model: Model, key: Mapping[int, int]) -> tuple[dict[int, int], set[int]]:
+    """The least key so far of every node along the hint's streams, and the streams' last
+    nodes: the hint's values of the engine caps' variables (a complete hint is CP-SAT's first
+    solution at once; a partial one it must complete by search, which took a 2.9k-node
+    training step more than its whole limit)."""
+    least: dict[int, int] = {}
+    tails: set[int] = set()
+    for chain in model.data.hint:
+        lowest: int | None = None
+        for v in chain:
+            if v in key:
+                lowest = key[v] if lowest is None else min(lowest, key[v])
+                least[v] = lowest
+        tails.add(chain[-1])
+    return least, tails
+
+
+def _least_keys(model: Model, nodes: list[int], key: Mapping[int, int],
+                hinted: Mapping[int, int]) -> dict[int, cp_model.IntVar]:
     """Per node, the least key of its stream up to it: its own at a stream's head, else the
-    least of its predecessor's and its own."""
+    least of its predecessor's and its own (hinted as `hinted`)."""
     least = {v: model.cp.new_int_var(0, key[v], f"least_{v}") for v in nodes}
     for v in nodes:
         model.cp.add(least[v] == key[v]).only_enforce_if(model.head[v])
+        model.cp.add_hint(least[v], hinted.get(v, key[v]))
     highest, could_open = -1, set()  # a node after one of greater key may open its stream
     for v in nodes:
         if key[v] < highest:
@@ -137,6 +159,7 @@ def _least_keys(model: Model, nodes: list[int], key: Mapping[int, int]
             model.cp.add(least[v] == least[u]).only_enforce_if(arc)
             continue
         opens = model.cp.new_bool_var(f"opens_{u}_{v}")  # v's key is the least so far
+        model.cp.add_hint(opens, hinted.get(u, key[u]) > key[v])
         model.cp.add(least[u] > key[v]).only_enforce_if(opens)
         model.cp.add(least[u] < key[v]).only_enforce_if(opens.negated())
         model.cp.add(least[v] == key[v]).only_enforce_if([arc, opens])
