@@ -1,8 +1,9 @@
 """The CP-SAT model admits its own hint: GE's plan satisfies every rule, the makespan limit is
 the hint's own schedule and the capacity fits the hint's streams, so a model that rejects the
 hint states a rule more strictly than `rules.check` does (the engine caps once counted each
-stream's first node: GE's plan of the training-step example was outside the model). Checked
-on the examples, the golden cases and random graphs."""
+stream's first node: GE's plan of the training-step example was outside the model). Every
+variable is hinted: a partial hint CP-SAT must complete by search. Checked on the examples, the
+golden cases and random graphs."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ def _admits_the_ge_plan(graph: Graph) -> None:
                         costs=default_cost_table())
     model = build(data)
     add_rules(model, rule_constraints(rules, graph), {n: i for i, n in enumerate(dag.names)})
+    variables = model.cp.proto.variables  # every one that is not fixed: CP-SAT starts there
+    free = {i for i, var in enumerate(variables) if len(set(var.domain)) > 1}
+    assert free <= set(model.cp.proto.solution_hint.vars)
     follows = {pair for chain in data.hint for pair in pairwise(chain)}
     for key, arc in model.arc.items():  # the hint's streams, exactly
         model.cp.add(arc == int(key in follows))
