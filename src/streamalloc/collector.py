@@ -29,7 +29,18 @@ def paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            _age_survivors()
             gc.enable()
+
+
+def _age_survivors() -> None:
+    """Move the objects the phase left alive to the oldest generation without scanning them:
+    otherwise the first young collection after the phase walks them all (0.1-0.2 s after
+    loading a 100k-node graph). Freezing and unfreezing moves every tracked object there; it
+    is skipped when someone else froze objects (unfreezing would release theirs)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def pausing(func: Callable[_P, _R]) -> Callable[_P, _R]:

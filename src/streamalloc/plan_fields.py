@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from streamalloc.errors import InputError
+from streamalloc.json_text import decode_json
 
 PLAN_DOC = "docs/plan-format.md"
 
@@ -73,7 +74,8 @@ def read_plan_json(path: Path) -> Any:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise InputError(f"{path}: cannot read the plan file: {reason}") from None
     try:
-        return json.loads(text)
+        return decode_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); a plan file is the "
                          f"JSON object described in {PLAN_DOC}") from None
+

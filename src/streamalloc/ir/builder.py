@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
+from typing import cast
 
 from streamalloc.errors import GraphLoadError, OptionError
 from streamalloc.facts import LOOP_BACK_TYPES
@@ -54,6 +55,9 @@ _PORTS = {str(port): port for port in range(256)}  # the port text of nearly eve
 _new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per edge
 _PORT = itemgetter(0)  # Consumer.port
 _ENGINE = attrgetter("engine")
+# A producer's consumers while the edges are collected: a tuple while it has one (most
+# producers; no list to make and freeze), a list from the second on.
+_Linked = tuple[Consumer, ...] | list[Consumer]
 
 
 def parse_ref(text: str) -> DataInput:
@@ -252,7 +256,7 @@ class GraphBuilder:
                             list_order=tuple(position), attrs=freeze_attrs(draft.attrs))
 
     def _well_formed(self, nodes: list[Node], position: Mapping[str, int],
-                     consumers: Mapping[str, list[Consumer]],
+                     consumers: Mapping[str, _Linked],
                      controls: Mapping[str, list[str]]) -> bool:
         """The checks of `_check_node` on the whole graph at once (known engines, references
         to nodes of the graph, ports in range): False when any node fails one."""
@@ -341,11 +345,11 @@ class GraphBuilder:
 
 
 def _edges(nodes: list[Node]
-           ) -> tuple[dict[str, int], dict[str, list[Consumer]], dict[str, list[str]], bool]:
+           ) -> tuple[dict[str, int], dict[str, _Linked], dict[str, list[str]], bool]:
     """Node positions, consumers and control successors in link order, and whether every edge
     comes from an earlier node of the list or is a loop back edge (the list is topological)."""
     position: dict[str, int] = {}  # the nodes before the current one, then all
-    consumers: dict[str, list[Consumer]] = {}
+    consumers: dict[str, _Linked] = {}
     controls: dict[str, list[str]] = defaultdict(list)
     late: list[str] = []  # sources of data edges from the node itself or a later (or no) node
     forward = True
@@ -355,10 +359,13 @@ def _edges(nodes: list[Node]
             if ref is not None:
                 src = ref[0]
                 consumer = _new_tuple(Consumer, (ref[1], name, slot))
-                if src in consumers:
-                    consumers[src].append(consumer)
+                linked = consumers.get(src)
+                if linked is None:
+                    consumers[src] = (consumer,)
+                elif isinstance(linked, tuple):
+                    consumers[src] = [*linked, consumer]
                 else:
-                    consumers[src] = [consumer]
+                    linked.append(consumer)
                 if src not in position:
                     late.append(src)
         for src in node.control_inputs:
@@ -370,9 +377,10 @@ def _edges(nodes: list[Node]
     return position, consumers, controls, forward
 
 
-def _frozen_consumers(consumers: dict[str, list[Consumer]]) -> dict[str, tuple[Consumer, ...]]:
-    """Each producer's consumers by output port, then link order (a stable sort)."""
-    for edges in consumers.values():
-        if len(edges) > 1:
-            edges.sort(key=_PORT)
-    return dict(zip(consumers, map(tuple, consumers.values()), strict=True))
+def _frozen_consumers(consumers: dict[str, _Linked]) -> dict[str, tuple[Consumer, ...]]:
+    """Each producer's consumers by output port, then link order (a stable sort), in place:
+    a single consumer is final as it is."""
+    for src, linked in consumers.items():
+        if isinstance(linked, list):
+            consumers[src] = tuple(sorted(linked, key=_PORT))
+    return cast("dict[str, tuple[Consumer, ...]]", consumers)

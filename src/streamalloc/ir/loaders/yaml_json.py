@@ -6,9 +6,9 @@ and field, what was expected and, for keys and enums, the valid choices.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
+from json import JSONDecodeError
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from streamalloc.ir.engines import default_engine_table, engine_from_plain
 from streamalloc.ir.graph import DataInput, Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
 from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
+from streamalloc.json_text import decode_json
 from streamalloc.validation import SchemaCheck, explain
 
 _CHECK = SchemaCheck(GRAPH_SCHEMA)
@@ -77,8 +78,8 @@ def read_text(path: Path) -> str:
 def _parse(path: Path, text: str) -> Any:
     if path.suffix == ".json":
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
+            return decode_json(text)
+        except JSONDecodeError as exc:
             raise GraphLoadError(f"{path}:{exc.lineno}:{exc.colno}: malformed JSON: {exc.msg}"
                                  ) from None
     try:

@@ -1,0 +1,90 @@
+"""Faster paths give what the paths they replace gave: msgspec's decoding of long JSON texts
+(`json_text.decode_json`), the builder's consumer lists, and the verifier's
+one-logical-stream-per-physical-stream check without `np.unique`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from unittest.mock import patch
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamalloc import json_text
+from streamalloc.ir import DataInput, GraphBuilder
+from streamalloc.ir.graph import Consumer
+from streamalloc.verify.node_columns import NodeColumns
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(),
+    st.text(), st.sampled_from(["\ud800", "\x7f", "\u00e9", "a\\\"b"]))
+_DOCUMENTS = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=5),
+                            st.dictionaries(st.text(max_size=4), inner, max_size=5)),
+    max_leaves=30)
+_ODD_TEXTS = st.sampled_from([
+    '{"a": 1, "b": 2, "a": 3}', "[1e400, -1e400]", "[NaN, Infinity]", '["\\ud800"]',
+    "[1]x", "\ufeff{}", '["a\tb"]', "", "{", '{"a" 1}', "[1,]", "[01]", "[18446744073709551616]"])
+
+
+def _outcome(decode: Any, text: str) -> Any:
+    """What decoding gives: the document (NaN made comparable) or json's error, located."""
+    try:
+        return repr(decode(text))
+    except json.JSONDecodeError as exc:
+        return exc.msg, exc.lineno, exc.colno
+
+
+def _same_as_json(text: str) -> None:
+    with patch.object(json_text, "MSGSPEC_FROM", 0):  # msgspec for every length
+        assert _outcome(json_text.decode_json, text) == _outcome(json.loads, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_DOCUMENTS, st.sampled_from([None, 1]), st.booleans())
+def test_decode_json_is_json_loads(document: Any, indent: int | None, ascii_only: bool) -> None:
+    _same_as_json(json.dumps(document, indent=indent, ensure_ascii=ascii_only))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ODD_TEXTS, st.integers(0, 3))
+def test_decode_json_keeps_json_errors_and_extensions(text: str, cut: int) -> None:
+    _same_as_json(text[:len(text) - cut] if cut < len(text) else text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 2)), max_size=4),
+                min_size=1, max_size=20))
+def test_consumers_by_port_then_link_order(inputs: list[list[tuple[int, int]]]) -> None:
+    # node i reads output `port` of an earlier node (a random index folded into range)
+    builder = GraphBuilder("g")
+    builder.add_node("n0", "Data")
+    refs = [[(f"n{src % (i + 1)}", port) for src, port in row] for i, row in enumerate(inputs)]
+    for i, row in enumerate(refs, 1):
+        builder.add_node(f"n{i}", "Relu", inputs=[DataInput(src, port) for src, port in row])
+    expected: dict[str, list[Consumer]] = {}
+    for i, row in enumerate(refs, 1):
+        for slot, (src, port) in enumerate(row):
+            expected.setdefault(src, []).append(Consumer(port, f"n{i}", slot))
+    consumers = builder.build().root.consumers
+    assert dict(consumers) == {src: tuple(sorted(found, key=lambda c: c.port))
+                               for src, found in expected.items()}
+    assert all(type(found) is tuple for found in consumers.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 4), st.integers(-1, 3)), max_size=30))
+def test_single_logical_as_with_np_unique(rows: list[tuple[int, int]]) -> None:
+    physical = np.array([p for p, _ in rows], np.int64)
+    stream = np.array([s for _, s in rows], np.int64)
+    none = np.zeros(len(rows), np.int64)
+    columns = NodeColumns(none.astype(bool), stream, physical, none, none)
+    on = (physical >= 0) & (stream >= 0)
+    width = int(stream.max(initial=0)) + 1
+    pairs = np.unique(physical[on] * width + stream[on])
+    unique = len(np.unique(pairs // width)) == len(pairs)
+    expected = dict(zip((pairs // width).tolist(), (pairs % width).tolist(), strict=True))
+    assert columns.single_logical == (expected if unique else None)
