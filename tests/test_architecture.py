@@ -45,7 +45,7 @@ LAYERS = (
     Layer(6, "verify", ("verify",), (0, 1, 2)),
     Layer(7, "memory and report", ("memory", "report"), (*BELOW_ALLOCATORS, 5, 6)),
     Layer(8, "emulator", ("runtime_emu",), (*BELOW_ALLOCATORS, 5, 6, 7)),
-    Layer(9, "composition", ("optimal", "api"), tuple(range(9))),
+    Layer(9, "composition", ("optimal", "graph_checks", "api"), tuple(range(9))),
     Layer(10, "commands", ("commands", "cli", "__main__", "pytest_plugin"), tuple(range(10))),
 )
 # Imports within one layer that are allowed: (importer, imported module or a prefix of it).
@@ -54,7 +54,7 @@ SIBLINGS = frozenset({
     ("plan_fields", "json_text"),
     ("passes", "errors"), ("schemas", "errors"), ("schemas", "validation"),
     ("memory", "report.table"),
-    ("api", "optimal"),
+    ("api", "optimal"), ("api", "graph_checks"),
     ("cli", "commands"),
     ("__main__", "cli"),
 })

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from streamalloc.allocation import Allocation
-from streamalloc.errors import InputError, InputWarning, UsageError
+from streamalloc.errors import InputError, UsageError
+from streamalloc.graph_checks import check_op_types
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.loaders import GRAPH_SUFFIXES, load_graph
-from streamalloc.ir.op_types import known_op_type, near_op_type
+from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import dump_json, dump_yaml
@@ -22,7 +20,6 @@ from streamalloc.passes import PassObserver
 from streamalloc.preset import preset_allocation
 from streamalloc.rules import RuleSet, default_rule_set, rule_set
 from streamalloc.rules.labelling import default_labels
-from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.sync.driver import SYNC_STRATEGIES, synchronize
 from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
@@ -67,32 +64,6 @@ def check_graph(graph: Graph, rules: RuleSet | None = None) -> None:
     """The checks `read_graph` runs: options, then op types."""
     check_options(graph, rules.gate_options() if rules is not None else ())
     check_op_types(graph)
-
-
-def check_op_types(graph: Graph) -> None:
-    """One `InputWarning` for the op types of a graph file (YAML/JSON: written by hand, where a
-    typo goes unnoticed) that look like a typo of a known type: run on the default engine (the
-    engine table does not map them), unknown to the cost table, ONNX and `train-step`, and
-    within an edit distance of 2 (or a case change) of a type one of those knows. Other unknown
-    types are custom ops of the default engine and pass silently; ONNX models and GE dumps
-    name their types themselves and are not checked."""
-    if Path(graph.source).suffix.lower() not in GRAPH_SUFFIXES:
-        return
-    costs = default_cost_table().ops
-    table = graph.engines.op_engines
-    default = graph.engines.default_engine
-    # every node, without the T-order walk (counts do not depend on the order)
-    on_default = Counter([n.type for n in graph.by_name.values() if n.engine == default])
-    unknown = {t: count for t, count in on_default.items()
-               if t not in table and not known_op_type(t, costs)}
-    typos = {t: meant for t in unknown
-             if (meant := near_op_type(t, [*table, *costs])) is not None}
-    if typos:
-        types = ", ".join(f"{t} ({unknown[t]} node(s); did you mean {typos[t]}?)"
-                          for t in sorted(typos))
-        warnings.warn(f"{graph.source}: {sum(unknown[t] for t in typos)} node(s) of unknown op "
-                      f"type(s), placed on {default} at the default cost: {types}",
-                      InputWarning, stacklevel=2)
 
 
 def load_rule_set(path: str | Path | None) -> RuleSet | None:

@@ -69,9 +69,10 @@ def _read_graph(path: str, args: argparse.Namespace,
 def _loaded_graph(path: str) -> api.Graph:
     """A graph whose options the command merges itself (verify, emulate, vars): loaded, its
     op types checked; the command checks the merged options."""
-    from streamalloc import api
-    graph = api.load_graph(path)
-    api.check_op_types(graph)
+    from streamalloc.graph_checks import check_op_types  # not `api`: no allocator needed
+    from streamalloc.ir.loaders import load_graph
+    graph = load_graph(path)
+    check_op_types(graph)
     return graph
 
 
