@@ -142,7 +142,8 @@ def _header(document: Mapping[str, Any]) -> str:
             f"{document['commit'] or 'unknown commit'}; {machine['cpu_count']} CPUs, Python "
             f"{machine['python']}, load average {machine['load_average']} at start. Every "
             "command is a fresh `python -m streamalloc` process (with Python's bytecode cache, "
-            "as users run it): seconds are end to end, peak "
+            "as users run it): seconds are end to end (the best of 3 runs for ge and ge-minimal "
+            "on the generated graphs up to 100k nodes), peak "
             "MiB is that child's ru_maxrss. Optimal mode: `--time-limit "
             f"{limit if limit is not None else 'default'}` on the models, `{generated}` on the "
             f"generated graphs, run up to {settings['optimal_max_nodes']} nodes.")

@@ -8,13 +8,15 @@ Mode arguments: `ge` none; `ge-minimal` `--sync minimal`; `optimal` `--mode opti
 come from the plan file (events = event_count + notify_count, as in `streamalloc compare`),
 makespan and lower bounds from `emulate --json`, solver status and reason from the plan's
 `solver` block. Optimal mode is not run above `optimal_max_nodes`: that row says FALLBACK with
-the reason. A command that fails or times out gives a row with status ERROR or TIMEOUT.
+the reason. A command that fails or times out gives a row with status ERROR or TIMEOUT. On
+the generated graphs up to 200k nodes, ge and ge-minimal run each command three times and keep
+the fastest (the rows of the speed targets).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ from . import runner
 from .inputs import BenchInput
 
 MODES = ("ge", "ge-minimal", "optimal")
+REPEAT = 3  # runs of ge and ge-minimal on the generated graphs up to REPEAT_UP_TO nodes: the
+REPEAT_UP_TO = 200_000  # rows of the speed targets, as ratios to json.load (also best of 3)
 _MODE_ARGS = {"ge": [], "ge-minimal": ["--sync", "minimal"], "optimal": ["--mode", "optimal"]}
 # The row's fields in table order; every row has all of them (None when not measured).
 FIELDS = ("input", "kind", "mode", "nodes", "logical_streams", "physical_streams", "events",
@@ -54,16 +58,15 @@ def measure(item: BenchInput, mode: str, settings: Settings, workdir: Path,
             "Benchmarks section); its fallback plan is the ge-minimal row's"))
         return row
     plan = workdir / f"{item.name}.{mode}.plan.json"
-    allocated = runner.streamalloc("allocate", str(item.path), "-o", str(plan),
-                                   *item.set_args(), *_mode_args(mode, settings),
-                                   timeout=settings.timeout, memory_mb=settings.memory_mb)
+    repeat = REPEAT if json_load_s and mode != "optimal" and item.nodes <= REPEAT_UP_TO else 1
+    allocated = _best(repeat, "allocate", str(item.path), "-o", str(plan), *item.set_args(),
+                      *_mode_args(mode, settings), settings=settings)
     row.update(allocate_s=_round(allocated.wall_s), allocate_peak_mb=_round(allocated.peak_mb, 1))
     if allocated.returncode != 0:
         return _failed(row, allocated, "allocate")
     row.update(_plan_fields(plan))
-    emulated = runner.streamalloc("emulate", str(item.path), str(plan), "--json",
-                                  *item.set_args(), timeout=settings.timeout,
-                                  memory_mb=settings.memory_mb)
+    emulated = _best(repeat, "emulate", str(item.path), str(plan), "--json", *item.set_args(),
+                     settings=settings)
     row.update(emulate_s=_round(emulated.wall_s), emulate_peak_mb=_round(emulated.peak_mb, 1))
     if emulated.returncode != 0:
         return _failed(row, emulated, "emulate")
@@ -73,6 +76,19 @@ def measure(item: BenchInput, mode: str, settings: Settings, workdir: Path,
                    emulate_ratio=_round(emulated.wall_s / json_load_s, 2))
     plan.unlink()
     return row
+
+
+def _best(repeat: int, *args: str, settings: Settings) -> runner.Run:
+    """The fastest of `repeat` runs of one command (the first that fails, if one does), with
+    the largest peak memory: a single run on a noisy machine is off by a tenth either way."""
+    runs: list[runner.Run] = []
+    for _ in range(repeat):
+        run = runner.streamalloc(*args, timeout=settings.timeout, memory_mb=settings.memory_mb)
+        if run.returncode != 0:
+            return run
+        runs.append(run)
+    best = min(runs, key=lambda r: r.wall_s)
+    return replace(best, peak_mb=max(r.peak_mb for r in runs))
 
 
 def _mode_args(mode: str, settings: Settings) -> list[str]:
