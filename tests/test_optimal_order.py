@@ -5,8 +5,8 @@ refuses to run a node before its own ancestor; the list schedule's placement ord
 taking any idle task, is kept in the plan's order; a plan synchronized in another order verifies
 and emulates on the user's graph (the verifier and the emulator never see the order); the
 search takes the reorder where a task waited on its stream for a task it does not depend on;
-on random graphs the makespan objective's plan verifies, runs without a deadlock and is never
-slower than its baseline.
+on random graphs the makespan objective's plan verifies (under GE's rules too, rules included),
+runs without a deadlock and is never slower than its baseline.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import onnx
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_heuristic_properties import build, models
 
 from streamalloc.heuristic.driver import allocate_ge
@@ -36,6 +37,8 @@ from streamalloc.verify import verify_plan
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 OPTIONS = OptimalOptions(objective="makespan", time_limit=0.5)
+PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+            "ge.hcomParallel": "1"}
 
 # s and q1 share a stream and s comes first in T-order, so q1 (and the long q2 behind it, on
 # another stream) waits 30 us for an unrelated task
@@ -200,14 +203,24 @@ def test_a_reordered_plan_says_so_and_runs_as_reported() -> None:
     assert emulate(graph, document).makespan_us == pytest.approx(report.makespan_us)
 
 
-@settings(max_examples=20, derandomize=True, deadline=None, database=None,
+def test_a_reordered_plan_keeps_ges_rules() -> None:
+    # GE's rules under the parallel options (engine caps among them): the order changes no
+    # stream, and the verifier, rules included, accepts the plan
+    graph = load_graph(LIGHT / "light_inception_v1.onnx").with_options(PARALLEL)
+    plan, report = allocate_optimal(graph, None, OPTIONS)
+    assert "+reordered" in report.phase
+    assert verify_plan(graph, plan.to_json(), rules=default_rule_set(graph)).ok
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(spec=models("multi"))
-def test_makespan_plans_verify_and_never_lose_to_the_baseline(spec: object) -> None:
+@given(spec=models("multi"), free=st.booleans())
+def test_makespan_plans_verify_and_never_lose_to_the_baseline(spec: object, free: bool) -> None:
     graph = build(spec)  # type: ignore[arg-type]
-    plan, report = allocate_optimal(graph, builtin_rules("free"), OPTIONS)
+    rules = builtin_rules("free") if free else None  # None: GE's rules, verified too
+    plan, report = allocate_optimal(graph, rules, OPTIONS)
     document = plan.to_json()
-    assert verify_plan(graph, document).ok
+    assert verify_plan(graph, document, rules=rules or default_rule_set(graph)).ok
     run = emulate(graph, document)
     assert run.status == "ok"
     assert run.makespan_us == pytest.approx(report.makespan_us)
