@@ -78,4 +78,3 @@ def read_plan_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); a plan file is the "
                          f"JSON object described in {PLAN_DOC}") from None
-

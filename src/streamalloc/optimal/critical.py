@@ -95,6 +95,8 @@ def _engine_holders(result: EmulationResult) -> Callable[[int], list[int]]:
                 if t != tid and start[t] < begin - EPS and end[t] >= begin - EPS]
 
     return holders
+
+
 def _score(result: EmulationResult) -> tuple[float, float]:
     """The makespan, then the sum of task ends (progress along near-critical paths)."""
     return (round(result.makespan_us, 6),

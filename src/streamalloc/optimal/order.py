@@ -43,13 +43,11 @@ class Orders:
         """None for a model with subgraphs (its order stays T-order)."""
         if graph.subgraphs:
             return None
-        root = graph.root
-        preds: dict[str, list[str]] = {node.name: [] for node in root.nodes}
-        for node in root.nodes:
-            for succ in root.successors(node.name):
-                preds[succ].append(node.name)
-        return cls(graph, MappingProxyType({n: tuple(p) for n, p in preds.items()}),
-                   tuple(node.name for node in root.nodes))
+        nodes = graph.root.nodes
+        # the edges `ComputeGraph.successors` lists, from the consumer's side
+        preds = {node.name: (*(i.src for i in node.data_sources()), *node.control_inputs)
+                 for node in nodes}
+        return cls(graph, MappingProxyType(preds), tuple(node.name for node in nodes))
 
     def before(self, order: Order, v: str, u: str) -> Order | None:
         """`order` with `v` run before `u`: v and its ancestors between the two move, in
