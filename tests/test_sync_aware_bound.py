@@ -1,10 +1,12 @@
 """The sync-aware bound (`optimal/bounds.py`) against emulated plans: never above the makespan
-of any verified plan of random small graphs under random stream assignments, and the Send and
-Recv a fork-join forces counted exactly where the best plan pays them."""
+of any verified plan of random small graphs under random stream assignments; the Send and Recv
+a fork-join forces, and the contending tasks between a fork and its join, counted exactly
+where the best plan pays them; the clique's local search."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal.bounds import graph_sync_aware_bound
+from streamalloc.optimal.bounds import _grown, _swapped, graph_sync_aware_bound
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
@@ -84,3 +86,45 @@ def test_an_unbalanced_fork_join_pays_a_send_and_a_recv(tmp_path: Path) -> None:
     # Recv before j (p and j on one stream) or one Send/Recv pair (on two); after a2 it adds 7
     assert run.bounds.critical_path_us == pytest.approx(63.0)
     assert bound.path_us == pytest.approx(65.0) == run.makespan_us
+
+
+# GPT-2's GELU in small: x * 0.5 (h) beside the x^3 chain (c1, c2), all on the 32 cores
+CONTENDED_FORK_JOIN = [
+    "{name: x, type: Data}",
+    "{name: p, type: Relu, inputs: [x], cost_us: 10, attrs: {block_dim: 32}}",
+    "{name: h, type: Mul, inputs: [p], cost_us: 5, attrs: {block_dim: 32}}",
+    "{name: c1, type: Pow, inputs: [p], cost_us: 20, attrs: {block_dim: 32}}",
+    "{name: c2, type: Mul, inputs: [c1], cost_us: 20, attrs: {block_dim: 32}}",
+    "{name: j, type: Mul, inputs: [h, c2], cost_us: 5, attrs: {block_dim: 32}}",
+    "{name: out, type: NetOutput, inputs: [j]}",
+]
+
+
+def test_tasks_that_contend_between_a_fork_and_its_join_run_one_at_a_time(
+        tmp_path: Path) -> None:
+    graph = _graph(tmp_path, "contended", CONTENDED_FORK_JOIN)
+    bound = graph_sync_aware_bound(graph, COSTS)
+    plan, _ = allocate_optimal(graph, builtin_rules("free"),
+                               OptimalOptions(objective="makespan", time_limit=1.0))
+    run = emulate(graph, plan.to_json())
+    # p 12, c1 + c2 44, j 7 (launches included): h cannot run beside c1 or c2 (32 + 32 cores
+    # > 32) on any stream, so its 7 us come on top, Send/Recv or not: one stream is best
+    assert run.bounds.critical_path_us == pytest.approx(63.0)
+    assert bound.path_us == pytest.approx(70.0) == run.makespan_us
+
+
+def test_a_swap_lets_two_long_tasks_replace_the_short_one_that_blocked_them() -> None:
+    # tasks 0..3 by length; 1 and 2 are exclusive with everything but 3, which the greedy
+    # growth took first (it came before them); value: the total time
+    time = {0: 9.0, 3: 8.0, 1: 5.0, 2: 5.0}
+    blocked = {frozenset({1, 3}), frozenset({2, 3})}
+
+    def exclusive(a: int, b: int) -> bool:
+        return frozenset({a, b}) not in blocked
+
+    def value(members: Sequence[int]) -> float:
+        return sum(time[t] for t in members)
+
+    greedy = _grown([0], [0, 3, 1, 2], exclusive)
+    assert greedy == [0, 3]
+    assert sorted(_swapped(greedy, [0, 3, 1, 2], exclusive, value)) == [0, 1, 2]

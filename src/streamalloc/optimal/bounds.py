@@ -30,8 +30,9 @@ of static graphs):
 
 The bound is the largest of: the head + time + tail of any task, Jackson's bound of a few
 greedy cliques (the heaviest chain's timed tasks grown by the longest tasks exclusive with all
-members; per engine, its tasks wider than half its units likewise) and the energy bound of
-each engine.
+members; per engine, its tasks wider than half its units likewise; each then improved by swaps:
+a task exclusive with all members but a few replaces those few, the clique grown again, when
+that raises Jackson's bound) and the energy bound of each engine.
 Each term bounds every plan, so the maximum does.
 
 >>> jackson([(0.0, 2.0, 1.0), (0.0, 3.0, 0.0)])  # run the long-tailed task first
@@ -41,7 +42,7 @@ Each term bounds every plan, so the maximum does.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from streamalloc.heuristic.driver import allocate_ge
@@ -53,6 +54,10 @@ from streamalloc.runtime_emu.program import TASK, Program, compile_program
 from streamalloc.sync.driver import synchronize
 
 Job = tuple[float, float, float]  # (head, time, tail)
+SWAP_SIZE = 6  # members a task may replace in a clique's local search: T5's bound reaches
+# 1924.1 us from 6 on (1916.1 with 1 to 5), in 0.5 s
+SERIAL_SPAN = 64  # forks (in topological positions before a join) whose pairwise exclusive
+# tasks between are counted one at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +89,17 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
         sync = window = 0.0
     real = [program.kinds[t] == TASK for t in range(program.task_count())]
     latency = _Latency(sync, window)
-    head = _heads(graph_tasks, program.preds, succs, time, real=real, latency=latency)
-    tail = _heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency)
+    contend = _contention(program, table)
+    head = _heads(graph_tasks, program.preds, succs, time, real=real, latency=latency,
+                  contend=contend)
+    tail = _heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency,
+                  contend=contend)
     path = max((head[t] + time[t] + tail[t] for t in graph_tasks), default=0.0)
-    clique = max((jackson([(head[t], time[t], tail[t]) for t in c])
-                  for c in _cliques(program, table, graph_tasks, time)),
+    def clique_bound(members: Sequence[int]) -> float:
+        return jackson([(head[t], time[t], tail[t]) for t in members])
+
+    clique = max((clique_bound(c) for c in _cliques(program, table, graph_tasks, time,
+                                                    clique_bound)),
                  default=0.0)
     jobs: dict[str, list[Job]] = {}  # per engine: (head, unit-time, tail)
     for t in graph_tasks:
@@ -122,9 +133,23 @@ class _Latency:
     window: float
 
 
+def _contention(program: Program, table: CostTable) -> Callable[[int, int], bool]:
+    """Do two tasks need more units of one engine together than it has (so never overlap)?"""
+    units = {e: table.engine(e).units for e in set(program.engines) if e is not None}
+    engines, widths = program.engines, program.widths
+
+    def contend(a: int, b: int) -> bool:
+        engine = engines[a]
+        return engine is not None and engine == engines[b] \
+            and widths[a] + widths[b] > units[engine]
+
+    return contend
+
+
 def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
            succs: Sequence[Sequence[int]] | dict[int, list[int]], time: Sequence[float], *,
-           real: Sequence[bool], latency: _Latency) -> dict[int, float]:
+           real: Sequence[bool], latency: _Latency,
+           contend: Callable[[int, int], bool]) -> dict[int, float]:
     """Earliest start of each task in `order` (a topological order over `preds`; `succs` the
     reverse edges); run on the reversed order with successors, the least time after each
     task's end."""
@@ -139,8 +164,8 @@ def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list
         if len(timed) >= 2 and latency.sync > 0:
             one_stream = _back_to_back(timed)
             start = max(start, min(one_stream, min(h + d for h, d in timed) + latency.sync))
-        if len(preds[t]) >= 2 and latency.window > 0:
-            join = _Join(t, head, time, succs, before, after, position)
+        if len(preds[t]) >= 2:
+            join = _Join(t, head, time, succs, before, after, position, contend)
             start = max(start, join.start(start, latency))
         head[t] = start
     return head
@@ -158,6 +183,7 @@ class _Join:
     before: dict[int, int]  # tasks before each task, bitmasks over tids
     after: dict[int, int]   # tasks after each task
     position: dict[int, int]
+    contend: Callable[[int, int], bool]
 
     def start(self, known: float, latency: _Latency) -> float:
         """Whatever the streams, the tasks between a fork f and j (M: after f, before j) and
@@ -167,16 +193,37 @@ class _Join:
         * on S, some of M elsewhere: a Send and a Recv on S between f and j (`window`),
           besides M's tasks on S, and a path through a task off S leaves S and comes back
           (+ 2 sync): a longest path either runs on S or pays twice, so >= L + window.
+        And j >= end(f) + the time of tasks of M that are pairwise exclusive (ordered, or
+        contending for their engine's units): they run one at a time on any streams (GPT-2's
+        GELU: x * 0.5 beside the x^3 ... tanh chain, all on the 32 cores). Counted for the
+        forks at most SERIAL_SPAN tasks before j (far ones have large M, and a cost to match).
         The latest such start over the forks whose path could beat `known`."""
         dist = self._distances()
         best = known
         for f, length in dist.items():
-            end = self.head[f] + self.time[f]
-            if end + length + latency.window <= best or self._branches(f, dist) < 2:
+            if self._branches(f, dist) < 2:
                 continue
-            between = sum(self.time[m] for m in _members(self.after[f] & self.before[self.j]))
-            best = max(best, end + min(length + latency.window, between))
+            end = self.head[f] + self.time[f]
+            near = self.position[self.j] - self.position[f] <= SERIAL_SPAN
+            if end + length + latency.window <= best and not near:
+                continue
+            tasks = _members(self.after[f] & self.before[self.j])
+            gain = min(length + latency.window, sum(self.time[m] for m in tasks))
+            if near:
+                gain = max(gain, self._one_at_a_time(tasks))
+            best = max(best, end + gain)
         return best
+
+    def _one_at_a_time(self, tasks: list[int]) -> float:
+        """The time of a greedy set of pairwise exclusive tasks, longest first."""
+        chosen: list[int] = []
+        for t in sorted(tasks, key=lambda t: (-self.time[t], t)):
+            if self.time[t] > 0 and all(self._exclusive(t, c) for c in chosen):
+                chosen.append(t)
+        return sum(self.time[t] for t in chosen)
+
+    def _exclusive(self, a: int, b: int) -> bool:
+        return bool(self.after[a] >> b & 1 or self.before[a] >> b & 1) or self.contend(a, b)
 
     def _distances(self) -> dict[int, float]:
         """Per task before j, the longest time from its end to j's start over the tasks
@@ -247,9 +294,11 @@ def jackson(jobs: Sequence[Job]) -> float:
 
 
 def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
-             time: Sequence[float]) -> list[list[int]]:
-    """Greedy sets of pairwise exclusive tasks: the heaviest chain, and per engine its tasks
-    wider than half its units, each grown by the longest exclusive tasks."""
+             time: Sequence[float], value: Callable[[Sequence[int]], float]
+             ) -> list[list[int]]:
+    """Sets of pairwise exclusive tasks: the heaviest chain, and per engine its tasks wider
+    than half its units, each grown by the longest exclusive tasks, then improved by swaps
+    while they raise `value` (`_swapped`)."""
     succs: dict[int, list[int]] = {t: [] for t in graph_tasks}
     for t in graph_tasks:
         for p in program.preds[t]:
@@ -257,13 +306,10 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
     reach = _closure(graph_tasks[::-1], succs)  # the tasks after each
     units = {e: table.engine(e).units for e in {program.engines[t] for t in graph_tasks}
              if e is not None}
+    contend = _contention(program, table)
 
     def exclusive(a: int, b: int) -> bool:
-        if reach[a] >> b & 1 or reach[b] >> a & 1:
-            return True
-        engine = program.engines[a]
-        return engine is not None and engine == program.engines[b] \
-            and program.widths[a] + program.widths[b] > units[engine]
+        return bool(reach[a] >> b & 1 or reach[b] >> a & 1) or contend(a, b)
 
     by_length = sorted((t for t in graph_tasks if time[t] > 0), key=lambda t: (-time[t], t))
     seeds = [_heaviest_chain(program, graph_tasks, time)]
@@ -276,12 +322,44 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
     for seed in seeds:
         # a task without device work takes no units and excludes nothing: left in, it would
         # keep every task it is not ordered with out of the chain's clique
-        members = [t for t in seed if time[t] > 0]
-        for t in by_length:
-            if t not in members and all(exclusive(t, m) for m in members):
-                members.append(t)
-        cliques.append(members)
+        members = _grown([t for t in seed if time[t] > 0], by_length, exclusive)
+        cliques.append(_swapped(members, by_length, exclusive, value))
     return cliques
+
+
+def _grown(members: list[int], candidates: Sequence[int],
+           exclusive: Callable[[int, int], bool]) -> list[int]:
+    """`members` with each candidate, in order, that is exclusive with all members so far."""
+    for t in candidates:
+        if t not in members and all(exclusive(t, m) for m in members):
+            members.append(t)
+    return members
+
+
+def _swapped(members: list[int], candidates: Sequence[int],
+             exclusive: Callable[[int, int], bool],
+             value: Callable[[Sequence[int]], float]) -> list[int]:
+    """A local search from a clique: a candidate that is exclusive with all members but at
+    most SWAP_SIZE of them replaces those, and the clique is grown again, when that raises
+    `value`; until no candidate does. The greedy growth keeps the first long tasks it meets,
+    and one short task can block several long ones (T5: each layer's softmax is not exclusive
+    with its v projection, which is exclusive with everything else of the chain's clique)."""
+    best = value(members)
+    improved = True
+    while improved:
+        improved = False
+        for t in candidates:
+            if t in members:
+                continue
+            blocking = [m for m in members if not exclusive(t, m)]
+            if len(blocking) > SWAP_SIZE:
+                continue
+            trial = _grown([m for m in members if m not in blocking] + [t], candidates,
+                           exclusive)
+            found = value(trial)
+            if found > best:
+                members, best, improved = trial, found, True
+    return members
 
 
 def _heaviest_chain(program: Program, graph_tasks: Sequence[int], time: Sequence[float]
