@@ -15,12 +15,18 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal.bounds import _grown, _swapped, graph_sync_aware_bound
+from streamalloc.optimal.bounds import (
+    SyncAwareBound,
+    _grown,
+    _swapped,
+    graph_sync_aware_bound,
+)
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.results import EmulationResult
 
 COSTS = default_cost_table()
 
@@ -76,12 +82,15 @@ FORK_JOIN = [
 ]
 
 
-def test_an_unbalanced_fork_join_pays_a_send_and_a_recv(tmp_path: Path) -> None:
-    graph = _graph(tmp_path, "unbalanced", FORK_JOIN)
-    bound = graph_sync_aware_bound(graph, COSTS)
+def _bound_and_fastest(graph: Graph) -> tuple[SyncAwareBound, EmulationResult]:
+    """The sync-aware bound and the emulated run of the makespan objective's plan."""
     plan, _ = allocate_optimal(graph, builtin_rules("free"),
                                OptimalOptions(objective="makespan", time_limit=1.0))
-    run = emulate(graph, plan.to_json())
+    return graph_sync_aware_bound(graph, COSTS), emulate(graph, plan.to_json())
+
+
+def test_an_unbalanced_fork_join_pays_a_send_and_a_recv(tmp_path: Path) -> None:
+    bound, run = _bound_and_fastest(_graph(tmp_path, "unbalanced", FORK_JOIN))
     # p 12 us, a1 + a2 44, j 7 (launches included): b beside a1 a2 pays a Send after p and a
     # Recv before j (p and j on one stream) or one Send/Recv pair (on two); after a2 it adds 7
     assert run.bounds.critical_path_us == pytest.approx(63.0)
@@ -102,11 +111,7 @@ CONTENDED_FORK_JOIN = [
 
 def test_tasks_that_contend_between_a_fork_and_its_join_run_one_at_a_time(
         tmp_path: Path) -> None:
-    graph = _graph(tmp_path, "contended", CONTENDED_FORK_JOIN)
-    bound = graph_sync_aware_bound(graph, COSTS)
-    plan, _ = allocate_optimal(graph, builtin_rules("free"),
-                               OptimalOptions(objective="makespan", time_limit=1.0))
-    run = emulate(graph, plan.to_json())
+    bound, run = _bound_and_fastest(_graph(tmp_path, "contended", CONTENDED_FORK_JOIN))
     # p 12, c1 + c2 44, j 7 (launches included): h cannot run beside c1 or c2 (32 + 32 cores
     # > 32) on any stream, so its 7 us come on top, Send/Recv or not: one stream is best
     assert run.bounds.critical_path_us == pytest.approx(63.0)
