@@ -119,17 +119,14 @@ def test_tasks_that_contend_between_a_fork_and_its_join_run_one_at_a_time(
 
 
 def test_a_swap_lets_two_long_tasks_replace_the_short_one_that_blocked_them() -> None:
-    # tasks 0..3 by length; 1 and 2 are exclusive with everything but 3, which the greedy
-    # growth took first (it came before them); value: the total time
+    # tasks 0, 3, 1, 2 by length; 1 and 2 may overlap 3 only (bitmasks over tasks), and the
+    # greedy growth took 3 first; value: the total time
     time = {0: 9.0, 3: 8.0, 1: 5.0, 2: 5.0}
-    blocked = {frozenset({1, 3}), frozenset({2, 3})}
-
-    def exclusive(a: int, b: int) -> bool:
-        return frozenset({a, b}) not in blocked
+    overlap = {0: 0, 3: 1 << 1 | 1 << 2, 1: 1 << 3, 2: 1 << 3}
 
     def value(members: Sequence[int]) -> float:
         return sum(time[t] for t in members)
 
-    greedy = _grown([0], [0, 3, 1, 2], exclusive)
+    greedy = _grown([0], [0, 3, 1, 2], overlap)
     assert greedy == [0, 3]
-    assert sorted(_swapped(greedy, [0, 3, 1, 2], exclusive, value)) == [0, 1, 2]
+    assert sorted(_swapped(greedy, [0, 3, 1, 2], overlap, value)) == [0, 1, 2]

@@ -89,17 +89,20 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
         sync = window = 0.0
     real = [program.kinds[t] == TASK for t in range(program.task_count())]
     latency = _Latency(sync, window)
-    contend = _contention(program, table)
+    timed = [t for t in graph_tasks if time[t] > 0]
+    overlap = _overlaps(program, table, timed, _closure(graph_tasks, program.preds),
+                        _closure(graph_tasks[::-1], succs))
     head = _heads(graph_tasks, program.preds, succs, time, real=real, latency=latency,
-                  contend=contend)
+                  overlap=overlap)
     tail = _heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency,
-                  contend=contend)
+                  overlap=overlap)
     path = max((head[t] + time[t] + tail[t] for t in graph_tasks), default=0.0)
+
     def clique_bound(members: Sequence[int]) -> float:
         return jackson([(head[t], time[t], tail[t]) for t in members])
 
     clique = max((clique_bound(c) for c in _cliques(program, table, graph_tasks, time,
-                                                    clique_bound)),
+                                                    overlap=overlap, value=clique_bound)),
                  default=0.0)
     jobs: dict[str, list[Job]] = {}  # per engine: (head, unit-time, tail)
     for t in graph_tasks:
@@ -133,23 +136,10 @@ class _Latency:
     window: float
 
 
-def _contention(program: Program, table: CostTable) -> Callable[[int, int], bool]:
-    """Do two tasks need more units of one engine together than it has (so never overlap)?"""
-    units = {e: table.engine(e).units for e in set(program.engines) if e is not None}
-    engines, widths = program.engines, program.widths
-
-    def contend(a: int, b: int) -> bool:
-        engine = engines[a]
-        return engine is not None and engine == engines[b] \
-            and widths[a] + widths[b] > units[engine]
-
-    return contend
-
-
 def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
            succs: Sequence[Sequence[int]] | dict[int, list[int]], time: Sequence[float], *,
-           real: Sequence[bool], latency: _Latency,
-           contend: Callable[[int, int], bool]) -> dict[int, float]:
+           real: Sequence[bool], latency: _Latency, overlap: dict[int, int]
+           ) -> dict[int, float]:
     """Earliest start of each task in `order` (a topological order over `preds`; `succs` the
     reverse edges); run on the reversed order with successors, the least time after each
     task's end."""
@@ -165,7 +155,7 @@ def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list
             one_stream = _back_to_back(timed)
             start = max(start, min(one_stream, min(h + d for h, d in timed) + latency.sync))
         if len(preds[t]) >= 2:
-            join = _Join(t, head, time, succs, before, after, position, contend)
+            join = _Join(t, head, time, succs, before, after, position, overlap)
             start = max(start, join.start(start, latency))
         head[t] = start
     return head
@@ -183,7 +173,7 @@ class _Join:
     before: dict[int, int]  # tasks before each task, bitmasks over tids
     after: dict[int, int]   # tasks after each task
     position: dict[int, int]
-    contend: Callable[[int, int], bool]
+    overlap: dict[int, int]  # per timed task, the tasks that may run beside it (`_overlaps`)
 
     def start(self, known: float, latency: _Latency) -> float:
         """Whatever the streams, the tasks between a fork f and j (M: after f, before j) and
@@ -216,14 +206,13 @@ class _Join:
 
     def _one_at_a_time(self, tasks: list[int]) -> float:
         """The time of a greedy set of pairwise exclusive tasks, longest first."""
-        chosen: list[int] = []
-        for t in sorted(tasks, key=lambda t: (-self.time[t], t)):
-            if self.time[t] > 0 and all(self._exclusive(t, c) for c in chosen):
-                chosen.append(t)
-        return sum(self.time[t] for t in chosen)
-
-    def _exclusive(self, a: int, b: int) -> bool:
-        return bool(self.after[a] >> b & 1 or self.before[a] >> b & 1) or self.contend(a, b)
+        chosen, total = 0, 0.0
+        for t in sorted((t for t in tasks if self.time[t] > 0),
+                        key=lambda t: (-self.time[t], t)):
+            if not self.overlap[t] & chosen:
+                chosen |= 1 << t
+                total += self.time[t]
+        return total
 
     def _distances(self) -> dict[int, float]:
         """Per task before j, the longest time from its end to j's start over the tasks
@@ -294,24 +283,14 @@ def jackson(jobs: Sequence[Job]) -> float:
 
 
 def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
-             time: Sequence[float], value: Callable[[Sequence[int]], float]
-             ) -> list[list[int]]:
+             time: Sequence[float], *, overlap: dict[int, int],
+             value: Callable[[Sequence[int]], float]) -> list[list[int]]:
     """Sets of pairwise exclusive tasks: the heaviest chain, and per engine its tasks wider
     than half its units, each grown by the longest exclusive tasks, then improved by swaps
     while they raise `value` (`_swapped`)."""
-    succs: dict[int, list[int]] = {t: [] for t in graph_tasks}
-    for t in graph_tasks:
-        for p in program.preds[t]:
-            succs[p].append(t)
-    reach = _closure(graph_tasks[::-1], succs)  # the tasks after each
     units = {e: table.engine(e).units for e in {program.engines[t] for t in graph_tasks}
              if e is not None}
-    contend = _contention(program, table)
-
-    def exclusive(a: int, b: int) -> bool:
-        return bool(reach[a] >> b & 1 or reach[b] >> a & 1) or contend(a, b)
-
-    by_length = sorted((t for t in graph_tasks if time[t] > 0), key=lambda t: (-time[t], t))
+    by_length = sorted(overlap, key=lambda t: (-time[t], t))
     seeds = [_heaviest_chain(program, graph_tasks, time)]
     for engine in sorted(units):
         wide = [t for t in graph_tasks if program.engines[t] == engine
@@ -322,43 +301,77 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
     for seed in seeds:
         # a task without device work takes no units and excludes nothing: left in, it would
         # keep every task it is not ordered with out of the chain's clique
-        members = _grown([t for t in seed if time[t] > 0], by_length, exclusive)
-        cliques.append(_swapped(members, by_length, exclusive, value))
+        members = _grown([t for t in seed if time[t] > 0], by_length, overlap)
+        cliques.append(_swapped(members, by_length, overlap, value))
     return cliques
 
 
-def _grown(members: list[int], candidates: Sequence[int],
-           exclusive: Callable[[int, int], bool]) -> list[int]:
-    """`members` with each candidate, in order, that is exclusive with all members so far."""
+def _overlaps(program: Program, table: CostTable, timed: Sequence[int],
+              before: dict[int, int], after: dict[int, int]) -> dict[int, int]:
+    """Per timed task, the timed tasks that may run at the same time (a bitmask over tids):
+    not ordered with it, and together no wider than their engine when they share one."""
+    everything = sum(1 << t for t in timed)
+    on_engine: dict[str | None, int] = {}
+    for t in timed:
+        on_engine[program.engines[t]] = on_engine.get(program.engines[t], 0) | 1 << t
+    fitting: dict[tuple[str, int], int] = {}  # (engine, room): its tasks at most that wide
+
+    def beside(engine: str | None, width: int) -> int:
+        if engine is None:  # a task that takes no units contends with none
+            return everything
+        room = table.engine(engine).units - width
+        if (engine, room) not in fitting:
+            fitting[(engine, room)] = sum(1 << t for t in timed if program.engines[t] == engine
+                                          and program.widths[t] <= room)
+        return (everything & ~on_engine[engine]) | fitting[(engine, room)]
+
+    return {t: beside(program.engines[t], program.widths[t])
+            & ~(before[t] | after[t] | 1 << t) for t in timed}
+
+
+def _grown(members: list[int], candidates: Sequence[int], overlap: dict[int, int]
+           ) -> list[int]:
+    """`members` with each candidate, in order, that is exclusive with all members so far
+    (may overlap none of them)."""
+    mask = sum(1 << m for m in members)
     for t in candidates:
-        if t not in members and all(exclusive(t, m) for m in members):
+        if not (mask >> t & 1 or overlap[t] & mask):
             members.append(t)
+            mask |= 1 << t
     return members
 
 
-def _swapped(members: list[int], candidates: Sequence[int],
-             exclusive: Callable[[int, int], bool],
+def _swapped(members: list[int], candidates: Sequence[int], overlap: dict[int, int],
              value: Callable[[Sequence[int]], float]) -> list[int]:
-    """A local search from a clique: a candidate that is exclusive with all members but at
-    most SWAP_SIZE of them replaces those, and the clique is grown again, when that raises
-    `value`; until no candidate does. The greedy growth keeps the first long tasks it meets,
-    and one short task can block several long ones (T5: each layer's softmax is not exclusive
-    with its v projection, which is exclusive with everything else of the chain's clique)."""
+    """A local search from a clique grown by `_grown`: a candidate that is exclusive with all
+    members but at most SWAP_SIZE of them replaces those, and the clique is grown again, when
+    that raises `value`; until no candidate does. The greedy growth keeps the first long tasks
+    it meets, and one short task can block several long ones (T5: each layer's softmax is not
+    exclusive with its v projection, which is exclusive with everything else of the chain's
+    clique). A grown clique blocks every other candidate, so only the candidates that the
+    replaced members blocked can join again."""
+    rank = {t: i for i, t in enumerate(candidates)}
+    mask = sum(1 << m for m in members)
     best = value(members)
     improved = True
     while improved:
         improved = False
         for t in candidates:
-            if t in members:
+            blocking = overlap[t] & mask
+            if mask >> t & 1 or blocking.bit_count() > SWAP_SIZE:
                 continue
-            blocking = [m for m in members if not exclusive(t, m)]
-            if len(blocking) > SWAP_SIZE:
-                continue
-            trial = _grown([m for m in members if m not in blocking] + [t], candidates,
-                           exclusive)
+            trial_mask = (mask & ~blocking) | 1 << t
+            trial = [m for m in members if not blocking >> m & 1] + [t]
+            freed = 0
+            for b in _members(blocking):
+                freed |= overlap[b]
+            for u in sorted(_members(freed & ~trial_mask), key=rank.__getitem__):
+                if not overlap[u] & trial_mask:
+                    trial.append(u)
+                    trial_mask |= 1 << u
             found = value(trial)
             if found > best:
-                members, best, improved = trial, found, True
+                members, mask, best, improved = trial, trial_mask, found, True
     return members
 
 
