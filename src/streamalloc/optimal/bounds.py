@@ -23,7 +23,8 @@ of static graphs):
   engine together than it has (block dims w1 + w2 > units: the engine admits a task only when
   all its units are free), never overlap. A set of such pairwise exclusive tasks (a clique) is
   a one-machine problem with the heads and tails above, whose preemptive relaxation (Jackson's
-  schedule: always run the released task with the longest tail) bounds its makespan;
+  schedule: always run the released task with the longest tail) bounds its makespan; and a
+  clique within M runs between f and j: j starts >= end(f) + its time (GPT-2's GELU);
 * **energy**: an engine's tasks whose heads are >= r run after r on its units, and end before
   the makespan minus the least of their tails: makespan >= r + their unit-time (block dim x
   time) / units + that tail (work over units is r = 0, no tail); likewise from the end.
@@ -55,7 +56,7 @@ from streamalloc.sync.driver import synchronize
 
 Job = tuple[float, float, float]  # (head, time, tail)
 SWAP_SIZE = 6  # members a task may replace in a clique's local search: T5's bound reaches
-# 1924.1 us from 6 on (1916.1 with 1 to 5), in 0.5 s
+# 1924.1 us from 6 on (1916.1 with 1 to 5), in 0.2 s
 SERIAL_SPAN = 64  # forks (in topological positions before a join) whose pairwise exclusive
 # tasks between are counted one at a time
 
