@@ -1,7 +1,8 @@
 """The sync-aware bound (`optimal/bounds.py`) against emulated plans: never above the makespan
 of any verified plan of random small graphs under random stream assignments; the Send and Recv
-a fork-join forces, and the contending tasks between a fork and its join, counted exactly
-where the best plan pays them; the clique's local search."""
+a fork-join forces, the contending tasks between a fork and its join, and the Send and Recvs
+of two branches between a split and its join, counted exactly where the best plan pays them;
+the clique's local search."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from streamalloc.optimal.bounds import (
 )
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.search import Evaluator
+from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -130,3 +132,32 @@ def test_a_swap_lets_two_long_tasks_replace_the_short_one_that_blocked_them() ->
     greedy = _grown([0], [0, 3, 1, 2], overlap)
     assert greedy == [0, 3]
     assert sorted(_swapped(greedy, [0, 3, 1, 2], overlap, value)) == [0, 1, 2]
+
+
+def test_the_least_gap_between_a_split_and_its_join() -> None:
+    # two 3.91 us branches (GPT-2's q and k transposes): one beside the fork, the other with
+    # the join, a Send and two Recvs (serial: 7.82); a long and a short branch run serially
+    assert least_gap(3.91, 3.91, 1.0, 1.0) == pytest.approx(6.91)
+    assert least_gap(10.0, 1.0, 1.0, 1.0) == pytest.approx(11.0)
+    assert least_gap(5.0, 5.0, 1.0, 1.0) == pytest.approx(8.0)
+    assert least_gap(5.0, 3.0, 0.0, 0.0) == pytest.approx(5.0)
+
+
+SPLIT_JOIN = [
+    "{name: x, type: Data}",
+    "{name: f, type: Relu, inputs: [x], cost_us: 10}",
+    "{name: r, type: Reshape, inputs: [f], task_count: 0}",
+    "{name: a, type: Relu, inputs: [r], cost_us: 5}",
+    "{name: b, type: Relu, inputs: [f], cost_us: 5}",
+    "{name: j, type: Add, inputs: [a, b], cost_us: 5}",
+    "{name: out, type: NetOutput, inputs: [j]}",
+]
+
+
+def test_two_branches_of_a_split_cost_a_send_and_two_recvs_before_their_join(
+        tmp_path: Path) -> None:
+    bound, run = _bound_and_fastest(_graph(tmp_path, "split", SPLIT_JOIN))
+    # f 12 us, a and b 7 each, j 7 (launches included): side by side they need a Send after
+    # f and a Recv for each branch on the join's stream, 3 us; one after the other, 7 more
+    assert run.bounds.critical_path_us == pytest.approx(26.0)
+    assert bound.path_us == pytest.approx(29.0) == run.makespan_us

@@ -19,6 +19,10 @@ of static graphs):
   elsewhere needs a Send and a Recv on S between f and j, and a longest path either runs on S
   beside them or leaves S and comes back (+ 2 sync). So j starts >= end(f) + min(L + record
   + wait, the time of M) (`_Join`): Inception's 4-branch modules pay 2 us each;
+* **split-join**: a fork f that feeds two unordered tasks x and y, both producers of j, puts
+  them on streams in one of a few ways, each with its Sends and Recvs: j starts >= end(f) +
+  the least of them (`split_join.least_gap`, exhaustive): GPT-2's q and k transposes between
+  their Split and MatMul pay a Send and two Recvs (or run one after the other);
 * **contention**: two tasks that are ordered by the graph, or that need more units of one
   engine together than it has (block dims w1 + w2 > units: the engine admits a task only when
   all its units are free), never overlap. A set of such pairwise exclusive tasks (a clique) is
@@ -43,11 +47,13 @@ Each term bounds every plan, so the maximum does.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.plan import plan_from_dict
@@ -57,6 +63,7 @@ from streamalloc.sync.driver import synchronize
 Job = tuple[float, float, float]  # (head, time, tail)
 SWAP_SIZE = 6  # members a task may replace in a clique's local search: T5's bound reaches
 # 1924.1 us from 6 on (1916.1 with 1 to 5), in 0.2 s
+SPLIT_PAIRS = 4  # a fork's longest producers of a join paired by `_split_join`
 SERIAL_SPAN = 64  # forks (in topological positions before a join) whose pairwise exclusive
 # tasks between are counted one at a time
 
@@ -83,13 +90,13 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
             succs[p].append(t)
     sync = min(table.event_record_us + table.event_wait_us,
                table.notify_record_us + table.notify_wait_us)
-    # a record and a wait on one stream, of either space (a fork-join's Send and Recv)
-    window = min(table.event_record_us, table.notify_record_us) \
-        + min(table.event_wait_us, table.notify_wait_us)
+    # the least record and wait, of either space (a fork-join's Send and Recv)
+    record = min(table.event_record_us, table.notify_record_us)
+    wait = min(table.event_wait_us, table.notify_wait_us)
     if program.activates:  # an activated stream starts when its activator ends: no latency
-        sync = window = 0.0
+        sync = record = wait = 0.0
     real = [program.kinds[t] == TASK for t in range(program.task_count())]
-    latency = _Latency(sync, window)
+    latency = _Latency(sync, record, wait)
     timed = [t for t in graph_tasks if time[t] > 0]
     overlap = _overlaps(program, table, timed, _closure(graph_tasks, program.preds),
                         _closure(graph_tasks[::-1], succs))
@@ -130,11 +137,17 @@ def _energy(jobs: Sequence[Job], units: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class _Latency:
-    """What a cross-stream dependency adds (`sync`) and what a fork-join's Send and Recv take
-    on the stream of its fork and join (`window`), in us."""
+    """What a cross-stream dependency adds (`sync`), and the least record (Send) and wait
+    (Recv) a stream runs for one, in us."""
 
     sync: float
-    window: float
+    record: float
+    wait: float
+
+    @property
+    def window(self) -> float:
+        """What a fork-join's Send and Recv take on the stream of its fork and join."""
+        return self.record + self.wait
 
 
 def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
@@ -148,6 +161,7 @@ def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list
     before = _closure(order, preds)
     after = _closure(order[::-1], succs)
     position = {t: i for i, t in enumerate(order)}
+    related = {t: before[t] | after[t] for t in order}  # the tasks ordered with each
     for t in order:
         ends = [(head[p], time[p]) for p in preds[t]]
         start = max((h + d for h, d in ends), default=0.0)
@@ -157,9 +171,49 @@ def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list
             start = max(start, min(one_stream, min(h + d for h, d in timed) + latency.sync))
         if len(preds[t]) >= 2:
             join = _Join(t, head, time, succs, before, after, position, overlap)
-            start = max(start, join.start(start, latency))
+            start = max(start, join.start(start, latency),
+                        _split_join(t, preds, time, head, related=related, latency=latency))
         head[t] = start
     return head
+
+
+def _split_join(j: int, preds: Sequence[Sequence[int]] | dict[int, list[int]],
+                time: Sequence[float], head: dict[int, float], *, related: dict[int, int],
+                latency: _Latency) -> float:
+    """j >= end(f) + `least_gap` for two unordered producers x, y of j that f alone feeds
+    (zero-time tasks between count as direct edges: a Reshape): the split of q, k and v
+    before an attention block's first MatMul. Per fork, its SPLIT_PAIRS longest such
+    producers are paired."""
+    fed: dict[int, list[int]] = {}
+    for x in _timed_nearest(j, preds, time):
+        for f in _timed_nearest(x, preds, time):
+            fed.setdefault(f, []).append(x)
+    best = 0.0
+    for f, branches in fed.items():
+        longest = sorted(branches, key=lambda x: (-time[x], x))[:SPLIT_PAIRS]
+        for x, y in itertools.combinations(longest, 2):
+            if not related[x] >> y & 1:
+                gap = least_gap(time[x], time[y], latency.record, latency.wait)
+                best = max(best, head[f] + time[f] + gap)
+    return best
+
+
+def _timed_nearest(t: int, preds: Sequence[Sequence[int]] | dict[int, list[int]],
+                   time: Sequence[float]) -> list[int]:
+    """The tasks with time before t, reached over zero-time tasks only (ascending tids)."""
+    found: set[int] = set()
+    stack = list(preds[t])
+    seen = set(stack)
+    while stack:
+        p = stack.pop()
+        if time[p] > 0:
+            found.add(p)
+            continue
+        for q in preds[p]:
+            if q not in seen:
+                seen.add(q)
+                stack.append(q)
+    return sorted(found)
 
 
 @dataclass
