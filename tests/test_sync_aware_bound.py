@@ -16,19 +16,13 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal.bounds import (
-    SyncAwareBound,
-    _grown,
-    _swapped,
-    graph_sync_aware_bound,
-)
+from streamalloc.optimal.bounds import _grown, _swapped, graph_sync_aware_bound
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.search import Evaluator
 from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.results import EmulationResult
 
 COSTS = default_cost_table()
 
@@ -73,51 +67,51 @@ def test_bound_holds_for_random_plans_of_random_graphs(tmp_path: Path, seed: int
     assert baseline.makespan_us >= bound - 1e-9
 
 
-FORK_JOIN = [
-    "{name: x, type: Data}",
-    "{name: p, type: Relu, inputs: [x], cost_us: 10}",
-    "{name: a1, type: Relu, inputs: [p], cost_us: 20}",
-    "{name: a2, type: Relu, inputs: [a1], cost_us: 20}",
-    "{name: b, type: Relu, inputs: [p], cost_us: 5}",
-    "{name: j, type: Add, inputs: [a2, b], cost_us: 5}",
-    "{name: out, type: NetOutput, inputs: [j]}",
-]
+# Small graphs whose best plan pays exactly what the bound counts (launches included):
+# (graph, critical path, bound = the best plan's makespan)
+EXACT = {
+    # p 12 us, a1 + a2 44, j 7: b beside a1 a2 pays a Send after p and a Recv before j (p and
+    # j on one stream) or one Send/Recv pair (on two); after a2 it adds 7
+    "unbalanced_fork_join": ([
+        "{name: p, type: Relu, inputs: [x], cost_us: 10}",
+        "{name: a1, type: Relu, inputs: [p], cost_us: 20}",
+        "{name: a2, type: Relu, inputs: [a1], cost_us: 20}",
+        "{name: b, type: Relu, inputs: [p], cost_us: 5}",
+        "{name: j, type: Add, inputs: [a2, b], cost_us: 5}",
+    ], 63.0, 65.0),
+    # GPT-2's GELU in small: p 12, c1 + c2 44, j 7; h (x * 0.5) cannot run beside c1 or c2
+    # (32 + 32 cores > 32) on any stream, so its 7 us come on top: one stream is best
+    "contended_fork_join": ([
+        "{name: p, type: Relu, inputs: [x], cost_us: 10, attrs: {block_dim: 32}}",
+        "{name: h, type: Mul, inputs: [p], cost_us: 5, attrs: {block_dim: 32}}",
+        "{name: c1, type: Pow, inputs: [p], cost_us: 20, attrs: {block_dim: 32}}",
+        "{name: c2, type: Mul, inputs: [c1], cost_us: 20, attrs: {block_dim: 32}}",
+        "{name: j, type: Mul, inputs: [h, c2], cost_us: 5, attrs: {block_dim: 32}}",
+    ], 63.0, 70.0),
+    # GPT-2's q and k in small: f 12, a and b 7 each, j 7; side by side they need a Send
+    # after f and a Recv for each branch on the join's stream, 3 us; one after the other, 7
+    "split_join": ([
+        "{name: f, type: Relu, inputs: [x], cost_us: 10}",
+        "{name: r, type: Reshape, inputs: [f], task_count: 0}",
+        "{name: a, type: Relu, inputs: [r], cost_us: 5}",
+        "{name: b, type: Relu, inputs: [f], cost_us: 5}",
+        "{name: j, type: Add, inputs: [a, b], cost_us: 5}",
+    ], 26.0, 29.0),
+}
 
 
-def _bound_and_fastest(graph: Graph) -> tuple[SyncAwareBound, EmulationResult]:
-    """The sync-aware bound and the emulated run of the makespan objective's plan."""
+@pytest.mark.parametrize("case", sorted(EXACT))
+def test_the_bound_is_exact_where_the_best_plan_pays_what_it_counts(tmp_path: Path,
+                                                                     case: str) -> None:
+    nodes, critical, bound_us = EXACT[case]
+    graph = _graph(tmp_path, case, ["{name: x, type: Data}", *nodes,
+                                    "{name: out, type: NetOutput, inputs: [j]}"])
     plan, _ = allocate_optimal(graph, builtin_rules("free"),
                                OptimalOptions(objective="makespan", time_limit=1.0))
-    return graph_sync_aware_bound(graph, COSTS), emulate(graph, plan.to_json())
-
-
-def test_an_unbalanced_fork_join_pays_a_send_and_a_recv(tmp_path: Path) -> None:
-    bound, run = _bound_and_fastest(_graph(tmp_path, "unbalanced", FORK_JOIN))
-    # p 12 us, a1 + a2 44, j 7 (launches included): b beside a1 a2 pays a Send after p and a
-    # Recv before j (p and j on one stream) or one Send/Recv pair (on two); after a2 it adds 7
-    assert run.bounds.critical_path_us == pytest.approx(63.0)
-    assert bound.path_us == pytest.approx(65.0) == run.makespan_us
-
-
-# GPT-2's GELU in small: x * 0.5 (h) beside the x^3 chain (c1, c2), all on the 32 cores
-CONTENDED_FORK_JOIN = [
-    "{name: x, type: Data}",
-    "{name: p, type: Relu, inputs: [x], cost_us: 10, attrs: {block_dim: 32}}",
-    "{name: h, type: Mul, inputs: [p], cost_us: 5, attrs: {block_dim: 32}}",
-    "{name: c1, type: Pow, inputs: [p], cost_us: 20, attrs: {block_dim: 32}}",
-    "{name: c2, type: Mul, inputs: [c1], cost_us: 20, attrs: {block_dim: 32}}",
-    "{name: j, type: Mul, inputs: [h, c2], cost_us: 5, attrs: {block_dim: 32}}",
-    "{name: out, type: NetOutput, inputs: [j]}",
-]
-
-
-def test_tasks_that_contend_between_a_fork_and_its_join_run_one_at_a_time(
-        tmp_path: Path) -> None:
-    bound, run = _bound_and_fastest(_graph(tmp_path, "contended", CONTENDED_FORK_JOIN))
-    # p 12, c1 + c2 44, j 7 (launches included): h cannot run beside c1 or c2 (32 + 32 cores
-    # > 32) on any stream, so its 7 us come on top, Send/Recv or not: one stream is best
-    assert run.bounds.critical_path_us == pytest.approx(63.0)
-    assert bound.path_us == pytest.approx(70.0) == run.makespan_us
+    run = emulate(graph, plan.to_json())
+    assert run.bounds.critical_path_us == pytest.approx(critical)
+    assert graph_sync_aware_bound(graph, COSTS).path_us == pytest.approx(bound_us)
+    assert run.makespan_us == pytest.approx(bound_us)
 
 
 def test_a_swap_lets_two_long_tasks_replace_the_short_one_that_blocked_them() -> None:
@@ -141,23 +135,3 @@ def test_the_least_gap_between_a_split_and_its_join() -> None:
     assert least_gap(10.0, 1.0, 1.0, 1.0) == pytest.approx(11.0)
     assert least_gap(5.0, 5.0, 1.0, 1.0) == pytest.approx(8.0)
     assert least_gap(5.0, 3.0, 0.0, 0.0) == pytest.approx(5.0)
-
-
-SPLIT_JOIN = [
-    "{name: x, type: Data}",
-    "{name: f, type: Relu, inputs: [x], cost_us: 10}",
-    "{name: r, type: Reshape, inputs: [f], task_count: 0}",
-    "{name: a, type: Relu, inputs: [r], cost_us: 5}",
-    "{name: b, type: Relu, inputs: [f], cost_us: 5}",
-    "{name: j, type: Add, inputs: [a, b], cost_us: 5}",
-    "{name: out, type: NetOutput, inputs: [j]}",
-]
-
-
-def test_two_branches_of_a_split_cost_a_send_and_two_recvs_before_their_join(
-        tmp_path: Path) -> None:
-    bound, run = _bound_and_fastest(_graph(tmp_path, "split", SPLIT_JOIN))
-    # f 12 us, a and b 7 each, j 7 (launches included): side by side they need a Send after
-    # f and a Recv for each branch on the join's stream, 3 us; one after the other, 7 more
-    assert run.bounds.critical_path_us == pytest.approx(26.0)
-    assert bound.path_us == pytest.approx(29.0) == run.makespan_us
