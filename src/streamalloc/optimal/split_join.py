@@ -40,7 +40,7 @@ def least_gap(x_time: float, y_time: float, record: float, wait: float) -> float
     best = INF
     for streams in _assignments():
         for orders in _task_orders(streams):
-            for sends in _send_sets(streams):
+            for sends in _send_sets():
                 for lists in _placements(streams, orders, sends):
                     best = min(best, _start_of_join(lists, durations, record, wait))
     return round(best, 9)
@@ -73,7 +73,7 @@ def _task_orders(streams: tuple[int, ...]) -> Iterator[dict[int, list[int]]]:
         yield swapped
 
 
-def _send_sets(streams: tuple[int, ...]) -> Iterator[frozenset[int]]:
+def _send_sets() -> Iterator[frozenset[int]]:
     """Which of f, x, y have a Send right after them (j feeds nothing here)."""
     for flags in itertools.product((False, True), repeat=3):
         yield frozenset(t for t, on in zip((F, X, Y), flags, strict=True) if on)
@@ -109,6 +109,8 @@ def _placements(streams: tuple[int, ...], orders: dict[int, list[int]], sends: f
 
 def _ops(stream: int, tasks: list[int], sends: frozenset[int],
          placed: dict[tuple[int, int], tuple[int, ...]]) -> list[Op]:
+    """A stream's program: each task after its Recvs, its Send right after it (a Send before
+    the next task's Recvs: it ends sooner, and the stream's clock is no later)."""
     ops: list[Op] = []
     for place, task in enumerate(tasks):
         ops += [("recv", server) for server in placed.get((stream, place), ())]
