@@ -12,8 +12,9 @@ POLISH_PER_SECOND = 400  # polish evaluations per second of --time-limit (determ
 POLISH_NODES_PER_SECOND = 200_000  # and at most this many divided by the graph's streamed
 # nodes: an evaluation (sync, verify, emulate) costs about its node count, so the polish's
 # wall time follows --time-limit on a 10k-node graph as on a 500-node one
-MAX_SOLVER_NODES = 20_000  # above this the solver's reachability sets (N^2 bits) and models
-# outgrow a workstation: the baseline is kept (status FALLBACK, with the reason)
+MAX_SOLVER_NODES = 12_000  # above this the baseline is kept (status FALLBACK, with the reason):
+# CP-SAT's search on the model takes about 1 GB per 1,000 streamed nodes at the default
+# --time-limit (layered graphs: 10k nodes 9.7 GB, 12k 12.4 GB, 18k killed at 24 GB)
 TIME_SCALE = 10  # schedule time unit: 0.1 us
 CAPACITY_SHARE = 0.9  # of a stream's free units: room for the Send/Recv tasks events add
 
