@@ -7,6 +7,7 @@ numbers the streams; two pins to different ids must be different streams.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 
 from ortools.sat.python import cp_model
@@ -24,6 +25,9 @@ from streamalloc.rules.constraints import (
 from streamalloc.solver.model import Model
 
 PAIR_LIMIT = 200_000  # pairwise inequalities beyond this are a model too large to state
+MAX_KEY_RUNS = 256  # a cap whose member keys make more intervals is tested with Booleans:
+# CP-SAT encodes a domain of many holes value by value (10k-node layered graphs: 10.8M
+# Booleans and 8 GB with 9,771 scattered keys; the real models stay far below)
 
 
 def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[str, int]) -> None:
@@ -102,24 +106,56 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
     if not binding:
         return
     hinted, tails = _hinted_least(model, key)
-    least = _least_keys(model, nodes, key, hinted)
+    least, opens = _least_keys(model, nodes, key, hinted)
     last = {v: model.cp.new_bool_var(f"last_{v}") for v in nodes}  # v ends its stream
     for v in nodes:
         model.cp.add(last[v] + sum(model.has_succ(v)) == 1)
         model.cp.add_hint(last[v], v in tails)
     for k in binding:
         own = set(members[k])
+        owned = None if _runs(members[k]) <= MAX_KEY_RUNS else \
+            _owned(model, nodes, own, key, opens=opens, hinted=hinted)
         others = cp_model.Domain.from_values(members[k]).complement()
         ends = []
         for v in nodes:
             if members[k][0] > key[v]:
                 continue  # no node of the engine can open v's stream
             end = model.cp.new_bool_var(f"ends_{v}_{k}")  # v ends a stream cap k opened
-            model.cp.add_linear_expression_in_domain(least[v], others).only_enforce_if(
-                [last[v], end.negated()])
+            if owned is None:
+                model.cp.add_linear_expression_in_domain(least[v], others).only_enforce_if(
+                    [last[v], end.negated()])
+            else:
+                model.cp.add_bool_or([last[v].negated(), owned[v].negated(), end])
             model.cp.add_hint(end, v in tails and hinted[v] in own)
             ends.append(end)
         model.cp.add(sum(ends) <= caps[k].cap)
+
+
+def _runs(keys: list[int]) -> int:
+    """How many intervals of consecutive integers the sorted keys make."""
+    return sum(1 for a, b in itertools.pairwise(keys) if b != a + 1) + 1 if keys else 0
+
+
+def _owned(model: Model, nodes: list[int], own: set[int], key: Mapping[int, int], *,
+           opens: Mapping[tuple[int, int], cp_model.IntVar], hinted: Mapping[int, int]
+           ) -> dict[int, cp_model.IntVar]:
+    """Per node, is its stream's least key so far one of `own`: its own key's membership at a
+    stream's head or where it opens, else its predecessor's (the cap's test of `least` as
+    Booleans, for caps whose keys are too scattered for a domain, `MAX_KEY_RUNS`)."""
+    owned = {v: model.cp.new_bool_var(f"owned_{v}") for v in nodes}
+    for v in nodes:
+        model.cp.add(owned[v] == int(key[v] in own)).only_enforce_if(model.head[v])
+        model.cp.add_hint(owned[v], hinted.get(v, key[v]) in own)
+    for (u, v), arc in model.arc.items():
+        if v not in owned:
+            continue  # arcs stay inside a graph
+        opening = opens.get((u, v))
+        if opening is None:  # v never opens its stream
+            model.cp.add(owned[v] == owned[u]).only_enforce_if(arc)
+            continue
+        model.cp.add(owned[v] == int(key[v] in own)).only_enforce_if([arc, opening])
+        model.cp.add(owned[v] == owned[u]).only_enforce_if([arc, opening.negated()])
+    return owned
 
 
 def _hinted_least(model: Model, key: Mapping[int, int]) -> tuple[dict[int, int], set[int]]:
@@ -140,9 +176,11 @@ def _hinted_least(model: Model, key: Mapping[int, int]) -> tuple[dict[int, int],
 
 
 def _least_keys(model: Model, nodes: list[int], key: Mapping[int, int],
-                hinted: Mapping[int, int]) -> dict[int, cp_model.IntVar]:
+                hinted: Mapping[int, int]
+                ) -> tuple[dict[int, cp_model.IntVar], dict[tuple[int, int], cp_model.IntVar]]:
     """Per node, the least key of its stream up to it: its own at a stream's head, else the
-    least of its predecessor's and its own (hinted as `hinted`)."""
+    least of its predecessor's and its own (hinted as `hinted`); and per arc into a node that
+    may open its stream, whether it does."""
     least = {v: model.cp.new_int_var(0, key[v], f"least_{v}") for v in nodes}
     for v in nodes:
         model.cp.add(least[v] == key[v]).only_enforce_if(model.head[v])
@@ -152,19 +190,21 @@ def _least_keys(model: Model, nodes: list[int], key: Mapping[int, int],
         if key[v] < highest:
             could_open.add(v)
         highest = max(highest, key[v])
+    opening: dict[tuple[int, int], cp_model.IntVar] = {}
     for (u, v), arc in model.arc.items():
         if v not in least:
             continue  # arcs stay inside a graph
         if v not in could_open:  # every node before v has a lesser key: v never opens
             model.cp.add(least[v] == least[u]).only_enforce_if(arc)
             continue
-        opens = model.cp.new_bool_var(f"opens_{u}_{v}")  # v's key is the least so far
+        opens = opening[(u, v)] = model.cp.new_bool_var(f"opens_{u}_{v}")  # v's key is the
+        # least so far
         model.cp.add_hint(opens, hinted.get(u, key[u]) > key[v])
         model.cp.add(least[u] > key[v]).only_enforce_if(opens)
         model.cp.add(least[u] < key[v]).only_enforce_if(opens.negated())
         model.cp.add(least[v] == key[v]).only_enforce_if([arc, opens])
         model.cp.add(least[v] == least[u]).only_enforce_if([arc, opens.negated()])
-    return least
+    return least, opening
 
 
 def _stated_per_graph(model: Model, c: StreamCap, index: Mapping[str, int]) -> None:
