@@ -13,8 +13,9 @@ POLISH_NODES_PER_SECOND = 200_000  # and at most this many divided by the graph'
 # nodes: an evaluation (sync, verify, emulate) costs about its node count, so the polish's
 # wall time follows --time-limit on a 10k-node graph as on a 500-node one
 MAX_SOLVER_NODES = 12_000  # above this the baseline is kept (status FALLBACK, with the reason):
-# CP-SAT's search on the model takes about 1 GB per 1,000 streamed nodes at the default
-# --time-limit (layered graphs: 10k nodes 9.7 GB, 12k 12.4 GB, 18k killed at 24 GB)
+# CP-SAT's search on the model takes gigabytes at the default --time-limit (layered graphs with
+# GE's rules: 10k nodes 6.2 GB; before the engine caps' Boolean form 9.7 GB, 12k 12.4 GB, and
+# 18k killed at 24 GB)
 TIME_SCALE = 10  # schedule time unit: 0.1 us
 CAPACITY_SHARE = 0.9  # of a stream's free units: room for the Send/Recv tasks events add
 
