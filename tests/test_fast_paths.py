@@ -1,6 +1,7 @@
 """Faster paths give what the paths they replace gave: msgspec's decoding of long JSON texts
-(`json_text.decode_json`), the builder's consumer lists, and the verifier's
-one-logical-stream-per-physical-stream check without `np.unique`."""
+(`json_text.decode_json`), the builder's consumer lists, and the distinct values of integer
+arrays by a sort (`arrays.sorted_distinct`) in the verifier's one-logical-stream-per-physical-
+stream check."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamalloc import json_text
+from streamalloc.arrays import sorted_distinct
 from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.graph import Consumer
 from streamalloc.verify.node_columns import NodeColumns
@@ -88,3 +90,10 @@ def test_single_logical_as_with_np_unique(rows: list[tuple[int, int]]) -> None:
     unique = len(np.unique(pairs // width)) == len(pairs)
     expected = dict(zip((pairs // width).tolist(), (pairs % width).tolist(), strict=True))
     assert columns.single_logical == (expected if unique else None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**40), 2**40), max_size=40))
+def test_sorted_distinct_is_np_unique(values: list[int]) -> None:
+    array = np.array(values, np.int64)
+    assert sorted_distinct(array).tolist() == np.unique(array).tolist()

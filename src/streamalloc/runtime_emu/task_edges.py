@@ -17,6 +17,7 @@ from typing import cast
 
 import numpy as np
 
+from streamalloc.arrays import sorted_distinct
 from streamalloc.facts import ENTER_TYPES, LOOP_BACK_TYPES
 from streamalloc.ir.graph import Node
 
@@ -45,16 +46,10 @@ def task_pairs(order: Sequence[Node], tid_of: Mapping[str, int], idle: Collectio
         idle_tids = np.fromiter(idle, np.int64, len(idle))
         busy = ~(np.isin(consumer, idle_tids) | np.isin(producer, idle_tids))
         consumer, producer = consumer[busy], producer[busy]
-    key = _sorted_unique(consumer * tasks + producer)
+    key = sorted_distinct(consumer * tasks + producer)
     listed = tid[tid >= 0]
     topo = listed[~np.isin(listed, list(idle))] if idle else listed
     return key // tasks, key % tasks, tuple(topo.tolist())
-
-
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """`np.unique` of integers, by sorting (numpy's hash-based unique is slower here)."""
-    values = np.sort(values)
-    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
 
 
 def _ordering_edges(order: Sequence[Node], tid_of: Mapping[str, int], position: np.ndarray,

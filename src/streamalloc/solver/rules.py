@@ -94,8 +94,9 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
     """The engine caps of one graph, counted as `rules.check` counts them: a stream's opener
     is its node of least (order, T-order) key. Along each stream the least key so far
     (`least`) passes over the arcs, so a stream's last node holds its opener's key; a cap
-    bounds the last nodes whose key is one of its engine's nodes'. A cap that fewer nodes
-    count toward than it allows cannot bind and is not stated."""
+    bounds the last nodes whose key is one of its engine's nodes' (a domain of its keys, or
+    Booleans when they are too scattered: `_owned`). A cap that fewer nodes count toward than
+    it allows cannot bind and is not stated."""
     dag, order = model.data.dag, caps[0].order
     nodes = [v for v in range(dag.size) if dag.graphs[v] == caps[0].graph]
     key = {v: (order.get(dag.names[v], -1) + 1) * dag.size + v for v in nodes}  # unique
@@ -113,9 +114,10 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
         model.cp.add_hint(last[v], v in tails)
     for k in binding:
         own = set(members[k])
-        owned = None if _runs(members[k]) <= MAX_KEY_RUNS else \
-            _owned(model, nodes, own, key, opens=opens, hinted=hinted)
-        others = cp_model.Domain.from_values(members[k]).complement()
+        if _runs(members[k]) <= MAX_KEY_RUNS:
+            others, owned = cp_model.Domain.from_values(members[k]).complement(), None
+        else:
+            others, owned = None, _owned(model, k, nodes, own, key, opens=opens, hinted=hinted)
         ends = []
         for v in nodes:
             if members[k][0] > key[v]:
@@ -136,13 +138,13 @@ def _runs(keys: list[int]) -> int:
     return sum(1 for a, b in itertools.pairwise(keys) if b != a + 1) + 1 if keys else 0
 
 
-def _owned(model: Model, nodes: list[int], own: set[int], key: Mapping[int, int], *,
+def _owned(model: Model, k: int, nodes: list[int], own: set[int], key: Mapping[int, int], *,
            opens: Mapping[tuple[int, int], cp_model.IntVar], hinted: Mapping[int, int]
            ) -> dict[int, cp_model.IntVar]:
     """Per node, is its stream's least key so far one of `own`: its own key's membership at a
     stream's head or where it opens, else its predecessor's (the cap's test of `least` as
     Booleans, for caps whose keys are too scattered for a domain, `MAX_KEY_RUNS`)."""
-    owned = {v: model.cp.new_bool_var(f"owned_{v}") for v in nodes}
+    owned = {v: model.cp.new_bool_var(f"owned_{v}_{k}") for v in nodes}
     for v in nodes:
         model.cp.add(owned[v] == int(key[v] in own)).only_enforce_if(model.head[v])
         model.cp.add_hint(owned[v], hinted.get(v, key[v]) in own)

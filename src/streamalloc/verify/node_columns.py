@@ -10,6 +10,7 @@ from itertools import repeat
 
 import numpy as np
 
+from streamalloc.arrays import sorted_distinct
 from streamalloc.verify.plan_input import NodeEntries
 
 
@@ -35,7 +36,7 @@ class NodeColumns:
         stream holds nodes of several logical streams."""
         on = (self.physical >= 0) & (self.stream >= 0)
         width = int(self.stream.max(initial=0)) + 1
-        pairs = _sorted_distinct(self.physical[on] * width + self.stream[on])
+        pairs = sorted_distinct(self.physical[on] * width + self.stream[on])
         physical = pairs // width
         if np.any(physical[1:] == physical[:-1]):  # sorted: a repeat is next to its twin
             return None
@@ -62,11 +63,3 @@ def node_columns(names: tuple[str, ...], entries: NodeEntries, where: Mapping[st
     listed_on[listed] = stream_of_task[gid[listed]]
     return NodeColumns(has_entry, stream, physical, gid, listed_on)
 
-
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """`np.unique` of integers by a sort: the first `np.unique` of a run imports numpy.ma,
-    a sixtieth of a second of the command's start-up."""
-    values = np.sort(values)
-    keep = np.ones(len(values), bool)
-    keep[1:] = values[1:] != values[:-1]
-    return values[keep]
