@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
-from typing import cast
 
 from streamalloc.errors import GraphLoadError, OptionError
 from streamalloc.facts import LOOP_BACK_TYPES
@@ -34,6 +33,7 @@ from streamalloc.ir.graph import (
     Graph,
     Node,
     PartitionEntry,
+    linked_consumers,
 )
 from streamalloc.ir.tensor import TensorDesc
 
@@ -52,12 +52,9 @@ _SORT_MODES = {"": "dfs", "0": "bfs", "1": "dfs", "2": "given", "3": "given"}
 
 
 _PORTS = {str(port): port for port in range(256)}  # the port text of nearly every reference
-_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per edge
-_PORT = itemgetter(0)  # Consumer.port
-_ENGINE = attrgetter("engine")
-# A producer's consumers while the edges are collected: a tuple while it has one (most
-# producers; no list to make and freeze), a list from the second on.
-_Linked = tuple[Consumer, ...] | list[Consumer]
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per ref
+_ENGINE, _INPUTS = attrgetter("engine"), attrgetter("inputs")
+_REF_PORT = itemgetter(1)  # DataInput.port
 
 
 def parse_ref(text: str) -> DataInput:
@@ -237,34 +234,37 @@ class GraphBuilder:
 
     def _finish(self, draft: _GraphDraft, parent: str | None, mode: str) -> ComputeGraph:
         nodes = draft.nodes
-        position, consumers, controls, forward = _edges(nodes)
-        if not self._well_formed(nodes, position, consumers, controls):
+        position, controls, forward, late = _positions(nodes)
+        if not self._well_formed(nodes, position, controls, late):
             for node in nodes:  # the first problem in node order, with its message
                 self._check_node(draft, node, position)
-        frozen_consumers = _frozen_consumers(consumers)
         frozen_controls = {src: tuple(c) for src, c in controls.items()}
+        consumers = None  # made on first use (`ComputeGraph.consumers`) unless sorted here
         if mode == "given" and forward:
             ordered, index = nodes, position
         else:  # the given list is not topological, or GE's own sort was asked for
-            ordered = self._order(draft, frozen_consumers, frozen_controls,
+            consumers = linked_consumers(nodes)
+            ordered = self._order(draft, consumers, frozen_controls,
                                   "dfs" if mode == "given" else mode)
             index = {n.name: i for i, n in enumerate(ordered)}
         return ComputeGraph(name=draft.name, nodes=tuple(ordered), parent=parent,
                             index=MappingProxyType(index),
-                            consumers=MappingProxyType(frozen_consumers),
                             control_successors=MappingProxyType(frozen_controls),
-                            list_order=tuple(position), attrs=freeze_attrs(draft.attrs))
+                            list_order=tuple(position), attrs=freeze_attrs(draft.attrs),
+                            consumer_table=None if consumers is None
+                            else MappingProxyType(consumers))
 
     def _well_formed(self, nodes: list[Node], position: Mapping[str, int],
-                     consumers: Mapping[str, _Linked],
-                     controls: Mapping[str, list[str]]) -> bool:
+                     controls: Mapping[str, list[str]], late: list[str]) -> bool:
         """The checks of `_check_node` on the whole graph at once (known engines, references
         to nodes of the graph, ports in range): False when any node fails one."""
-        return (set(map(_ENGINE, nodes)).issubset(self.engines.engines)
-                and position.keys() >= consumers.keys() and position.keys() >= controls.keys()
-                and min(map(_PORT, chain.from_iterable(consumers.values())), default=0) >= 0
-                and all(max(map(_PORT, consumers.get(node.name, ())), default=-1)
-                        < len(node.outputs) for node in nodes if node.outputs))
+        refs = list(filter(None, chain.from_iterable(map(_INPUTS, nodes))))
+        if not (set(map(_ENGINE, nodes)).issubset(self.engines.engines)
+                and position.keys() >= set(late) and position.keys() >= controls.keys()
+                and min(map(_REF_PORT, refs), default=0) >= 0):
+            return False
+        described = {n.name: len(n.outputs) for n in nodes if n.outputs}
+        return not described or all(port < described.get(src, port + 1) for src, port in refs)
 
     def _check_node(self, draft: _GraphDraft, node: Node, nodes: Mapping[str, int]) -> None:
         if node.engine not in self.engines.engines:
@@ -344,43 +344,23 @@ class GraphBuilder:
                                  f"{sorted(graphs)}")
 
 
-def _edges(nodes: list[Node]
-           ) -> tuple[dict[str, int], dict[str, _Linked], dict[str, list[str]], bool]:
-    """Node positions, consumers and control successors in link order, and whether every edge
-    comes from an earlier node of the list or is a loop back edge (the list is topological)."""
+def _positions(nodes: list[Node]) -> tuple[dict[str, int], dict[str, list[str]], bool, list[str]]:
+    """Node positions, control successors in link order, whether every edge comes from an
+    earlier node of the list or is a loop back edge (the list is topological), and the
+    sources of the data edges from the node itself or a later (or no) node."""
     position: dict[str, int] = {}  # the nodes before the current one, then all
-    consumers: dict[str, _Linked] = {}
     controls: dict[str, list[str]] = defaultdict(list)
-    late: list[str] = []  # sources of data edges from the node itself or a later (or no) node
+    late: list[str] = []
     forward = True
     for at, node in enumerate(nodes):
         name = node.name
-        for slot, ref in enumerate(node.inputs):
-            if ref is not None:
-                src = ref[0]
-                consumer = _new_tuple(Consumer, (ref[1], name, slot))
-                linked = consumers.get(src)
-                if linked is None:
-                    consumers[src] = (consumer,)
-                elif isinstance(linked, tuple):
-                    consumers[src] = [*linked, consumer]
-                else:
-                    linked.append(consumer)
-                if src not in position:
-                    late.append(src)
+        for ref in node.inputs:
+            if ref is not None and ref[0] not in position:
+                late.append(ref[0])
         for src in node.control_inputs:
             controls[src].append(name)
             forward = forward and src in position
         position[name] = at
     forward = forward and all(
         src in position and nodes[position[src]].type in LOOP_BACK_TYPES for src in late)
-    return position, consumers, controls, forward
-
-
-def _frozen_consumers(consumers: dict[str, _Linked]) -> dict[str, tuple[Consumer, ...]]:
-    """Each producer's consumers by output port, then link order (a stable sort), in place:
-    a single consumer is final as it is."""
-    for src, linked in consumers.items():
-        if isinstance(linked, list):
-            consumers[src] = tuple(sorted(linked, key=_PORT))
-    return cast("dict[str, tuple[Consumer, ...]]", consumers)
+    return position, controls, forward, late

@@ -6,11 +6,11 @@ G-order. Nothing downstream mutates them: allocators return separate result obje
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import msgspec
 
@@ -91,16 +91,30 @@ class ComputeGraph:
     `list_order` is the node list as it was given (GE's node list); it fixes the link order of
     edges (`consumers`, `control_successors`), which GE's sort and event insertion follow.
     Graph attributes matter for the root only (`ge.autoMultistreamParallelMode`).
+    `consumer_table` is `consumers` when the maker has it (None: made on first use, from the
+    nodes' inputs; running a plan file never asks for it).
     """
 
     name: str
     nodes: tuple[Node, ...]
     parent: str | None
     index: Mapping[str, int]
-    consumers: Mapping[str, tuple[Consumer, ...]]
     control_successors: Mapping[str, tuple[str, ...]]
     list_order: tuple[str, ...]
     attrs: Mapping[str, AttrValue] = field(default_factory=lambda: MappingProxyType({}))
+    consumer_table: Mapping[str, tuple[Consumer, ...]] | None = field(
+        default=None, compare=False, repr=False)
+
+    @property
+    def consumers(self) -> Mapping[str, tuple[Consumer, ...]]:
+        """Each producer's data consumers, by output port, then link order."""
+        table = self.consumer_table
+        if table is None:
+            nodes, index = self.nodes, self.index
+            table = MappingProxyType(linked_consumers(nodes[index[name]]
+                                                      for name in self.list_order))
+            object.__setattr__(self, "consumer_table", table)  # derived: made once
+        return table
 
     def node(self, name: str) -> Node:
         """The node called `name` in this graph (KeyError if absent)."""
@@ -110,6 +124,34 @@ class ComputeGraph:
         """GE's release order: data consumers by output port then link order, then control."""
         data = tuple(c.node for c in self.consumers.get(name, ()))
         return data + self.control_successors.get(name, ())
+
+
+_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per edge
+_PORT = itemgetter(0)  # Consumer.port
+
+
+def linked_consumers(nodes: Iterable[Node]) -> dict[str, tuple[Consumer, ...]]:
+    """Each producer's consumers among `nodes` (in link order: the order of the node list),
+    by output port, then link order."""
+    # a producer's consumers: a tuple while it has one (most producers), a list from the second
+    consumers: dict[str, tuple[Consumer, ...] | list[Consumer]] = {}
+    for node in nodes:
+        name = node.name
+        for slot, ref in enumerate(node.inputs):
+            if ref is not None:
+                src = ref[0]
+                consumer = _new_tuple(Consumer, (ref[1], name, slot))
+                linked = consumers.get(src)
+                if linked is None:
+                    consumers[src] = (consumer,)
+                elif isinstance(linked, tuple):
+                    consumers[src] = [*linked, consumer]
+                else:
+                    linked.append(consumer)
+    for src, linked in consumers.items():  # a single consumer is final as it is
+        if isinstance(linked, list):
+            consumers[src] = tuple(sorted(linked, key=_PORT))  # stable: link order per port
+    return cast("dict[str, tuple[Consumer, ...]]", consumers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +207,9 @@ class Graph:
 
     def all_nodes(self) -> Iterator[Node]:
         """Every node in T-order: root nodes in G-order, each node's subgraphs right after it."""
-        yield from self._t_order(self.root)
+        if not self.subgraphs:  # most models: the root's own tuple, no generator per node
+            return iter(self.root.nodes)
+        return self._t_order(self.root)
 
     def t_ordered_nodes(self) -> tuple[Node, ...]:
         """`all_nodes` as a tuple: the root's own node tuple when the model has no subgraphs

@@ -94,6 +94,11 @@ class CostModel:
         self._output_keys = {node.name: tuple(map(_desc_key, node.outputs))
                              for node in self._nodes.values() if node.outputs}
 
+    @property
+    def describes_outputs(self) -> bool:
+        """Does any node describe its outputs (else every connected input is unknown)?"""
+        return bool(self._output_keys)
+
     def node(self, name: str) -> Node:
         """The graph node called `name`."""
         return self._nodes[name]

@@ -16,7 +16,7 @@ Case only one dim runs (`dims.py`): the tasks of the others are `NOP`s without d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from operator import is_
@@ -37,7 +37,8 @@ TASK, NOP, SEND, RECV = 0, 1, 2, 3
 EVENT_SPACE, NOTIFY_SPACE = 0, 1
 KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
 RTS_ENGINE = "DNN_VM_RTS"
-_NO_TASK = (None, 0.0, 0)  # (engine, time, block dim) of a node that issues no device work
+Task = tuple[str | None, float, int]  # (engine, time, block dim) of a node's task
+_NO_TASK: Task = (None, 0.0, 0)  # a node that issues no device work
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +138,9 @@ class _Compiler:
             raise self._entry_error()
         # every entry without a sync node is a graph node (checked just above)
         nodes = cast("list[Node]", found)
-        graph, costs = self.graph, self.costs
-        tasks = [_NO_TASK if sync is not None else node_task(graph, costs, node)
-                 for sync, node in zip(syncs, nodes, strict=True)]
+        tasks = node_tasks(self.graph, self.costs,
+                           [None if sync is not None else node for sync, node in
+                            zip(syncs, nodes, strict=True)])
         self.engines = [task[0] for task in tasks]
         self.durations = [task[1] for task in tasks]
         self.widths = [task[2] for task in tasks]
@@ -296,7 +297,32 @@ class _Compiler:
         return tuple(tuple(producers[start:end]) for start, end in pairwise([0, *ends]))
 
 
-def node_task(graph: Graph, costs: CostModel, node: Node) -> tuple[str | None, float, int]:
+def node_tasks(graph: Graph, costs: CostModel, nodes: Sequence[Node | None]) -> list[Task]:
+    """`node_task` of each node (`_NO_TASK` for None). A node that gives nothing but its type,
+    engine and inputs costs as every other such node of its type, engine and number of
+    connected inputs while no node describes its outputs (generated graphs): one `node_task`
+    per such key."""
+    if costs.describes_outputs:
+        return [_NO_TASK if node is None else node_task(graph, costs, node) for node in nodes]
+    alike: dict[tuple[str, str, int], Task] = {}
+    tasks: list[Task] = []
+    for node in nodes:
+        if node is None:
+            tasks.append(_NO_TASK)
+        elif node.attrs or node.input_descs or node.cost_us is not None \
+                or node.task_count is not None:
+            tasks.append(node_task(graph, costs, node))
+        else:
+            inputs = node.inputs
+            key = (node.type, node.engine, len(inputs) - inputs.count(None))
+            found = alike.get(key)
+            if found is None:
+                found = alike[key] = node_task(graph, costs, node)
+            tasks.append(found)
+    return tasks
+
+
+def node_task(graph: Graph, costs: CostModel, node: Node) -> Task:
     """(engine, time, block dim) of the task a graph node issues: launch + execution on block
     dim units; (None, 0, 0) for a node that issues no device work (task count 0)."""
     engine = graph.engines.get(node.engine)
