@@ -12,9 +12,11 @@ pass (graphs not reached yet on their initial streams), or the stream labels aft
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import groupby
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -184,20 +186,28 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                 label_notes: Mapping[str, list[Note]]) -> Allocation:
     partitions, labels = model.partitions, model.labels
     provenance_of = _Provenance(rules.run_order(), label_notes)
-    # nodes with the same stream, deciding rule and attached streams share one (immutable) entry
-    placed: dict[tuple[int, str, tuple[int, ...]], NodeStream] = {}
     nodes: dict[str, NodeStream] = {}
     provenance: dict[str, tuple[Touch, ...]] = {}
-    graph_plans, attached = plan.graphs, plan.attached
-    for node in graph.t_ordered_nodes():
-        name, graph_plan = node.name, graph_plans[node.graph]
-        touches, rule = provenance_of.touches(name, graph_plan, partitions.get(node.graph))
-        key = (graph_plan.streams[name], rule, attached.get(name, ()))
-        entry = placed.get(key)
-        if entry is None:
-            entry = placed[key] = NodeStream(*key)
-        nodes[name] = entry
-        provenance[name] = touches
+    attached, notes_from_labels = plan.attached.get, label_notes.get
+    # Nodes noted alike (the same subgraph and note containers) on the same streams share
+    # their touches and one (immutable) entry; keyed by the ids of containers the plan and
+    # `label_notes` keep alive meanwhile.
+    placed: dict[tuple[Any, ...], tuple[tuple[Touch, ...], NodeStream]] = {}
+    for graph_name, members in _runs_by_graph(graph):
+        graph_plan, partition = plan.graphs[graph_name], partitions.get(graph_name)
+        owners: Mapping[str, int] = partition.subgraph_of if partition is not None else {}
+        streams, subgraph_of, own_notes = graph_plan.streams, owners.get, graph_plan.notes.get
+        for name in members:
+            index, by_labels, own = subgraph_of(name), notes_from_labels(name, ()), \
+                own_notes(name, ())
+            stream, extra = streams[name], attached(name, ())
+            key = (graph_name, index, id(by_labels), id(own), stream, extra)
+            found = placed.get(key)
+            if found is None:
+                touches, rule = provenance_of.touches(graph_plan, partition, index, by_labels,
+                                                      own)
+                found = placed[key] = (touches, NodeStream(stream, rule, extra))
+            provenance[name], nodes[name] = found
     main = plan.main_stream_num if plan.main_stream_num is not None else plan.next_stream
     return Allocation(graph=graph.name, mode="ge", rules=rules.name,
                       nodes=MappingProxyType(nodes), main_stream_num=main,
@@ -226,12 +236,10 @@ class _Provenance:
         # keyed by the ids of note containers the plan (or `label_notes`) keeps alive meanwhile
         self.known: dict[tuple[str, int | None, int, int], tuple[tuple[Touch, ...], str]] = {}
 
-    def touches(self, name: str, plan: GraphPlan, partition: GraphPartition | None
-                ) -> tuple[tuple[Touch, ...], str]:
-        """The node's touches in run order and its deciding rule."""
-        index = partition.subgraph_of.get(name) if partition is not None else None
-        labels = self.label_notes.get(name, ())
-        own = plan.notes.get(name, ())
+    def touches(self, plan: GraphPlan, partition: GraphPartition | None, index: int | None,
+                labels: Sequence[Note], own: Sequence[Note]) -> tuple[tuple[Touch, ...], str]:
+        """A node's touches in run order and its deciding rule, from its subgraph's `index`,
+        its label notes and its own notes."""
         key = (plan.graph, index, id(labels), id(own))
         known = self.known.get(key)
         if known is None:
@@ -255,6 +263,15 @@ class _Provenance:
                                       self.order)
             self.scoped[key] = found
         return self.scoped[key]
+
+
+def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:
+    """T-order as runs of consecutive nodes of one graph: (graph, node names)."""
+    if not graph.subgraphs:  # most models: one run
+        yield graph.root.name, [node.name for node in graph.root.nodes]
+        return
+    for graph_name, run in groupby(graph.all_nodes(), attrgetter("graph")):
+        yield graph_name, [node.name for node in run]
 
 
 def _deciding(touches: tuple[Touch, ...]) -> str:

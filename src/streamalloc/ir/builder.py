@@ -33,7 +33,9 @@ from streamalloc.ir.graph import (
     Graph,
     Node,
     PartitionEntry,
+    Producers,
     linked_consumers,
+    make_producers,
 )
 from streamalloc.ir.tensor import TensorDesc
 
@@ -234,14 +236,17 @@ class GraphBuilder:
 
     def _finish(self, draft: _GraphDraft, parent: str | None, mode: str) -> ComputeGraph:
         nodes = draft.nodes
-        position, controls, forward, late = _positions(nodes)
-        if not self._well_formed(nodes, position, controls, late):
+        walk = _positions(nodes)
+        position, controls = walk.position, walk.controls
+        if not self._well_formed(nodes, position, controls, [src for src, _ in walk.late]):
             for node in nodes:  # the first problem in node order, with its message
                 self._check_node(draft, node, position)
         frozen_controls = {src: tuple(c) for src, c in controls.items()}
         consumers = None  # made on first use (`ComputeGraph.consumers`) unless sorted here
-        if mode == "given" and forward:
+        producers = None  # likewise (`ComputeGraph.producers`) unless the walk found them
+        if mode == "given" and walk.forward:
             ordered, index = nodes, position
+            producers = _producers(nodes, walk)
         else:  # the given list is not topological, or GE's own sort was asked for
             consumers = linked_consumers(nodes)
             ordered = self._order(draft, consumers, frozen_controls,
@@ -252,7 +257,7 @@ class GraphBuilder:
                             control_successors=MappingProxyType(frozen_controls),
                             list_order=tuple(position), attrs=freeze_attrs(draft.attrs),
                             consumer_table=None if consumers is None
-                            else MappingProxyType(consumers))
+                            else MappingProxyType(consumers), producer_table=producers)
 
     def _well_formed(self, nodes: list[Node], position: Mapping[str, int],
                      controls: Mapping[str, list[str]], late: list[str]) -> bool:
@@ -344,23 +349,49 @@ class GraphBuilder:
                                  f"{sorted(graphs)}")
 
 
-def _positions(nodes: list[Node]) -> tuple[dict[str, int], dict[str, list[str]], bool, list[str]]:
-    """Node positions, control successors in link order, whether every edge comes from an
-    earlier node of the list or is a loop back edge (the list is topological), and the
-    sources of the data edges from the node itself or a later (or no) node."""
+@dataclass
+class _Positions:
+    """What one walk over a graph's node list finds: node positions, control successors in
+    link order, the data producer of every input slot by position (-1: unconnected, or not
+    yet known: `late`), the sources and slots (flat index) of the data edges from the node
+    itself or a later (or no) node, and whether the list is topological (every edge comes
+    from an earlier node or is a loop back edge)."""
+
+    position: dict[str, int]
+    controls: dict[str, list[str]]
+    data: list[int]
+    late: list[tuple[str, int]]
+    forward: bool
+
+
+def _producers(nodes: list[Node], walk: _Positions) -> Producers:
+    """The walk's producers by position, once every node's position is known."""
+    data = walk.data
+    for src, slot in walk.late:  # loop back edges (the list is well formed by now)
+        data[slot] = walk.position[src]
+    position = walk.position
+    return make_producers(nodes, data, [position[src] for node in nodes
+                                        for src in node.control_inputs])
+
+
+def _positions(nodes: list[Node]) -> _Positions:
     position: dict[str, int] = {}  # the nodes before the current one, then all
     controls: dict[str, list[str]] = defaultdict(list)
-    late: list[str] = []
+    data: list[int] = []
+    late: list[tuple[str, int]] = []
     forward = True
+    get = position.get
     for at, node in enumerate(nodes):
         name = node.name
         for ref in node.inputs:
-            if ref is not None and ref[0] not in position:
-                late.append(ref[0])
+            found = -1 if ref is None else get(ref[0], -1)
+            if found < 0 and ref is not None:
+                late.append((ref[0], len(data)))
+            data.append(found)
         for src in node.control_inputs:
             controls[src].append(name)
             forward = forward and src in position
         position[name] = at
     forward = forward and all(
-        src in position and nodes[position[src]].type in LOOP_BACK_TYPES for src in late)
-    return position, controls, forward, late
+        src in position and nodes[position[src]].type in LOOP_BACK_TYPES for src, _ in late)
+    return _Positions(position, controls, data, late, forward)

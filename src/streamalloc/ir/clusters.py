@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, pairwise
 
 from streamalloc.ir.graph import ComputeGraph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
@@ -43,9 +44,16 @@ def in_positions(compute: ComputeGraph) -> tuple[tuple[int, ...], ...]:
     known = _IN_POSITIONS.get(key, compute)
     if known is not None:
         return known
-    index = compute.index
-    table = tuple(tuple([index[r.src] for r in node.inputs if r is not None]
-                        + [index[src] for src in node.control_inputs]) for node in compute.nodes)
+    producers = compute.producers
+    data, control = producers.data.tolist(), producers.control.tolist()
+    data_ends = accumulate(producers.data_counts.tolist())
+    if not control and -1 not in data:  # most graphs: every slot connected, no control edge
+        table = tuple(tuple(data[start:end]) for start, end in pairwise([0, *data_ends]))
+    else:
+        control_ends = accumulate(producers.control_counts.tolist())
+        table = tuple(tuple([p for p in data[a:b] if p >= 0] + control[c:d])
+                      for (a, b), (c, d) in zip(pairwise([0, *data_ends]),
+                                                pairwise([0, *control_ends]), strict=True))
     return _IN_POSITIONS.put(key, (compute,), table)
 
 

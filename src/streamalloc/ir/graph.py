@@ -6,13 +6,14 @@ G-order. Nothing downstream mutates them: allocators return separate result obje
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import NamedTuple, cast
 
 import msgspec
+import numpy as np
 
 from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.engines import EngineTable
@@ -104,6 +105,16 @@ class ComputeGraph:
     attrs: Mapping[str, AttrValue] = field(default_factory=lambda: MappingProxyType({}))
     consumer_table: Mapping[str, tuple[Consumer, ...]] | None = field(
         default=None, compare=False, repr=False)
+    producer_table: Producers | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def producers(self) -> Producers:
+        """Each node's producers by G-order position, as arrays (made once)."""
+        table = self.producer_table
+        if table is None:
+            table = producers_by_position(self.nodes, self.index)
+            object.__setattr__(self, "producer_table", table)  # derived: made once
+        return table
 
     @property
     def consumers(self) -> Mapping[str, tuple[Consumer, ...]]:
@@ -126,6 +137,48 @@ class ComputeGraph:
         return data + self.control_successors.get(name, ())
 
 
+class Producers(NamedTuple):
+    """The producers of a list of nodes as flat integer arrays: `data` holds each node's data
+    input slots in turn (the producer's index, -1 for an unconnected slot), `data_counts` each
+    node's number of slots; `control` and `control_counts` the same for control inputs."""
+
+    data: np.ndarray
+    data_counts: np.ndarray
+    control: np.ndarray
+    control_counts: np.ndarray
+
+    def data_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(producer, consumer) of every connected data input, consumers in turn, slot order."""
+        consumer = np.repeat(np.arange(len(self.data_counts), dtype=np.int64), self.data_counts)
+        connected = self.data >= 0
+        return self.data[connected], consumer[connected]
+
+    def control_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(producer, consumer) of every control input, consumers in turn, list order."""
+        return self.control, np.repeat(np.arange(len(self.control_counts), dtype=np.int64),
+                                       self.control_counts)
+
+
+def producers_by_position(nodes: Sequence[Node], index: Mapping[str, int]) -> Producers:
+    """`Producers` of `nodes`, each producer by its index in `index`."""
+    get = index.get
+    return make_producers(nodes, [-1 if ref is None else get(ref[0], -1)
+                                  for node in nodes for ref in node.inputs],
+                          [get(src, -1) for node in nodes for src in node.control_inputs])
+
+
+def make_producers(nodes: Sequence[Node], data: list[int], control: list[int]) -> Producers:
+    """`Producers` of `nodes` from the producer index of every data slot and control input,
+    node by node."""
+    return Producers(np.array(data, np.int64), _counts(nodes, _INPUTS),
+                     np.array(control, np.int64), _counts(nodes, _CONTROLS))
+
+
+def _counts(nodes: Sequence[Node], field: Callable[[Node], tuple[object, ...]]) -> np.ndarray:
+    return np.fromiter(map(len, map(field, nodes)), np.int64, len(nodes))
+
+
+_INPUTS, _CONTROLS = attrgetter("inputs"), attrgetter("control_inputs")
 _new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per edge
 _PORT = itemgetter(0)  # Consumer.port
 
@@ -216,6 +269,14 @@ class Graph:
         (most models), so the hot paths of large graphs skip the generator walk."""
         return tuple(self.all_nodes()) if self.subgraphs else self.root.nodes
 
+    def t_producers(self) -> Producers:
+        """`Producers` of every node in T-order, producers by T-order index: the root's own
+        table when the model has no subgraphs (its T-order is the root's G-order)."""
+        if not self.subgraphs:
+            return self.root.producers
+        order = self.t_ordered_nodes()
+        return producers_by_position(order, {node.name: i for i, node in enumerate(order)})
+
     def _t_order(self, graph: ComputeGraph) -> Iterator[Node]:
         for node in graph.nodes:
             yield node
@@ -241,8 +302,8 @@ class Graph:
                              "node once, and the model may have no subgraphs")
         nodes = tuple(map(self.by_name.__getitem__, names))
         index = MappingProxyType({name: i for i, name in enumerate(names)})
-        return replace(self, root=replace(root, nodes=nodes, index=index),
-                       by_name=self.by_name)
+        return replace(self, root=replace(root, nodes=nodes, index=index, producer_table=None),
+                       by_name=self.by_name)  # producers by position: made anew when asked
 
     def with_options(self, settings: Mapping[str, str]) -> Graph:
         """The graph with these options set (they win over the file's)."""

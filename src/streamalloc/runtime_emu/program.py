@@ -104,7 +104,7 @@ class _Compiler:
         self._check_sync_nodes()
         events, notifies = self._sync_counts()
         consumer, producer, topo = task_pairs(
-            self.graph.t_ordered_nodes(), self.tid_of,
+            self.graph.t_ordered_nodes(), self.graph.t_producers(), self.tid_of,
             {self.tid_of[name] for name in self.idle}, len(self.names))
         preds = self._preds(consumer, producer)
         return Program(

@@ -97,7 +97,7 @@ class _Collector:
         self.through: dict[int, list[Source]] = {}
 
     def collect(self) -> Dependencies:
-        edges = self._ordering_edges(graph_edges(self.order, self.index))
+        edges = self._ordering_edges(graph_edges(self.graph))
         direct, through = self._task_edges(edges), self._through_edges(edges)
         if len(through[0]):  # both keyed by (edge place, place among what it passes on)
             merged = [np.concatenate(pair) for pair in zip(direct, through, strict=True)]
