@@ -17,7 +17,6 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
 from streamalloc.verify.plan_input import read_plan
 from streamalloc.verify.report import DEFAULT_CAP
-from streamalloc.verify.rules import plan_rule_set
 from streamalloc.verify.verifier import verify_plan
 
 
@@ -28,6 +27,7 @@ def verify_command(graph_path: str | Path | Graph, plan_path: str | Path, *,
     `settings`) and its rule set (or `rules`, a file or shipped name): (report text, exit code).
     `graph_path` may be a graph already loaded. Unreadable or malformed input raises
     InputError; so do bad options (`ir.options.check_options`, run on the merged options)."""
+    from streamalloc.verify.rules import plan_rule_set  # not loaded by `emulate`'s check
     plan = read_plan(plan_path)
     loaded = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
     graph = loaded.with_options({**(plan.options or {}), **(settings or {})})

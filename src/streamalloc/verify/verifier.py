@@ -8,13 +8,12 @@ activations, device limits, deadlock freedom, and last the graph's dependencies.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from streamalloc import collector
 from streamalloc.ir.graph import Graph
-from streamalloc.rules import RuleSet
 from streamalloc.verify.activation import activation_waits
 from streamalloc.verify.context import Context, make_context
 from streamalloc.verify.dependencies import Dependencies, Dependency, graph_dependencies
@@ -22,9 +21,11 @@ from streamalloc.verify.happens_before import Blocked, SweepResult, sweep
 from streamalloc.verify.limits import check_limits, read_limits
 from streamalloc.verify.plan_input import PlanView, plan_view
 from streamalloc.verify.report import DEFAULT_CAP, VerifyReport, VerifyStats, ViolationLog
-from streamalloc.verify.rules import check_rules
 from streamalloc.verify.structure import check_structure
 from streamalloc.verify.sync_pairs import check_entries, check_ids, collect_ends, pair_waits
+
+if TYPE_CHECKING:
+    from streamalloc.rules import RuleSet
 
 
 def verify_plan(graph: Graph, plan: PlanView | Mapping[str, Any], *,
@@ -53,6 +54,7 @@ def _verify(graph: Graph, view: PlanView, rules: RuleSet | None, cap: int) -> Ve
         waits[task].extend(activators)
     check_limits(ctx, limits)
     if rules is not None:
+        from streamalloc.verify.rules import check_rules  # the rules package: only for these
         check_rules(graph, view, rules, ctx.log)
     deps = graph_dependencies(graph, ctx.order, ctx.t_index, ctx.columns.has_task)
     result = _order(ctx, waits, deps)
