@@ -94,11 +94,19 @@ class Allocation:
         for name, node in self.nodes.items():
             if node.stream != INVALID:
                 members.setdefault(node.stream, []).append(name)
+        # few nodes carry a user label or attached streams: collected from those alone
+        labels: dict[int, set[str]] = {}
+        for name, label in self.user_labels.items():
+            entry = self.nodes.get(name) if label else None
+            if entry is not None and entry.stream != INVALID:
+                labels.setdefault(entry.stream, set()).add(label)
+        attached: dict[int, set[int]] = {}
+        for entry in {id(n): n for n in self.nodes.values() if n.attached}.values():
+            if entry.stream != INVALID:  # entries are shared by the nodes placed alike
+                attached.setdefault(entry.stream, set()).update(entry.attached)
         return tuple(LogicalStreamInfo(
-            stream=s, nodes=tuple(names),
-            user_stream_labels=tuple(sorted({self.user_labels[n] for n in names
-                                             if self.user_labels.get(n)})),
-            attached_stream_ids=tuple(sorted({a for n in names for a in self.nodes[n].attached})))
+            stream=s, nodes=tuple(names), user_stream_labels=tuple(sorted(labels.get(s, ()))),
+            attached_stream_ids=tuple(sorted(attached.get(s, ()))))
             for s, names in sorted(members.items()))
 
     def summary(self) -> dict[str, Any]:

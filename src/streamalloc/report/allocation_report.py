@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 from streamalloc.allocation import Allocation
@@ -14,13 +15,14 @@ from streamalloc.report.table import format_table
 from streamalloc.sync.result import SyncPlan
 
 _SHOWN = 4  # nodes listed per stream in the table
+_ENGINE = attrgetter("engine")
 
 
 def stream_table(graph: Graph, allocation: Allocation) -> str:
     """One row per logical stream: node count, engines, labels, attached, first nodes."""
     rows = []
     for info in allocation.logical_streams():
-        engines = Counter(graph.node(n).engine for n in info.nodes)
+        engines = Counter(map(_ENGINE, map(graph.by_name.__getitem__, info.nodes)))
         shown = ", ".join(info.nodes[:_SHOWN]) + (" ..." if len(info.nodes) > _SHOWN else "")
         rows.append([info.stream, len(info.nodes),
                      ", ".join(f"{e}:{c}" for e, c in sorted(engines.items())),

@@ -111,8 +111,10 @@ class Inputs:
         """(graph, engine) -> (nodes assign-by-dependency places and nothing moves, the cap)."""
         found: dict[tuple[str, str], list[str]] = defaultdict(list)
         caps: dict[tuple[str, str], int] = {}
-        by_name, moved = self.graph.by_name, self.moved
+        by_name = self.graph.by_name
         every = rule.match is match_all  # the usual rule: no node to test
+        # moved nodes and RTS label nodes, few: most subgraphs are taken whole
+        left_out = self.moved | {n.name for n in self.tasks if n.attrs and RTS_LABEL in n.attrs}
         for graph, partition in self.partitions.items():
             for sg in partition.subgraphs:
                 if sg.stream_label or sg.engine.independent or sg.engine.skip_assign_stream:
@@ -121,8 +123,8 @@ class Inputs:
                     continue
                 key = (graph, sg.engine_name)
                 caps[key] = sg.max_parallel_num
-                found[key] += [n for n in sg.nodes
-                               if n not in moved and RTS_LABEL not in by_name[n].attrs]
+                found[key] += [n for n in sg.nodes if n not in left_out] \
+                    if not left_out.isdisjoint(sg.nodes) else sg.nodes
         return {k: (tuple(v), caps[k]) for k, v in found.items() if v}
 
     @cached_property
@@ -181,7 +183,8 @@ def _subgraph_ranks(partition: GraphPartition) -> dict[str, int]:
             missing[succ] -= 1
             if not missing[succ]:
                 heapq.heappush(ready, succ)
-    return {name: rank_of[index] for name, index in partition.subgraph_of.items()}
+    owners = partition.subgraph_of
+    return dict(zip(owners.keys(), map(rank_of.__getitem__, owners.values()), strict=True))
 
 
 def rule_labels(rules: RuleSet, graph: Graph) -> RuleLabels:
