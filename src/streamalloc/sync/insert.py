@@ -7,9 +7,12 @@ removes the redundant ones.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from streamalloc.arrays import sorted_distinct
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import ENTER_TYPES, INVALID
 from streamalloc.ir.graph import Node
@@ -38,7 +41,7 @@ def insert_cross_stream_pairs(model: SyncModel, streams: Mapping[str, int],
     ins = _Insertion(model, streams, activated_labels, maps)
     by_name = model.graph.by_name
     computes = {compute.name: compute for compute in model.graph.graphs()}
-    for node in model.t_prime_order:
+    for node in _may_feed_another_stream(model, streams):
         su = streams[node.name]
         if su == INVALID:  # `_pair` makes nothing from a producer without a stream
             continue
@@ -50,6 +53,20 @@ def insert_cross_stream_pairs(model: SyncModel, streams: Mapping[str, int],
             if streams[successor] != su:
                 _pair(ins, node, by_name[successor])
     _boundary_pairs(ins)
+
+
+def _may_feed_another_stream(model: SyncModel, streams: Mapping[str, int]) -> Sequence[Node]:
+    """T'-order, or for a model without subgraphs (T'-order is the root's node list) only its
+    nodes on a stream with a data or control successor on another one, found over the edge
+    arrays: the pairs come from these few."""
+    root = model.graph.root
+    if model.graph.subgraphs:
+        return model.t_prime_order
+    stream = np.fromiter(map(streams.__getitem__, model.order), np.int64, len(model.order))
+    data, control = root.producers.data_edges(), root.producers.control_edges()
+    src, dst = np.concatenate([data[0], control[0]]), np.concatenate([data[1], control[1]])
+    across = (stream[src] != stream[dst]) & (stream[src] != INVALID)
+    return [root.nodes[i] for i in sorted_distinct(src[across]).tolist()]
 
 
 def _pair(ins: _Insertion, u: Node, v: Node) -> None:
