@@ -18,6 +18,7 @@ from streamalloc.heuristic.plan import ModelPlan
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.attached import attached_streams
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -37,7 +38,7 @@ def _attach(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     streams = _main_streams(plan, names)
     found, next_stream = attached_streams(graph, streams, names, plan.next_stream,
                                           partial(_may_ask, rule))
-    attached = dict(plan.attached)
+    attached = own_dict(plan.attached)
     for name, ids in found.items():
         attached[name] = (*attached.get(name, ()), *ids)
     return replace(plan, attached=MappingProxyType(attached), next_stream=next_stream)

@@ -13,6 +13,7 @@ from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import GraphPlan, ModelPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Graph
+from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -38,7 +39,7 @@ def _compact(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     names = counted_graphs(graph, plan)
     used = sorted({s for g in names for s in plan.graphs[g].streams.values() if 0 <= s < limit})
     remap = {old: new for new, old in enumerate(used)}
-    graphs = dict(plan.graphs)
+    graphs = own_dict(plan.graphs)
     for g in names:
         graphs[g] = _renamed(rule, graphs[g], remap)
     return replace(plan, graphs=MappingProxyType(graphs), next_stream=len(used),

@@ -10,17 +10,22 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import attrgetter
 
+import numpy as np
+
+from streamalloc.arrays import sorted_distinct
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
-from streamalloc.ir.clusters import in_positions
 from streamalloc.ir.graph import Node
 from streamalloc.ir.labels import NO_LABELS
+from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 _PINNED_ATTRS = ("NewStreamId", "_parallel_group")
+_NAME = attrgetter("name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +38,16 @@ class OptimizeIneffective(RulePass):
 
 
 def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    streams = dict(plan.streams)
-    by_stream = _positions_by_stream(ctx, streams)
+    streams = own_dict(plan.streams)
+    at = np.fromiter(map(streams.__getitem__, map(_NAME, ctx.nodes)), np.int64,
+                     len(ctx.nodes))  # by position
+    by_stream = defaultdict(list, _positions_by_stream(at))
     labels = ctx.labels
     label_streams = {streams[n.name] for n in ctx.nodes
                      if labels.get(n.name, NO_LABELS).present and streams[n.name] != INVALID}
     # nodes with a neighbour on their own stream have no target; a move can change that only
     # for the moved node's neighbours
-    settled = _sharing_a_stream(ctx, streams)
+    settled = _sharing_a_stream(ctx, at)
     changes: dict[str, tuple[int, Note]] = {}
     for me, node in enumerate(ctx.nodes):  # a node's position is its G-order index
         if node.name in settled or not rule.matches(node) or \
@@ -55,29 +62,26 @@ def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     return plan.set_nodes(changes)
 
 
-def _sharing_a_stream(ctx: GraphContext, streams: dict[str, int]) -> set[str]:
+def _sharing_a_stream(ctx: GraphContext, at: np.ndarray) -> set[str]:
     """Both ends of every data or control edge whose ends are on one stream (an edge is a
-    producer's out-neighbour and its consumer's in-neighbour alike)."""
-    nodes = ctx.nodes
-    at = [streams[n.name] for n in nodes]  # by position
-    found: set[int] = set()
-    for position, preds in enumerate(in_positions(ctx.compute)):
-        own = at[position]
-        for pred in preds:
-            if at[pred] == own:
-                found.add(position)
-                found.add(pred)
-    return {nodes[i].name for i in found}
+    producer's out-neighbour and its consumer's in-neighbour alike); `at`: each position's
+    stream."""
+    producers = ctx.compute.producers
+    data, control = producers.data_edges(), producers.control_edges()
+    src, dst = np.concatenate([data[0], control[0]]), np.concatenate([data[1], control[1]])
+    shared = at[src] == at[dst]
+    ends = sorted_distinct(np.concatenate([src[shared], dst[shared]]))
+    return set(map(_NAME, map(ctx.nodes.__getitem__, ends.tolist())))
 
 
-def _positions_by_stream(ctx: GraphContext, streams: dict[str, int]) -> dict[int, list[int]]:
-    """The positions of each stream's nodes, ascending."""
-    by_stream: dict[int, list[int]] = defaultdict(list)
-    for position, node in enumerate(ctx.nodes):
-        stream = streams[node.name]
-        if stream != INVALID:
-            by_stream[stream].append(position)
-    return by_stream
+def _positions_by_stream(at: np.ndarray) -> dict[int, list[int]]:
+    """The positions of each stream's nodes, ascending; `at`: each position's stream."""
+    order = np.argsort(at, kind="stable")
+    ordered = at[order]
+    starts = np.flatnonzero(np.diff(ordered, prepend=INVALID - 1))  # where each stream begins
+    return {s: part.tolist() for s, part in zip(ordered[starts].tolist(),
+                                                np.split(order, starts[1:]), strict=True)
+            if s != INVALID}
 
 
 def _move(by_stream: dict[int, list[int]], position: int, old: int, new: int) -> None:

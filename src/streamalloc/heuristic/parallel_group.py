@@ -12,6 +12,7 @@ from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
+from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -28,7 +29,7 @@ class ParallelGroup(RulePass):
 
 
 def _regroup(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    streams = dict(plan.streams)
+    streams = own_dict(plan.streams)
     changes: dict[str, tuple[int, Note]] = {}
     for stream, names in ctx.buckets(rule, plan.streams):
         group_to_new: dict[str, int] = {}

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Note
 from streamalloc.facts import INVALID
+from streamalloc.mappings import own_dict
 
 __all__ = ["INVALID", "GraphPlan", "ModelPlan", "Note", "initial_graph_plan"]
 
@@ -49,7 +50,7 @@ class GraphPlan:
         """Give nodes new stream ids, noting why."""
         if not changes:
             return self
-        streams, notes = dict(self.streams), dict(self.notes)
+        streams, notes = own_dict(self.streams), own_dict(self.notes)
         # one pass notes many nodes alike: nodes with the same notes so far share the new tuple
         # (keyed by ids: each entry holds its old tuple and `changes` its note, so no id is
         # reused meanwhile)
@@ -100,6 +101,6 @@ class ModelPlan:
         """New stream ids for nodes of one graph."""
         if not changes:
             return self
-        graphs = dict(self.graphs)
+        graphs = own_dict(self.graphs)
         graphs[graph] = graphs[graph].set_nodes(changes)
         return replace(self, graphs=MappingProxyType(graphs))

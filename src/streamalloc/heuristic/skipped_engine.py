@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
+from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -28,7 +29,7 @@ class SkippedEngine(RulePass):
 def _fold(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     candidates = {n for sg in ctx.subgraphs if sg.engine.skip_assign_stream and not sg.stream_label
                   for n in sg.nodes if plan.streams[n] != INVALID}
-    streams = dict(plan.streams)
+    streams = own_dict(plan.streams)
     changes: dict[str, tuple[int, Note]] = {}
     for node in ctx.nodes:
         if node.name not in candidates or not rule.matches(node):

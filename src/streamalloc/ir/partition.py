@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from itertools import repeat
 from types import MappingProxyType
 
+import numpy as np
+
+from streamalloc.arrays import sorted_distinct
 from streamalloc.errors import InputError, OptionError
-from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, in_positions, seed_clusters
+from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, seed_clusters
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.labels import NodeLabels
@@ -115,12 +118,10 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     kept = [g for g in groups if g.engine != ENGINE_DEFAULT_DATA]
     if graph.partition is None:  # L-order: by first node (1.6.4); a given list is GE's L-order
         kept.sort(key=lambda g: g.nodes[0])
-    owner_at: list[int | None] = [None] * len(compute.nodes)  # subgraph by node position
+    owner_at = np.full(len(compute.nodes), -1, np.int64)  # subgraph by node position, -1: none
     for k, group in enumerate(kept):
-        for i in group.nodes:
-            owner_at[i] = k
-    inputs = in_positions(compute)
-    preds = [_preds(inputs, group, k, owner_at) for k, group in enumerate(kept)]
+        owner_at[group.nodes] = k
+    preds = _neighbour_subgraphs(compute, owner_at, len(kept))
     succs: list[set[int]] = [set() for _ in kept]
     for k, ps in enumerate(preds):
         for p in ps:
@@ -133,19 +134,30 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     owner: dict[str, int] = {}
     for subgraph in subgraphs:
         owner.update(zip(subgraph.nodes, repeat(subgraph.index)))
-    outside = tuple([name for name, k in zip(names, owner_at, strict=True) if k is None])
+    outside = tuple(map(names.__getitem__, np.flatnonzero(owner_at < 0).tolist()))
     return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
 
 
-def _preds(inputs: Sequence[tuple[int, ...]], group: Cluster, k: int,
-           owner_at: Sequence[int | None]) -> set[int]:
-    """The other subgraphs that own a data producer or control predecessor of a member."""
-    return {p for i in group.nodes for j in inputs[i]
-            if (p := owner_at[j]) is not None and p != k}  # None: outside every subgraph
+def _neighbour_subgraphs(compute: ComputeGraph, owner_at: np.ndarray, count: int
+                         ) -> list[list[int]]:
+    """Per subgraph, the other subgraphs that own a data producer or control predecessor of a
+    member (ascending)."""
+    if not count:
+        return []
+    producers = compute.producers
+    data, control = producers.data_edges(), producers.control_edges()
+    src = owner_at[np.concatenate([data[0], control[0]])]
+    dst = owner_at[np.concatenate([data[1], control[1]])]
+    between = (src >= 0) & (dst >= 0) & (src != dst)  # -1: outside every subgraph
+    pairs = sorted_distinct(dst[between] * count + src[between])
+    found: list[list[int]] = [[] for _ in range(count)]
+    for k, p in zip((pairs // count).tolist(), (pairs % count).tolist(), strict=True):
+        found[k].append(p)
+    return found
 
 
 def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,
-              parts: tuple[tuple[str, ...], set[int], set[int], int]) -> EngineSubgraph:
+              parts: tuple[tuple[str, ...], list[int], set[int], int]) -> EngineSubgraph:
     names, preds, succs, max_parallel_num = parts  # member names, neighbour subgraphs
     engine = graph.engines.get(group.engine)
     if engine is None:

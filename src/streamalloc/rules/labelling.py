@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from operator import attrgetter
 from types import MappingProxyType
 
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.ir.labels import NodeLabels, cmo_label, raw_labels, transfer_user_label
+from streamalloc.ir.labels import NO_LABELS, NodeLabels, cmo_label, raw_labels, transfer_user_label
+from streamalloc.mappings import own_dict
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
@@ -21,7 +23,10 @@ LABEL_KINDS = frozenset({"cmo-label", "user-stream-label", "stream-label"})
 
 def initial_labels(graph: Graph) -> Mapping[str, NodeLabels]:
     """Every node's labels from its own attributes."""
-    return MappingProxyType({n.name: raw_labels(n) for n in graph.all_nodes()})
+    nodes = graph.t_ordered_nodes()
+    labels = dict.fromkeys(map(attrgetter("name"), nodes), NO_LABELS)  # most nodes have none
+    labels.update({n.name: raw_labels(n) for n in nodes if n.attrs})  # labels are attributes
+    return MappingProxyType(labels)
 
 
 def apply(rule: Rule, graph: Graph, labels: Mapping[str, NodeLabels]) -> Mapping[str, NodeLabels]:
@@ -32,7 +37,11 @@ def apply(rule: Rule, graph: Graph, labels: Mapping[str, NodeLabels]) -> Mapping
         new = _relabel(rule, node, current)
         if new != current:
             changed[node.name] = new
-    return MappingProxyType({**labels, **changed}) if changed else labels
+    if not changed:
+        return labels
+    merged = own_dict(labels)
+    merged.update(changed)
+    return MappingProxyType(merged)
 
 
 def _relabel(rule: Rule, node: Node, current: NodeLabels) -> NodeLabels:

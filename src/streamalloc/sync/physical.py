@@ -10,13 +10,13 @@ counts against the device limits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.facts import INVALID, PROFILING_UNITS, RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
+from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import Activation, after_split
 from streamalloc.sync.generate import Namer, check_pairs
@@ -49,13 +49,8 @@ class _Owned:
                       if id(old) in generated}
             activation.generated = {n: copies.get(id(t), t)
                                     for n, t in activation.generated.items()}
-        return cls(tasks, _own_streams(plan.streams), activation, plan.switches.copy(),
+        return cls(tasks, own_dict(plan.streams), activation, plan.switches.copy(),
                    plan.namer.copy())
-
-
-def _own_streams(streams: Mapping[str, int]) -> dict[str, int]:
-    # a mapping proxy copies its dict at C speed; dict() would read it key by key
-    return streams.copy() if isinstance(streams, MappingProxyType) else dict(streams)
 
 
 @dataclass(frozen=True)
