@@ -40,7 +40,6 @@ from streamalloc.memory.plan import (
 )
 from streamalloc.memory.resource import VarResource
 from streamalloc.memory.runtime import RtVarInfo, RuntimeVarManager, RuntimeVarManagerPool
-from streamalloc.memory.serialize import deserialize, serialize
 from streamalloc.memory.tables import BroadcastInfo, DevVarInfo, TransStep, VarAddr, var_key
 
 __all__ = [
@@ -49,6 +48,6 @@ __all__ = [
     "RtVarInfo", "RuntimeVarManager", "RuntimeVarManagerPool", "Status", "TransStep", "VarAddr",
     "VarDesc", "VarGraphError", "VarManager", "VarManagerError", "VarManagerPool",
     "VarMemoryExhausted", "VarOp", "VarOptionsInvalid", "VarResource", "VariablePlan", "Weight",
-    "deserialize", "load_into_device", "plan_to_json", "serialize", "var_key", "variable_plan",
+    "load_into_device", "plan_to_json", "var_key", "variable_plan",
     "vars_command",
 ]

@@ -25,12 +25,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamalloc.ir.attrs import AttrValue, TensorValue
 from streamalloc.ir.dtypes import DTYPE_TO_GE_PROTO, GE_PROTO_DTYPE
 from streamalloc.ir.graph import Node
-from streamalloc.ir.proto import ge_ir_pb2
 from streamalloc.ir.tensor import TensorDesc
 from streamalloc.memory.codes import (
     COMPILE_ALIGN,
@@ -51,6 +50,9 @@ from streamalloc.memory.codes import (
     format_name,
     tensor_bytes,
 )
+
+if TYPE_CHECKING:
+    from streamalloc.ir.proto import ge_ir_pb2
 
 ORIGIN_FORMAT = "origin_format"
 ORIGIN_SHAPE = "origin_shape"
@@ -252,9 +254,6 @@ def op_from_node(node: Node) -> VarOp:
 
 # ---- to and from ge.proto.TensorDescriptor --------------------------------------------------
 
-_VT_LIST_INT = ge_ir_pb2.AttrDef.ListValue.VT_LIST_INT
-
-
 def _proto_dtype(code: int) -> int:
     name = dtype_name(code)
     return DTYPE_TO_GE_PROTO.get(name, 0) if name else 0
@@ -268,6 +267,7 @@ def _cpp_dtype(proto: int) -> int:
 def desc_to_proto(desc: VarDesc, out: ge_ir_pb2.TensorDescriptor | None = None
                   ) -> ge_ir_pb2.TensorDescriptor:
     """Fill (or create) a TensorDescriptor from a VarDesc."""
+    from streamalloc.ir.proto import ge_ir_pb2  # protobuf: loaded when first used
     proto = out if out is not None else ge_ir_pb2.TensorDescriptor()
     proto.dtype = _proto_dtype(desc.dtype)  # type: ignore[assignment]
     proto.shape.dim.extend(desc.shape)
@@ -275,7 +275,7 @@ def desc_to_proto(desc: VarDesc, out: ge_ir_pb2.TensorDescriptor | None = None
     proto.size = desc.size
     proto.attr[ORIGIN_FORMAT].s = format_name(desc.origin_format).encode()
     origin = proto.attr[ORIGIN_SHAPE].list
-    origin.val_type = _VT_LIST_INT
+    origin.val_type = ge_ir_pb2.AttrDef.ListValue.VT_LIST_INT
     origin.i.extend(desc.origin_shape)
     if desc.init_value is not None:
         value = proto.attr[INIT_VALUE].t

@@ -53,9 +53,6 @@ from streamalloc.memory.codes import (
 from streamalloc.memory.desc import VarDesc, VarOp
 from streamalloc.memory.device import EmulatedMemory, ExpandableAllocator
 from streamalloc.memory.resource import VarResource
-from streamalloc.memory.serialize import deserialize as deserialize_manager
-from streamalloc.memory.serialize import serialize as serialize_manager
-from streamalloc.memory.serialize import var_desc_info_to_serial as manager_desc_info
 
 if TYPE_CHECKING:
     from streamalloc.ir.proto import var_manager_pb2
@@ -297,15 +294,18 @@ class VarManager:
 
     def serialize(self) -> var_manager_pb2.VarManagerInfo:
         """The manager as a `deployer.VarManagerInfo`; INTERNAL_ERROR when uninitialized."""
-        return serialize_manager(self)
+        from streamalloc.memory import serialize  # protobuf: loaded when first used
+        return serialize.serialize(self)
 
     def deserialize(self, info: var_manager_pb2.VarManagerInfo, current_device: int = 0) -> None:
         """Merge a `VarManagerInfo` into this manager (spec 13)."""
-        deserialize_manager(self, info, current_device)
+        from streamalloc.memory import serialize
+        serialize.deserialize(self, info, current_device)
 
     def var_desc_info_to_serial(self) -> var_manager_pb2.VarDescInfo:
         """Current descriptors and roads as a `deployer.VarDescInfo`."""
-        return manager_desc_info(self)
+        from streamalloc.memory import serialize
+        return serialize.var_desc_info_to_serial(self)
 
     # ---- resource calls (spec 12: the result without a resource) ------------------------------
 
