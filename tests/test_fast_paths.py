@@ -1,11 +1,13 @@
 """Faster paths give what the paths they replace gave: msgspec's decoding of long JSON texts
-(`json_text.decode_json`), the builder's consumer lists, and the distinct values of integer
-arrays by a sort (`arrays.sorted_distinct`) in the verifier's one-logical-stream-per-physical-
-stream check."""
+(`json_text.decode_json`), the builder's consumer lists, a graph's producer and consumer arrays
+(what the partition, the verifier, the emulator and the passes read instead of name lookups),
+the distinct values of integer arrays by a sort (`arrays.sorted_distinct`) in the verifier's
+one-logical-stream-per-physical-stream check, and copies of read-only mappings."""
 
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any
 from unittest.mock import patch
 
@@ -16,7 +18,9 @@ from hypothesis import strategies as st
 from streamalloc import json_text
 from streamalloc.arrays import sorted_distinct
 from streamalloc.ir import DataInput, GraphBuilder
+from streamalloc.ir.clusters import in_positions
 from streamalloc.ir.graph import Consumer
+from streamalloc.mappings import own_dict
 from streamalloc.verify.node_columns import NodeColumns
 
 _SCALARS = st.one_of(
@@ -97,3 +101,56 @@ def test_single_logical_as_with_np_unique(rows: list[tuple[int, int]]) -> None:
 def test_sorted_distinct_is_np_unique(values: list[int]) -> None:
     array = np.array(values, np.int64)
     assert sorted_distinct(array).tolist() == np.unique(array).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 2),
+                                             st.booleans()), max_size=4),
+                          st.lists(st.integers(0, 30), max_size=2)),
+                min_size=1, max_size=15),
+       st.sampled_from(["listed", "sorted", "reordered"]))
+def test_edge_arrays_are_the_name_lookups(rows: list[tuple[list[tuple[int, int, bool]],
+                                                          list[int]]], how: str) -> None:
+    # node i reads earlier nodes (data, some slots unconnected) and may wait on earlier ones
+    # (control). "listed": G-order is the list; "sorted": the list is given reversed, so the
+    # builder sorts it; "reordered": the listed graph in another topological order (deepest
+    # first), so link order (the list's) and G-order differ and every array is made anew
+    entries = [("n0", [], [])]
+    for i, (data, control) in enumerate(rows, 1):
+        entries.append((f"n{i}", [None if empty else DataInput(f"n{src % i}", port)
+                                  for src, port, empty in data],
+                        sorted({f"n{src % i}" for src in control})))
+    builder = GraphBuilder("g")
+    for name, data, control in reversed(entries) if how == "sorted" else entries:
+        builder.add_node(name, "Relu" if data or control else "Data", inputs=data,
+                         control_inputs=control)
+    graph = builder.build()
+    if how == "reordered":
+        depth: dict[str, int] = {}
+        for name, data, control in entries:
+            depth[name] = 1 + max([depth[r.src] for r in data if r is not None]
+                                  + [depth[c] for c in control], default=-1)
+        graph = graph.reordered(sorted(depth, key=lambda n: (depth[n], -int(n[1:]))))
+    root = graph.root
+    index = root.index
+    expected_in = tuple(tuple([index[r.src] for r in node.inputs if r is not None]
+                              + [index[src] for src in node.control_inputs])
+                        for node in root.nodes)
+    assert in_positions(root) == expected_in
+    producers = graph.t_producers()
+    assert producers.data.tolist() == [-1 if r is None else index[r.src]
+                                       for node in root.nodes for r in node.inputs]
+    assert producers.control.tolist() == [index[src] for node in root.nodes
+                                          for src in node.control_inputs]
+    from_arrays = {node.name: root.data_consumers(node.name) for node in root.nodes}
+    table = root.consumers  # made now (unless sorting made it): compared with the arrays'
+    assert from_arrays == {node.name: tuple(c.node for c in table.get(node.name, ()))
+                           for node in root.nodes}
+
+
+def test_own_dict_copies_a_proxy_and_a_mapping() -> None:
+    inner = {"a": 1, "b": 2}
+    for source in (MappingProxyType(inner), inner):
+        copy = own_dict(source)
+        copy["c"] = 3
+        assert list(copy) == ["a", "b", "c"] and inner == {"a": 1, "b": 2}

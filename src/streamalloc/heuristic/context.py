@@ -63,7 +63,7 @@ class GraphContext:
 
     def data_consumers(self, name: str) -> list[str]:
         """Data consumers of a node, by output port then link order."""
-        return [c.node for c in self.compute.consumers.get(name, ())]
+        return list(self.compute.data_consumers(name))
 
     @cached_property
     def unknown_shape(self) -> bool:

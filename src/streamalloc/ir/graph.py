@@ -106,6 +106,8 @@ class ComputeGraph:
     consumer_table: Mapping[str, tuple[Consumer, ...]] | None = field(
         default=None, compare=False, repr=False)
     producer_table: Producers | None = field(default=None, compare=False, repr=False)
+    consumer_index: tuple[list[int], list[int]] | None = field(default=None, compare=False,
+                                                                repr=False)
 
     @property
     def producers(self) -> Producers:
@@ -131,10 +133,41 @@ class ComputeGraph:
         """The node called `name` in this graph (KeyError if absent)."""
         return self.nodes[self.index[name]]
 
+    def data_consumers(self, name: str) -> tuple[str, ...]:
+        """The node's data consumers (once per input slot reading it), by output port then
+        link order: `consumers` without ports and slots, from arrays when the table was not
+        made (most passes ask this of a few nodes, and the table costs a record per edge)."""
+        table = self.consumer_table
+        if table is not None:
+            return tuple(c.node for c in table.get(name, ()))
+        index = self.consumer_index
+        if index is None:
+            index = self._index_consumers()
+        starts, targets = index
+        at = self.index.get(name)
+        if at is None:
+            return ()
+        nodes = self.nodes
+        return tuple(nodes[i].name for i in targets[starts[at]:starts[at + 1]])
+
+    def _index_consumers(self) -> tuple[list[int], list[int]]:
+        """Per position, its data consumers' positions in `data_consumers` order (CSR)."""
+        src, dst = self.producers.data_edges()
+        ports = np.fromiter((ref[1] for node in self.nodes for ref in node.inputs
+                             if ref is not None), np.int64, len(src))
+        link = np.empty(len(self.nodes), np.int64)  # link order: the given node list's
+        link[np.fromiter(map(self.index.__getitem__, self.list_order), np.int64,
+                         len(self.nodes))] = np.arange(len(self.nodes))
+        # a node's slots come in order in the edge arrays: the edge's place breaks ties
+        order = np.lexsort((np.arange(len(src)), link[dst], ports, src))
+        starts = np.searchsorted(src[order], np.arange(len(self.nodes) + 1))
+        index = (starts.tolist(), dst[order].tolist())
+        object.__setattr__(self, "consumer_index", index)  # derived: made once
+        return index
+
     def successors(self, name: str) -> tuple[str, ...]:
         """GE's release order: data consumers by output port then link order, then control."""
-        data = tuple(c.node for c in self.consumers.get(name, ()))
-        return data + self.control_successors.get(name, ())
+        return self.data_consumers(name) + self.control_successors.get(name, ())
 
 
 class Producers(NamedTuple):
@@ -302,8 +335,9 @@ class Graph:
                              "node once, and the model may have no subgraphs")
         nodes = tuple(map(self.by_name.__getitem__, names))
         index = MappingProxyType({name: i for i, name in enumerate(names)})
-        return replace(self, root=replace(root, nodes=nodes, index=index, producer_table=None),
-                       by_name=self.by_name)  # producers by position: made anew when asked
+        return replace(self, root=replace(root, nodes=nodes, index=index, producer_table=None,
+                                          consumer_index=None),
+                       by_name=self.by_name)  # tables by position: made anew when asked
 
     def with_options(self, settings: Mapping[str, str]) -> Graph:
         """The graph with these options set (they win over the file's)."""

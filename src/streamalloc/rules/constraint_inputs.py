@@ -198,10 +198,10 @@ def _data_descendants(graph: Graph, sources: list[Node]) -> set[str]:
     stack = [n.name for n in sources if _fusion(n) > 0]
     while stack:
         node = graph.node(stack.pop())
-        for consumer in graph.graph(node.graph).consumers.get(node.name, ()):
-            if consumer.node not in found:
-                found.add(consumer.node)
-                stack.append(consumer.node)
+        for consumer in graph.graph(node.graph).data_consumers(node.name):
+            if consumer not in found:
+                found.add(consumer)
+                stack.append(consumer)
     return found
 
 

@@ -77,7 +77,7 @@ class SyncModel:
 
     def consumers(self, node: Node) -> list[str]:
         """Data consumers by output index and link order (duplicates kept)."""
-        return [c.node for c in self.graph.graph(node.graph).consumers.get(node.name, ())]
+        return list(self.graph.graph(node.graph).data_consumers(node.name))
 
     def control_successors(self, node: Node) -> tuple[str, ...]:
         """Control successors in link order."""

@@ -46,9 +46,9 @@ def insert_cross_stream_pairs(model: SyncModel, streams: Mapping[str, int],
         if su == INVALID:  # `_pair` makes nothing from a producer without a stream
             continue
         compute = computes[node.graph]
-        for consumer in compute.consumers.get(node.name, ()):
-            if streams[consumer.node] != su:  # `_pair`'s first test, before the node lookup
-                _pair(ins, node, by_name[consumer.node])
+        for consumer in compute.data_consumers(node.name):
+            if streams[consumer] != su:  # `_pair`'s first test, before the node lookup
+                _pair(ins, node, by_name[consumer])
         for successor in compute.control_successors.get(node.name, ()):
             if streams[successor] != su:
                 _pair(ins, node, by_name[successor])
