@@ -15,10 +15,10 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import groupby
-from operator import attrgetter
+from itertools import groupby, repeat
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from streamalloc import collector
 from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
@@ -37,6 +37,9 @@ from streamalloc.rules.conflicts import check_static
 from streamalloc.rules.constraint_inputs import RuleLabels
 from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_USER_LABEL = attrgetter("user_stream_label")
 
 
 @collector.pausing
@@ -196,24 +199,31 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     for graph_name, members in _runs_by_graph(graph):
         graph_plan, partition = plan.graphs[graph_name], partitions.get(graph_name)
         owners: Mapping[str, int] = partition.subgraph_of if partition is not None else {}
-        streams, subgraph_of, own_notes = graph_plan.streams, owners.get, graph_plan.notes.get
-        for name in members:
-            index, by_labels, own = subgraph_of(name), notes_from_labels(name, ()), \
-                own_notes(name, ())
-            stream, extra = streams[name], attached(name, ())
-            key = (graph_name, index, id(by_labels), id(own), stream, extra)
-            found = placed.get(key)
-            if found is None:
-                touches, rule = provenance_of.touches(graph_plan, partition, index, by_labels,
-                                                      own)
-                found = placed[key] = (touches, NodeStream(stream, rule, extra))
-            provenance[name], nodes[name] = found
+        # each node's key, a column at a time (`map` and `zip` run in C)
+        indexes = list(map(owners.get, members))
+        by_labels = list(map(notes_from_labels, members, repeat(())))
+        own = list(map(graph_plan.notes.get, members, repeat(())))
+        streams = list(map(graph_plan.streams.__getitem__, members))
+        extra = list(map(attached, members, repeat(())))
+        keys = list(zip(repeat(graph_name), indexes, map(id, by_labels), map(id, own), streams,
+                        extra))
+        found = list(map(placed.get, keys))
+        for i in [i for i, entry in enumerate(found) if entry is None]:
+            entry = placed.get(keys[i])
+            if entry is None:  # the first node of its key
+                touches, rule = provenance_of.touches(graph_plan, partition, indexes[i],
+                                                      by_labels[i], own[i])
+                entry = placed[keys[i]] = (touches, NodeStream(streams[i], rule, extra[i]))
+            found[i] = entry
+        placed_here = cast("list[tuple[tuple[Touch, ...], NodeStream]]", found)
+        provenance.update(zip(members, map(_FIRST, placed_here), strict=True))
+        nodes.update(zip(members, map(_SECOND, placed_here), strict=True))
     main = plan.main_stream_num if plan.main_stream_num is not None else plan.next_stream
     return Allocation(graph=graph.name, mode="ge", rules=rules.name,
                       nodes=MappingProxyType(nodes), main_stream_num=main,
                       total_stream_num=max(plan.next_stream, main),
-                      user_labels=MappingProxyType({n: v.user_stream_label
-                                                    for n, v in labels.items()}),
+                      user_labels=MappingProxyType(dict(zip(
+                          labels.keys(), map(_USER_LABEL, labels.values()), strict=True))),
                       provenance=MappingProxyType(provenance),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
