@@ -332,3 +332,21 @@ def test_module_errors(tmp_path: Path) -> None:
     assert usage.returncode == 2 and "invalid choice: 'bogus'" in usage.stderr
     debug = module("--debug", "show", str(bad))
     assert debug.returncode == 3 and "Traceback (most recent call last)" in debug.stderr
+
+
+def test_only_the_program_holds_results_until_exit(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamalloc import collector
+    from streamalloc.ir.graph import Graph
+    graph, plan = str(tmp_path / "small.yaml"), str(tmp_path / "plan.json")
+    Path(graph).write_text("format: streamalloc.graph/v1\nnodes:\n  - {name: x, type: Data}\n"
+                           "  - {name: r, type: Relu, inputs: [x]}\n", encoding="utf-8")
+    monkeypatch.setattr(collector, "_HELD", None)  # a library caller: nothing is kept
+    assert run(capsys, "allocate", graph, "-o", plan)[0] == 0
+    assert collector._HELD is None
+    monkeypatch.setattr(collector, "_HELD", [])  # the program (`console_main`) holds them
+    assert run(capsys, "allocate", graph, "-o", plan)[0] == 0
+    assert run(capsys, "emulate", graph, plan)[0] == 0
+    held = collector._HELD
+    assert held is not None and sum(isinstance(x, Graph) for x in held) == 2

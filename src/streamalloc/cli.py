@@ -119,6 +119,7 @@ def _allocate(args: argparse.Namespace) -> int:
         verify_plan(graph, document, rules=rules if args.mode == "ge" else None
                     ).raise_for_failure()
         _write_plan(args, graph, plan, document)
+    collector.hold(graph, allocation, plan, document)
     return 0
 
 
@@ -544,6 +545,8 @@ def console_main() -> NoReturn:
     100k-node graph's millions of objects one by one takes about half a second after the work
     is done; the operating system takes the memory back at once (mypy ends the same way).
     Every command closed its files; the two standard streams are flushed here."""
+    from streamalloc import collector
+    collector.hold_until_exit()
     code = main()
     for stream in (sys.stdout, sys.stderr):
         # a reader that went away has had its BROKEN_PIPE exit code already

@@ -1,4 +1,5 @@
-"""Pausing Python's cyclic garbage collector around the allocation-heavy phases.
+"""Pausing Python's cyclic garbage collector around the allocation-heavy phases, and holding a
+command's results until the command-line program exits.
 
 Loading, allocating, synchronizing, verifying and emulating a 100k-node graph each allocate
 millions of small acyclic objects (nodes, edges, tasks, tuples). Every burst of allocations
@@ -50,3 +51,22 @@ def pausing(func: Callable[_P, _R]) -> Callable[_P, _R]:
         with paused():
             return func(*args, **kwargs)
     return phase
+
+
+_HELD: list[object] | None = None  # None: `hold` keeps nothing
+
+
+def hold_until_exit() -> None:
+    """From now on `hold` keeps objects alive. The command-line program exits without freeing
+    its objects (`cli.console_main`): a command that holds its results skips freeing them one
+    by one when it returns (20 ms for a 100k-node graph and plan)."""
+    global _HELD  # noqa: PLW0603 - one switch for the process, set by the program's entry
+    if _HELD is None:
+        _HELD = []
+
+
+def hold(*objects: object) -> None:
+    """Keep `objects` alive until the process exits, once `hold_until_exit` was called (the
+    command-line program); otherwise do nothing (a library caller frees them as usual)."""
+    if _HELD is not None:
+        _HELD.extend(objects)

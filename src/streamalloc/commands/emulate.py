@@ -70,6 +70,7 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     if not json_out:
         note = " (diagnostics of the failed run)" if failed else ""
         text += "".join(f"wrote {path}{note}\n" for path, _ in outputs)
+    collector.hold(graph, plan, result)
     return text, PlanVerifyError.exit_code if failed else 0
 
 

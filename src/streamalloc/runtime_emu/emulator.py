@@ -273,28 +273,33 @@ def _result(dev: EmulatedDevice, table: CostTable, stream_report: dict[str, int 
     program = dev.program
     unconsumed = tuple(sorted((space, i) for space, events in enumerate(dev.sync)
                               for i, ev in enumerate(events) if ev.recorded))
+    syncs = [tid for tid, kind in enumerate(program.kinds) if kind >= SEND]  # Sends, Recvs
     return EmulationResult(
         program=program, table=table, makespan_us=dev.now, start=tuple(dev.start),
-        end=tuple(dev.end), matched=_matched(program, dev), activated_at=dict(dev.activated_at),
+        end=tuple(dev.end), matched=_matched(program, dev, syncs),
+        activated_at=dict(dev.activated_at),
         violations=tuple(dev.violations), deadlock=blocked_streams(dev, program),
-        records=_done(program, dev.end, SEND), waits=_done(program, dev.end, RECV),
+        records=_done(program, dev.end, SEND, syncs), waits=_done(program, dev.end, RECV, syncs),
         lost_records=sum(ev.lost for events in dev.sync for ev in events),
         unconsumed=unconsumed, stream_pool=stream_report, variables=loaded,
         bounds=lower_bounds(program, table), steps=dev.steps, wall_s=wall)
 
 
-def _matched(program: Program, dev: EmulatedDevice) -> dict[int, tuple[int, float]]:
-    """Recv tid -> (Send tid whose record it consumed, time of the wake-up)."""
+def _matched(program: Program, dev: EmulatedDevice, syncs: list[int]
+             ) -> dict[int, tuple[int, float]]:
+    """Recv tid -> (Send tid whose record it consumed, time of the wake-up); `syncs`: the
+    tids of the Sends and Recvs, ascending (only a Recv consumes a record)."""
     return {tid: (send, dev.end[tid] - program.durations[tid] if dev.end[tid] != INF
                   else dev.now)
-            for tid, send in enumerate(dev.sender_of) if send >= 0}
+            for tid in syncs if (send := dev.sender_of[tid]) >= 0}
 
 
-def _done(program: Program, end: list[float], kind: int) -> tuple[int, int]:
-    """Completed tasks of `kind` per id space: (events, notifies)."""
+def _done(program: Program, end: list[float], kind: int, syncs: list[int]) -> tuple[int, int]:
+    """Completed tasks of `kind` (a Send or a Recv, among `syncs`) per id space: (events,
+    notifies)."""
     counts = [0, 0]
-    for tid, k in enumerate(program.kinds):
-        if k == kind and end[tid] != INF:
+    for tid in syncs:
+        if program.kinds[tid] == kind and end[tid] != INF:
             counts[program.spaces[tid]] += 1
     return counts[0], counts[NOTIFY_SPACE]
 

@@ -47,7 +47,7 @@ class Program:
 
     graph: str
     stream_ids: tuple[int, ...]
-    stream_tids: Mapping[int, tuple[int, ...]]
+    stream_tids: Mapping[int, range]  # tids run stream by stream
     names: tuple[str, ...]
     kinds: tuple[int, ...]
     types: tuple[str, ...]
@@ -119,10 +119,10 @@ class _Compiler:
             notify_count=notifies,
             requested_streams=self._requested_streams())
 
-    def _stream_tids(self) -> dict[int, tuple[int, ...]]:
+    def _stream_tids(self) -> dict[int, range]:
         first, result = 0, {}
         for sid, names in self.plan.streams.items():  # tids run stream by stream
-            result[sid] = tuple(range(first, first + len(names)))
+            result[sid] = range(first, first + len(names))
             first += len(names)
         return result
 
