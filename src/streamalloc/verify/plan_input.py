@@ -221,7 +221,7 @@ def _streams(f: PlanFields, raw: Any) -> Mapping[int, tuple[str, ...]]:
     for key, names in f.obj(raw, "streams").items():
         sid = f.stream_key(key, f"streams key {key!r}")
         items = tuple(f.array(names, f"streams[{key!r}]"))
-        if not all(type(n) is str and n for n in items):
+        if not set(map(type, items)) <= {str} or "" in items:  # all good: checked in C
             items = tuple(f.text(n, f"streams[{key!r}][{i}]") for i, n in enumerate(items))
         streams[sid] = items
     return dict(sorted(streams.items()))
