@@ -7,12 +7,12 @@ largest qualifying stream id); updates are progressive; HCCL nodes are not prote
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from streamalloc.arrays import sorted_distinct
 from streamalloc.heuristic.context import GraphContext
@@ -41,7 +41,7 @@ def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = own_dict(plan.streams)
     at = np.fromiter(map(streams.__getitem__, map(_NAME, ctx.nodes)), np.int64,
                      len(ctx.nodes))  # by position
-    by_stream = defaultdict(list, _positions_by_stream(at))
+    by_stream: defaultdict[int, SortedList] = defaultdict(SortedList, _positions_by_stream(at))
     labels = ctx.labels
     label_streams = {streams[n.name] for n in ctx.nodes
                      if labels.get(n.name, NO_LABELS).present and streams[n.name] != INVALID}
@@ -74,21 +74,24 @@ def _sharing_a_stream(ctx: GraphContext, at: np.ndarray) -> set[str]:
     return set(map(_NAME, map(ctx.nodes.__getitem__, ends.tolist())))
 
 
-def _positions_by_stream(at: np.ndarray) -> dict[int, list[int]]:
-    """The positions of each stream's nodes, ascending; `at`: each position's stream."""
+def _positions_by_stream(at: np.ndarray) -> dict[int, SortedList]:
+    """The positions of each stream's nodes, ascending; `at`: each position's stream. Sorted
+    lists (a B-tree-like list of lists): a move takes a position off one stream and puts it
+    on another, and a stream may hold most of a million nodes (a plain list moves half of it
+    on each)."""
     order = np.argsort(at, kind="stable")
     ordered = at[order]
     starts = np.flatnonzero(np.diff(ordered, prepend=INVALID - 1))  # where each stream begins
-    return {s: part.tolist() for s, part in zip(ordered[starts].tolist(),
-                                                np.split(order, starts[1:]), strict=True)
+    return {s: SortedList(part.tolist()) for s, part in zip(ordered[starts].tolist(),
+                                                            np.split(order, starts[1:]),
+                                                            strict=True)
             if s != INVALID}
 
 
-def _move(by_stream: dict[int, list[int]], position: int, old: int, new: int) -> None:
-    """Move a position between two sorted lists (bisect: a stream may hold most nodes)."""
-    ids = by_stream[old]
-    del ids[bisect_left(ids, position)]
-    insort(by_stream[new], position)
+def _move(by_stream: dict[int, SortedList], position: int, old: int, new: int) -> None:
+    """Move a position between two streams' sorted lists."""
+    by_stream[old].remove(position)
+    by_stream[new].add(position)
 
 
 def _pinned(ctx: GraphContext, node: Node, stream: int) -> bool:
@@ -97,7 +100,7 @@ def _pinned(ctx: GraphContext, node: Node, stream: int) -> bool:
 
 
 def _targets(ctx: GraphContext, node: Node, streams: dict[str, int],
-             by_stream: dict[int, list[int]], label_streams: set[int]) -> list[int]:
+             by_stream: dict[int, SortedList], label_streams: set[int]) -> list[int]:
     """Streams (ascending) the node qualifies for; none if a neighbour shares its stream."""
     own = streams[node.name]
     closest_in: dict[int, int] = {}
@@ -119,7 +122,7 @@ def _targets(ctx: GraphContext, node: Node, streams: dict[str, int],
         if s in label_streams:
             continue
         ids = by_stream[s]
-        after = bisect_right(ids, closest_in[s])
+        after = ids.bisect_right(closest_in[s])
         if after < len(ids) and ids[after] == closest_out[s]:
             targets.append(s)
     return targets
