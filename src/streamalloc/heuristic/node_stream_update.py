@@ -35,13 +35,14 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
                            decides=False))
     changes = dict.fromkeys((n.name for n in ctx.nodes), reset)
     while_body_output = _in_unknown_while_body(ctx)
+    attributed = {n.name for n in ctx.nodes if n.attrs}  # most graphs: few nodes, often none
     for sg in ctx.subgraphs:
         stream = plan.sg_streams[sg.index]
         if stream == INVALID and not sg.engine.skip_assign_stream:
             raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
         copied = (stream, Note(rule.name, stream, f"stream of {sg.id}", decides=False))
         changes.update(dict.fromkeys(sg.nodes, copied))
-        for name in _quirk_candidates(ctx, sg.nodes, while_body_output):
+        for name in _quirk_candidates(sg.nodes, attributed, while_body_output):
             node = ctx.compute.node(name)
             if node.has_attr(RTS_LABEL_NODE):
                 note = Note(rule.name, plan.default_stream, "RTS label node: default stream")
@@ -52,14 +53,14 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     return plan.set_nodes(changes)
 
 
-def _quirk_candidates(ctx: GraphContext, names: tuple[str, ...], while_body_output: bool
+def _quirk_candidates(names: tuple[str, ...], attributed: set[str], while_body_output: bool
                       ) -> list[str]:
     """The nodes that may not take their subgraph's stream: those with attributes (an RTS label
-    node), and every node in a While body of an unknown-shape graph (its NetOutput)."""
+    node; `attributed` holds the graph's), and every node in a While body of an unknown-shape
+    graph (its NetOutput)."""
     if while_body_output:
         return list(names)
-    by_name = ctx.graph.by_name
-    return [n for n in names if by_name[n].attrs]
+    return [n for n in names if n in attributed] if attributed else []
 
 
 def _in_unknown_while_body(ctx: GraphContext) -> bool:

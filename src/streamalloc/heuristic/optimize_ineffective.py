@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter
 
 import numpy as np
@@ -19,13 +20,12 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
-from streamalloc.ir.labels import NO_LABELS
 from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 _PINNED_ATTRS = ("NewStreamId", "_parallel_group")
-_NAME = attrgetter("name")
+_NAME, _PRESENT = attrgetter("name"), attrgetter("present")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +42,10 @@ def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     at = np.fromiter(map(streams.__getitem__, map(_NAME, ctx.nodes)), np.int64,
                      len(ctx.nodes))  # by position
     by_stream: defaultdict[int, SortedList] = defaultdict(SortedList, _positions_by_stream(at))
-    labels = ctx.labels
-    label_streams = {streams[n.name] for n in ctx.nodes
-                     if labels.get(n.name, NO_LABELS).present and streams[n.name] != INVALID}
+    labels, here = ctx.labels, ctx.compute.index
+    # labelled nodes are few: found over the labels at C speed, kept when in this graph
+    label_streams = {streams[n] for n in compress(labels.keys(), map(_PRESENT, labels.values()))
+                     if n in here and streams[n] != INVALID}
     # nodes with a neighbour on their own stream have no target; a move can change that only
     # for the moved node's neighbours
     settled = _sharing_a_stream(ctx, at)

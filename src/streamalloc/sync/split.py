@@ -109,8 +109,9 @@ def _label(walk: _Walk, task: Task) -> str | None:
 def _visit(walk: _Walk, result: SplitResult, task: Task, s: int, u: int) -> None:
     attached = task.stream != s  # evaluated now: an earlier visit may have moved the task
     first = walk.count[s] == 0
-    walk.count[s] += _units(walk, task, attached, u)
-    label = _label(walk, task)
+    # most graphs give no explicit count and no continuous label: no lookup per task then
+    walk.count[s] += _units(walk, task, attached, u) if walk.explicit else u
+    label = _label(walk, task) if walk.labels else None
     if label is not None:
         walk.label_nodes[label].append(task)
         walk.label_prev[(id(task), s)] = walk.prev.get(s)

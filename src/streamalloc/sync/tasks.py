@@ -155,10 +155,12 @@ def collect(graph: Graph, tasks: list[Task], max_task: int,
             activators.append(len(units_of))
         if task.attached:
             pairs = tuple(sorted({task.stream: 0, **task_units(graph, task, table)}.items()))
-        else:
-            pairs = ((task.stream, _single_stream_units(graph, task, table)),)
-        for s, u in pairs:
-            total[s] += u
+            for s, u in pairs:
+                total[s] += u
+        else:  # most tasks: one stream
+            u = _single_stream_units(graph, task, table)
+            total[task.stream] += u
+            pairs = ((task.stream, u),)
         units_of.append(shared.setdefault(pairs, pairs))
     estimate = {s: math.ceil(t / max_task) for s, t in total.items()}
     for i in activators:
