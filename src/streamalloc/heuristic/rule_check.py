@@ -8,11 +8,12 @@ error naming both, not a plan that silently breaks the rule.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import RuleConflictError
 from streamalloc.facts import INVALID
-from streamalloc.ir.clusters import is_data_like
+from streamalloc.ir.clusters import DATA_LIKE_TYPES, is_data_like
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
 from streamalloc.rules.check import Broken, Placement, broken
@@ -21,10 +22,13 @@ from streamalloc.rules.constraints import DifferentStreams, DisjointGroups, rule
 from streamalloc.rules.kinds import USER_KINDS
 from streamalloc.rules.model import Rule, RuleSet
 
+_STREAM = attrgetter("stream")
+
 
 def placement_of(allocation: Allocation) -> Placement:
     """The allocation's logical and attached streams, as the constraint checks read them."""
-    return Placement({n: a.stream for n, a in allocation.nodes.items()},
+    nodes = allocation.nodes
+    return Placement(dict(zip(nodes.keys(), map(_STREAM, nodes.values()), strict=True)),
                      {n: a.attached for n, a in allocation.nodes.items() if a.attached})
 
 
@@ -100,7 +104,7 @@ def idle_rules(graph: Graph, rules: RuleSet, allocation: Allocation) -> list[str
     users = [r for r in rules.rules if r.kind in USER_KINDS and r.enabled(graph.options)]
     if not users:
         return []
-    tasks = [n for n in graph.all_nodes() if not is_data_like(n)]
+    tasks = [n for n in graph.all_nodes() if n.type not in DATA_LIKE_TYPES or not is_data_like(n)]
     acted = {t.note.rule for touches in allocation.provenance.values() for t in touches}
     found = []
     for rule in users:

@@ -8,9 +8,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import compress
+from operator import attrgetter
 
 from streamalloc.ir.attached import DISABLE, requests
-from streamalloc.ir.clusters import is_data_like
+from streamalloc.ir.clusters import DATA_LIKE_TYPES, is_data_like
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NodeLabels
@@ -24,6 +26,7 @@ _MOVING_POLICIES = frozenset({"same-stream", "separate-streams", "dedicated-stre
                               "pin-stream"})
 _NO_DAG_MODES = ("", "cv", "default")
 RTS_LABEL = "_rts_label_node"
+_STREAM_LABEL = attrgetter("stream_label")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,8 @@ class Inputs:
     @cached_property
     def tasks(self) -> tuple[Node, ...]:
         """Nodes that may issue tasks (data-like sources excluded), in T-order."""
-        return tuple(n for n in self.graph.all_nodes() if not is_data_like(n))
+        return tuple(n for n in self.graph.all_nodes()  # the type test first: most are not
+                     if n.type not in DATA_LIKE_TYPES or not is_data_like(n))
 
     def engine(self, node: Node) -> Engine:
         """The node's engine entry."""
@@ -152,7 +156,7 @@ class Inputs:
             return ()
         split_rules = self.kinds("independent-stream")
         groups: dict[tuple[str, str, str], list[Node]] = defaultdict(list)
-        labelled = {name for name, tags in self.labels.items() if tags.stream_label}
+        labelled = set(compress(self.labels.keys(), map(_STREAM_LABEL, self.labels.values())))
         for node in self.tasks if labelled else ():  # most models label no node
             tags = self.labels[node.name]
             if node.name not in labelled or node.name in self.moved or self.rts_label(node) \
