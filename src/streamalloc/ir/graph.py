@@ -92,8 +92,10 @@ class ComputeGraph:
     `list_order` is the node list as it was given (GE's node list); it fixes the link order of
     edges (`consumers`, `control_successors`), which GE's sort and event insertion follow.
     Graph attributes matter for the root only (`ge.autoMultistreamParallelMode`).
-    `consumer_table` is `consumers` when the maker has it (None: made on first use, from the
-    nodes' inputs; running a plan file never asks for it).
+    The tables derived from the nodes are made on first use and kept (not compared):
+    `consumer_table` is `consumers` (the builder passes it when sorting made it; running a plan
+    file or allocating never asks for it), `producer_table` is `producers` (the builder's walk
+    finds it for a topological list) and `consumer_index` the arrays behind `data_consumers`.
     """
 
     name: str
