@@ -67,9 +67,7 @@ def _sharing_a_stream(ctx: GraphContext, at: np.ndarray) -> set[str]:
     """Both ends of every data or control edge whose ends are on one stream (an edge is a
     producer's out-neighbour and its consumer's in-neighbour alike); `at`: each position's
     stream."""
-    producers = ctx.compute.producers
-    data, control = producers.data_edges(), producers.control_edges()
-    src, dst = np.concatenate([data[0], control[0]]), np.concatenate([data[1], control[1]])
+    src, dst = ctx.compute.producers.edges()
     shared = at[src] == at[dst]
     ends = sorted_distinct(np.concatenate([src[shared], dst[shared]]))
     return set(map(_NAME, map(ctx.nodes.__getitem__, ends.tolist())))

@@ -13,7 +13,6 @@ from itertools import accumulate, pairwise
 
 from streamalloc.ir.graph import ComputeGraph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
-from streamalloc.recent import Recent
 
 ENGINE_DEFAULT_DATA = "ENGINE_DEFAULT_DATA"
 DATA_LIKE_TYPES = frozenset({"Data", "RefData", "AippData", "AnnData", "Const", "Constant",
@@ -33,28 +32,18 @@ class Cluster:
     id: str = ""
 
 
-# The partition and the per-graph passes of one allocation read the same table of one graph.
-_IN_POSITIONS: Recent[tuple[tuple[int, ...], ...]] = Recent(4)
-
-
 def in_positions(compute: ComputeGraph) -> tuple[tuple[int, ...], ...]:
     """Per node (G-order), the positions of its connected data producers (slot order), then
     of its control predecessors."""
-    key = ("in_positions", id(compute))
-    known = _IN_POSITIONS.get(key, compute)
-    if known is not None:
-        return known
     producers = compute.producers
     data, control = producers.data.tolist(), producers.control.tolist()
     data_ends = accumulate(producers.data_counts.tolist())
     if not control and -1 not in data:  # most graphs: every slot connected, no control edge
-        table = tuple(tuple(data[start:end]) for start, end in pairwise([0, *data_ends]))
-    else:
-        control_ends = accumulate(producers.control_counts.tolist())
-        table = tuple(tuple([p for p in data[a:b] if p >= 0] + control[c:d])
-                      for (a, b), (c, d) in zip(pairwise([0, *data_ends]),
-                                                pairwise([0, *control_ends]), strict=True))
-    return _IN_POSITIONS.put(key, (compute,), table)
+        return tuple(tuple(data[start:end]) for start, end in pairwise([0, *data_ends]))
+    control_ends = accumulate(producers.control_counts.tolist())
+    return tuple(tuple([p for p in data[a:b] if p >= 0] + control[c:d])
+                 for (a, b), (c, d) in zip(pairwise([0, *data_ends]),
+                                           pairwise([0, *control_ends]), strict=True))
 
 
 def is_data_like(node: Node) -> bool:

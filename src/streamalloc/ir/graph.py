@@ -193,6 +193,11 @@ class Producers(NamedTuple):
         return self.control, np.repeat(np.arange(len(self.control_counts), dtype=np.int64),
                                        self.control_counts)
 
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """(producer, consumer) of every connected data input, then of every control input."""
+        (data, data_dst), (control, control_dst) = self.data_edges(), self.control_edges()
+        return np.concatenate([data, control]), np.concatenate([data_dst, control_dst])
+
 
 def producers_by_position(nodes: Sequence[Node], index: Mapping[str, int]) -> Producers:
     """`Producers` of `nodes`, each producer by its index in `index`."""

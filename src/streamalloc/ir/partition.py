@@ -144,10 +144,8 @@ def _neighbour_subgraphs(compute: ComputeGraph, owner_at: np.ndarray, count: int
     member (ascending)."""
     if not count:
         return []
-    producers = compute.producers
-    data, control = producers.data_edges(), producers.control_edges()
-    src = owner_at[np.concatenate([data[0], control[0]])]
-    dst = owner_at[np.concatenate([data[1], control[1]])]
+    producer, consumer = compute.producers.edges()
+    src, dst = owner_at[producer], owner_at[consumer]
     between = (src >= 0) & (dst >= 0) & (src != dst)  # -1: outside every subgraph
     pairs = sorted_distinct(dst[between] * count + src[between])
     found: list[list[int]] = [[] for _ in range(count)]

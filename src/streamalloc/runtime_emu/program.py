@@ -37,8 +37,8 @@ TASK, NOP, SEND, RECV = 0, 1, 2, 3
 EVENT_SPACE, NOTIFY_SPACE = 0, 1
 KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
 RTS_ENGINE = "DNN_VM_RTS"
-Task = tuple[str | None, float, int]  # (engine, time, block dim) of a node's task
-_NO_TASK: Task = (None, 0.0, 0)  # a node that issues no device work
+NodeTask = tuple[str | None, float, int]  # (engine, time, block dim) of a node's task
+_NO_TASK: NodeTask = (None, 0.0, 0)  # a node that issues no device work
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,15 +297,15 @@ class _Compiler:
         return tuple(tuple(producers[start:end]) for start, end in pairwise([0, *ends]))
 
 
-def node_tasks(graph: Graph, costs: CostModel, nodes: Sequence[Node | None]) -> list[Task]:
+def node_tasks(graph: Graph, costs: CostModel, nodes: Sequence[Node | None]) -> list[NodeTask]:
     """`node_task` of each node (`_NO_TASK` for None). A node that gives nothing but its type,
     engine and inputs costs as every other such node of its type, engine and number of
     connected inputs while no node describes its outputs (generated graphs): one `node_task`
     per such key."""
     if costs.describes_outputs:
         return [_NO_TASK if node is None else node_task(graph, costs, node) for node in nodes]
-    alike: dict[tuple[str, str, int], Task] = {}
-    tasks: list[Task] = []
+    alike: dict[tuple[str, str, int], NodeTask] = {}
+    tasks: list[NodeTask] = []
     for node in nodes:
         if node is None:
             tasks.append(_NO_TASK)
@@ -322,7 +322,7 @@ def node_tasks(graph: Graph, costs: CostModel, nodes: Sequence[Node | None]) -> 
     return tasks
 
 
-def node_task(graph: Graph, costs: CostModel, node: Node) -> Task:
+def node_task(graph: Graph, costs: CostModel, node: Node) -> NodeTask:
     """(engine, time, block dim) of the task a graph node issues: launch + execution on block
     dim units; (None, 0, 0) for a node that issues no device work (task count 0)."""
     engine = graph.engines.get(node.engine)

@@ -63,8 +63,7 @@ def _may_feed_another_stream(model: SyncModel, streams: Mapping[str, int]) -> Se
     if model.graph.subgraphs:
         return model.t_prime_order
     stream = np.fromiter(map(streams.__getitem__, model.order), np.int64, len(model.order))
-    data, control = root.producers.data_edges(), root.producers.control_edges()
-    src, dst = np.concatenate([data[0], control[0]]), np.concatenate([data[1], control[1]])
+    src, dst = root.producers.edges()
     across = (stream[src] != stream[dst]) & (stream[src] != INVALID)
     return [root.nodes[i] for i in sorted_distinct(src[across]).tolist()]
 
