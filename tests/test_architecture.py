@@ -37,7 +37,7 @@ BELOW_ALLOCATORS = (0, 1, 2, 3)
 LAYERS = (
     Layer(0, "base", ("__init__", "errors", "validation", "json_text", "outputs", "plan_fields",
                       "facts", "passes", "schemas", "collector", "recent", "arrays",
-                      "mappings"), ()),
+                      "mappings", "background"), ()),
     Layer(1, "graph IR", ("ir",), (0,)),
     Layer(2, "rules", ("rules",), (0, 1)),
     Layer(3, "allocation result", ("allocation",), (0, 1, 2)),

@@ -1,7 +1,8 @@
 """`verify` and `emulate` reject the same broken plan files with the same exit codes: 3 for a plan
 that does not follow the plan schema (the message on stderr names the file, the field and the
-expected value), 5 for a plan the verifier finds wrong (emulate runs the verifier first and
-prints its violations on stderr). Huge claimed counts fail at once instead of hanging."""
+expected value), 5 for a plan the verifier finds wrong (emulate prints the verifier's violations
+on stderr and no report, whether it verified the plan first or while running it). Huge claimed
+counts fail at once instead of hanging."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from streamalloc.background import can_fork
 from streamalloc.cli import main
+from streamalloc.commands import emulate as emulate_command_module
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH = ROOT / "examples" / "graphs" / "train_step.yaml"
@@ -83,9 +86,20 @@ def _write(tmp_path: Path, good: dict[str, Any], change: Callable[[dict[str, Any
     return path
 
 
+@pytest.fixture(params=["verified first", "verified while it runs"])
+def verifier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Where emulate verifies a plan: before running it (small plans), or in a child process
+    while it runs (large ones; forced here for the small test graph)."""
+    if request.param == "verified while it runs":
+        if not can_fork():
+            pytest.skip("needs os.fork")
+        monkeypatch.setattr(emulate_command_module, "BACKGROUND_FROM", 0)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_verify_and_emulate_reject_the_same_broken_plans(
-        case: str, good: dict[str, Any], tmp_path: Path,
+        case: str, good: dict[str, Any], tmp_path: Path, verifier: str,
         capsys: pytest.CaptureFixture[str]) -> None:
     change, code, message = CASES[case]
     path = _write(tmp_path, good, change)
@@ -108,7 +122,7 @@ def test_verify_and_emulate_reject_the_same_broken_plans(
 
 
 def test_a_plan_made_for_another_graph_is_rejected_by_both(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        verifier: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", str(GRAPH), str(OTHER_PLAN)]) == 5
     assert "graph-mismatch" in capsys.readouterr().out
     assert main(["emulate", str(GRAPH), str(OTHER_PLAN)]) == 5

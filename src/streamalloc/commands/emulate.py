@@ -1,9 +1,11 @@
 """`streamalloc emulate GRAPH [PLAN] [--json] [--trace F] [--gantt F] [--cost F] [--no-verify]`.
 
 The command composes the layers: a plan file is validated against the plan schema and checked
-by the independent verifier (`verify`) before it runs, under the options the plan records, like
+by the independent verifier (`verify`), under the options the plan records, like
 `streamalloc verify GRAPH PLAN` without the rule constraints (they say nothing about whether the
 plan runs); without a plan file it allocates in ge mode (`api.plan`) and verifies that plan.
+The verifier's verdict comes before any result of the run: a large plan is verified in a child
+process while it runs (`background`), which changes the wall time and nothing else.
 Then it emulates (`runtime_emu`) with the variable memory plan (`memory`) loaded. That is why it
 lives here and not in `runtime_emu`.
 
@@ -20,11 +22,12 @@ violations marked, as diagnostics, and exits 5.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from streamalloc import collector
+from streamalloc.background import Background
 from streamalloc.errors import LimitExceeded, PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
@@ -38,7 +41,11 @@ from streamalloc.runtime_emu.plan import Plan, plan_from_dict, validate_plan
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
-from streamalloc.verify import plan_view, verify_plan
+from streamalloc.verify import PlanView, VerifyReport, plan_view, verify_plan
+
+# Plans of at least this many nodes are verified in a child process while they run: below it a
+# fork costs more than the verifier saves.
+BACKGROUND_FROM = 20_000
 
 
 @collector.pausing  # reading a 100k-node plan makes the collector rescan the loaded graph
@@ -51,15 +58,25 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     options; the merged options are checked (`ir.options.check_options`)."""
     table = load_cost_table(cost) if cost else default_cost_table()
     graph = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
+    accepted = _accepted  # raises when the verifier rejects the plan
     if plan_path is None:  # allocate in ge mode (and verify) first, as `allocate` would
         graph = graph.with_options(settings or {})
         check_options(graph)
         plan: Plan | dict[str, Any] = ge_plan(graph)
     else:
-        graph, plan = checked_plan(graph, Path(plan_path), verify=verify, settings=settings)
-    # the variable memory plan is loaded into emulated device memory before the first task
-    variables = PlanLoader(variable_plan(graph), device_id=0)
-    result = emulate(graph, plan, costs=table, variables=variables)
+        plan_file = Path(plan_path)
+        graph, view, data = _read_plan(graph, plan_file, settings)
+        if verify:
+            accepted = _start_verifier(graph, view, plan_file)
+        plan = plan_from_dict(data, source=str(plan_file))
+    try:
+        # the variable memory plan is loaded into emulated device memory before the first task
+        variables = PlanLoader(variable_plan(graph), device_id=0)
+        result = emulate(graph, plan, costs=table, variables=variables)
+    except Exception:
+        accepted()  # the verifier's verdict on a plan comes first, as when it ran first
+        raise
+    accepted()
     text = report_json(result) if json_out else report_text(result)
     # A failed run still gets its trace and Gantt, up to the failure and with the blocked
     # streams and violations marked: they are diagnostics (the exception to "nothing is
@@ -80,19 +97,45 @@ def checked_plan(graph: Graph, path: Path, *, verify: bool = True,
 
     The file must follow the plan schema (InputError); with `verify`, the verifier must accept
     it (PlanVerifyError, or LimitExceeded when only device limits are exceeded)."""
+    graph, view, data = _read_plan(graph, path, settings)
+    if verify:
+        _raise_rejected(path, verify_plan(graph, view))
+    return graph, plan_from_dict(data, source=str(path))
+
+
+def _read_plan(graph: Graph, path: Path, settings: Mapping[str, str] | None
+               ) -> tuple[Graph, PlanView, dict[str, Any]]:
+    """The plan file checked against the plan schema, its verifier view, and the graph under
+    the options the plan records and `settings`."""
     data = read_plan_json(path)
     validate_plan(data, str(path))
     view = plan_view(data, source=str(path))
     graph = graph.with_options({**(view.options or {}), **(settings or {})})
     check_options(graph)
-    if verify:
-        report = verify_plan(graph, view)
-        if not report.ok:
-            error = PlanVerifyError if report.exit_code == PlanVerifyError.exit_code \
-                else LimitExceeded
-            raise error(f"{path}: the plan does not pass verification, so it is not emulated "
-                        "(--no-verify emulates it anyway):\n" + report.text().rstrip())
-    return graph, plan_from_dict(data, source=str(path))
+    return graph, view, data
+
+
+def _start_verifier(graph: Graph, view: PlanView, path: Path) -> Callable[[], None]:
+    """Verify the plan; the call returned raises when the verifier rejects it. A large plan
+    is verified in a child process while the caller runs it (`background`), a small one here
+    and now (a fork would cost more than it saves)."""
+    if len(view.nodes.names) < BACKGROUND_FROM:
+        _raise_rejected(path, verify_plan(graph, view))
+        return _accepted
+    verdict = Background(verify_plan, graph, view)
+    return lambda: _raise_rejected(path, verdict.result())
+
+
+def _accepted() -> None:
+    """The verdict on a plan the verifier accepted, or was not asked to check."""
+
+
+def _raise_rejected(path: Path, report: VerifyReport) -> None:
+    if not report.ok:
+        error = PlanVerifyError if report.exit_code == PlanVerifyError.exit_code \
+            else LimitExceeded
+        raise error(f"{path}: the plan does not pass verification, so it is not emulated "
+                    "(--no-verify emulates it anyway):\n" + report.text().rstrip())
 
 
 def ge_plan(graph: Graph) -> dict[str, Any]:

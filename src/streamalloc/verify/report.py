@@ -123,12 +123,22 @@ class VerifyReport:
                 "counts": dict(self.counts),
                 "stats": {f: getattr(self.stats, f) for f in VerifyStats.__slots__}}
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled by `background.Background` (a verifier run in a child process); a mapping
+        # proxy does not pickle, its dict does
+        return _report, (self.graph, self.source, self.violations, dict(self.counts), self.stats)
+
     def raise_for_failure(self) -> None:
         """Raise PlanVerifyError (or LimitExceeded when only limits fail) with the text."""
         if self.exit_code == PlanVerifyError.exit_code:
             raise PlanVerifyError(self.text().rstrip())
         if self.exit_code == LimitExceeded.exit_code:
             raise LimitExceeded(self.text().rstrip())
+
+
+def _report(graph: str, source: str, violations: tuple[Violation, ...], counts: dict[str, int],
+            stats: VerifyStats) -> VerifyReport:
+    return VerifyReport(graph, source, violations, MappingProxyType(counts), stats)
 
 
 class ViolationLog:

@@ -1,0 +1,72 @@
+"""A call that runs in a forked child process while the caller goes on: `emulate` runs a large
+plan while the verifier checks it.
+
+The child starts as a copy of the caller (fork), so nothing is sent to it; it sends back the
+pickled result. `result()` waits for it. Where a fork is not available or not safe (no
+`os.fork`, other Python threads running, the environment variable `STREAMALLOC_SERIAL` set), or
+the child fails in any way (an exception, a result that does not pickle, a signal), the call
+runs in the caller when `result()` is asked for, so its result or exception is the same either
+way: only the wall time differs.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+from collections.abc import Callable
+from typing import Generic, ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+SERIAL_ENV = "STREAMALLOC_SERIAL"  # set (to anything): every call runs in the caller
+
+
+def can_fork() -> bool:
+    """Whether `Background` calls run in a child process here and now."""
+    return hasattr(os, "fork") and not os.environ.get(SERIAL_ENV) \
+        and threading.active_count() == 1  # a fork copies no other thread (or its locks)
+
+
+class Background(Generic[_R]):
+    """`func(*args, **kwargs)`, started in a child process; `result()` returns what it returned
+    (or raises what it raised)."""
+
+    def __init__(self, func: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> None:
+        self._call: Callable[[], _R] = lambda: func(*args, **kwargs)
+        self._child: tuple[int, int] | None = None  # (pid, read end of its pipe)
+        if can_fork():
+            self._child = _start(self._call)
+
+    def result(self) -> _R:
+        """The call's result: the child's, or the call run here when there is no child or it
+        failed."""
+        child, self._child = self._child, None
+        if child is not None:
+            pid, read_end = child
+            with os.fdopen(read_end, "rb") as pipe:
+                data = pipe.read()
+            _, status = os.waitpid(pid, 0)
+            if status == 0 and data:
+                result: _R = pickle.loads(data)
+                return result
+        return self._call()
+
+
+def _start(call: Callable[[], object]) -> tuple[int, int]:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write_end)
+        return pid, read_end
+    # the child: it must never return into the caller's code, whatever happens
+    status = 1
+    try:
+        os.close(read_end)
+        data = pickle.dumps(call(), pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(data)
+        status = 0
+    finally:
+        os._exit(status)  # no atexit handlers, no flushing of the caller's buffers

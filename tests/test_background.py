@@ -1,0 +1,61 @@
+"""`background.Background`: a call run in a forked child gives what the call gives in the caller
+(its result or its exception); where no child can run or the child fails, it runs in the caller."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from streamalloc.background import SERIAL_ENV, Background, can_fork
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def _pid_and(value: int) -> tuple[int, int]:
+    return os.getpid(), value * 2
+
+
+def _fails() -> None:
+    raise ValueError("bad plan input")
+
+
+def _unpicklable() -> object:
+    pid = os.getpid()
+    return lambda: pid  # a lambda does not pickle: the child cannot send it
+
+
+def test_the_call_runs_in_a_child_and_returns_its_result() -> None:
+    assert can_fork()
+    pid, doubled = Background(_pid_and, 21).result()
+    assert doubled == 42 and pid != os.getpid()
+
+
+def test_an_exception_in_the_child_is_raised_by_the_call_in_the_caller() -> None:
+    pending = Background(_fails)
+    with pytest.raises(ValueError, match="bad plan input"):
+        pending.result()
+
+
+def test_a_result_that_does_not_pickle_is_computed_in_the_caller() -> None:
+    made_by = Background(_unpicklable).result()
+    assert made_by() == os.getpid()
+
+
+def test_serial_environment_runs_the_call_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SERIAL_ENV, "1")
+    assert not can_fork()
+    assert Background(_pid_and, 1).result() == (os.getpid(), 2)
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert not can_fork()
+        assert Background(_pid_and, 3).result() == (os.getpid(), 6)
+    finally:
+        release.set()
+        thread.join()
