@@ -59,6 +59,19 @@ def test_plan_like_records_sliced_at_every_size() -> None:
         _same(document, chunk)
 
 
+def test_sections_given_as_plain_are_written_unchecked_with_the_same_text() -> None:
+    records = {f"n{i}": {"stream": i % 3, "attached_streams": [i, 2**70], "rule": "initial"}
+               for i in range(10)}
+    document = {"nodes": records, "solver": {"gap": 1e-05, "objective": 1e16}}
+    for chunk in (1, 4, 100):
+        text = b"".join(indented_json(document, chunk, plain={"nodes"}))
+        assert text == json.dumps(document, indent=1).encode()
+    # a float in a section given as plain is the caller's mistake: msgspec's text, not json's
+    wrong = {"nodes": {"a": 1e16}}
+    assert b"".join(indented_json(wrong, plain={"nodes"})) != json.dumps(wrong, indent=1).encode()
+    assert b"".join(indented_json(wrong)) == json.dumps(wrong, indent=1).encode()
+
+
 def test_non_string_top_level_keys_and_scalars() -> None:
     for document in ({1: {"a": [1]}, "b": 2}, 1.5, "x", None, [], {}, [[], {}], 2**80):
         _same(document, 1)

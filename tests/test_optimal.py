@@ -22,8 +22,10 @@ from streamalloc.allocation import allocation_text
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
+from streamalloc.json_text import _plain
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.rules import builtin_rules
+from streamalloc.sync.result import PLAIN_SECTIONS
 from streamalloc.verify import verify_plan
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -79,6 +81,7 @@ def optimal(graph: Graph, rules: object = None, **settings: object) -> tuple[dic
     plan, report = allocate_optimal(graph, rules, options)  # type: ignore[arg-type]
     document = plan.to_json()
     assert verify_plan(graph, document).exit_code == 0
+    assert all(_plain(document[key]) for key in PLAIN_SECTIONS)  # written unchecked
     return document, report.to_json()
 
 

@@ -15,7 +15,9 @@ from test_heuristic_properties import build, models
 from streamalloc.api import plan, with_options
 from streamalloc.errors import LimitExceeded
 from streamalloc.ir.synthetic import layered_graph
+from streamalloc.json_text import _plain
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.sync.result import PLAIN_SECTIONS
 from streamalloc.verify import verify_plan
 
 SETTINGS = settings(max_examples=25, derandomize=True, deadline=None, database=None)
@@ -29,6 +31,7 @@ def check(graph_options: dict[str, str], graph) -> int:  # type: ignore[no-untyp
         return -1  # a single node over the capacity: refused with exit 4, never a bad plan
     report = verify_plan(graph, document)
     assert report.ok, report.violations[:3]
+    assert all(_plain(document[key]) for key in PLAIN_SECTIONS)  # written unchecked
     assert emulate(graph, document).status == "ok"
     return int(document["physical_stream_count"]) - int(document["logical_stream_count"])
 

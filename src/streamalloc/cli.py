@@ -160,12 +160,13 @@ def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
     from streamalloc.json_text import indented_json
     from streamalloc.outputs import write_json_atomic
     from streamalloc.report.allocation_report import node_table, stream_table, sync_summary
+    from streamalloc.sync.result import PLAIN_SECTIONS
     if args.output:
-        write_json_atomic(Path(args.output), document)
+        write_json_atomic(Path(args.output), document, PLAIN_SECTIONS)
     if args.graph_out:
         api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
     if args.json:
-        sys.stdout.write(b"".join(indented_json(document)).decode() + "\n")
+        sys.stdout.write(b"".join(indented_json(document, plain=PLAIN_SECTIONS)).decode() + "\n")
         return
     sys.stdout.write(stream_table(graph, plan.allocation))
     if args.nodes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -28,14 +29,15 @@ def write_atomic(path: Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_json_atomic(path: Path, document: Any) -> None:
-    """The bytes of `json.dumps(document, indent=1) + "\n"` (`json_text`), written piece by
-    piece to a temporary file and renamed: a million-node plan never exists as one text."""
+def write_json_atomic(path: Path, document: Any, plain: Collection[str] = ()) -> None:
+    """The bytes of `json.dumps(document, indent=1) + "\n"` (`json_text`, `plain` as there),
+    written piece by piece to a temporary file and renamed: a million-node plan never exists
+    as one text."""
     from streamalloc.json_text import indented_json
     tmp = path.with_name(path.name + ".tmp")
     try:
         with tmp.open("wb") as out:
-            out.writelines(indented_json(document))
+            out.writelines(indented_json(document, plain=plain))
             out.write(b"\n")
         tmp.replace(path)
     except OSError as exc:
