@@ -7,9 +7,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
+
+import numpy as np
 
 from streamalloc.facts import INVALID
-from streamalloc.ir.graph import Graph
+from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.rules.constraints import (
     AttachedStreams,
     Constraint,
@@ -85,17 +88,25 @@ class _Derived:
         shares one order)."""
         key = (graph, id(order))
         if key not in self._openers:
-            streams = self.placement.streams
-            first: dict[int, tuple[int, str]] = {}
-            for node in self.graph.graph(graph).nodes:
-                stream = streams.get(node.name, INVALID)
-                if stream == INVALID:
-                    continue
-                rank = order.get(node.name, -1)
-                if stream not in first or rank < first[stream][0]:
-                    first[stream] = (rank, node.name)
-            self._openers[key] = {s: name for s, (_, name) in first.items()}
+            self._openers[key] = _openers(self.graph.graph(graph), self.placement.streams,
+                                          order)
         return self._openers[key]
+
+
+def _openers(compute: ComputeGraph, streams: Mapping[str, int], order: Mapping[str, int]
+             ) -> dict[int, str]:
+    """`_Derived.openers` of one graph, by a sort of its placed nodes (stream, rank, G-order)
+    rather than a loop over its nodes."""
+    names = list(compute.index)  # G-order
+    stream = np.fromiter(map(streams.get, names, repeat(INVALID)), np.int64, len(names))
+    placed = np.flatnonzero(stream != INVALID)
+    rank = np.fromiter(map(order.get, names, repeat(-1)), np.int64, len(names))[placed]
+    ordered = placed[np.lexsort((placed, rank, stream[placed]))]
+    on = stream[ordered]
+    first = np.ones(len(ordered), bool)
+    first[1:] = on[1:] != on[:-1]
+    return dict(zip(on[first].tolist(), map(names.__getitem__, ordered[first].tolist()),
+                    strict=True))
 
 
 def _placed(nodes: tuple[str, ...], placement: Placement) -> list[tuple[str, int]]:
