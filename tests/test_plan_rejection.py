@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from streamalloc.background import can_fork
+from streamalloc.background import Background, can_fork
 from streamalloc.cli import main
 from streamalloc.commands import emulate as emulate_command_module
 
@@ -156,3 +156,25 @@ def test_the_emulator_reads_the_plan_under_the_options_it_records(
     assert main(["verify", str(GRAPH), str(path)]) == 4
     assert main(["emulate", str(GRAPH), str(path)]) == 4
     assert "limit-tasks" in capsys.readouterr().err
+
+
+def test_a_child_verifies_only_when_the_memory_it_needs_is_free(
+        good: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    started: list[object] = []
+
+    class Recorded(Background[Any]):
+        def __init__(self, *args: Any) -> None:
+            started.append(args)
+            super().__init__(*args)
+
+    monkeypatch.setattr(emulate_command_module, "BACKGROUND_FROM", 0)
+    monkeypatch.setattr(emulate_command_module, "Background", Recorded)
+    path = _write(tmp_path, good, _drop_last_event)
+    needs = emulate_command_module.CHILD_BYTES_PER_NODE * len(good["nodes"])
+    for free, forks in ((2 * needs - 1, 0), (None, 0), (2 * needs, 1)):
+        monkeypatch.setattr(emulate_command_module, "free_memory", lambda free=free: free)
+        started.clear()
+        assert main(["emulate", str(GRAPH), str(path)]) == 5
+        assert "events" in capsys.readouterr().err
+        assert len(started) == forks

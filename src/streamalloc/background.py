@@ -29,6 +29,15 @@ def can_fork() -> bool:
         and threading.active_count() == 1  # a fork copies no other thread (or its locks)
 
 
+def free_memory() -> int | None:
+    """Bytes of physical memory free now (None where the system does not say): a child's own
+    allocations come out of it, on top of the caller's."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 class Background(Generic[_R]):
     """`func(*args, **kwargs)`, started in a child process; `result()` returns what it returned
     (or raises what it raised)."""
