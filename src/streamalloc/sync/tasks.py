@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import attrgetter, is_not, or_
 
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
@@ -22,6 +24,7 @@ from streamalloc.recent import Recent
 from streamalloc.sync.model import Task
 
 ACTIVE = "StreamActive"
+_ENGINE, _ATTRS, _TASK_COUNT = attrgetter("engine"), attrgetter("attrs"), attrgetter("task_count")
 
 
 def own_units(graph: Graph, node: Node) -> int:
@@ -43,7 +46,7 @@ def _assigned(node: Node, attached: bool) -> int:
     return value
 
 
-# Per node: (own units, ASSIGNED main, ASSIGNED attached), filled as nodes are asked for.
+# Per node: (own units, ASSIGNED main, ASSIGNED attached), for every node on first use.
 CountTable = dict[str, tuple[int, int, int]]
 
 # Per graph (by its node table): the split and the plan ask for every task's units several times.
@@ -55,19 +58,31 @@ def _table(graph: Graph) -> CountTable:
     """The graph's count table; loops over tasks fetch it once and pass it on."""
     table = _COUNTS.get(id(graph.by_name), graph.by_name)
     if table is None:
-        table = _COUNTS.put(id(graph.by_name), (graph.by_name,), {})
+        table = _COUNTS.put(id(graph.by_name), (graph.by_name,), _count_table(graph))
     return table
+
+
+def _count_table(graph: Graph) -> CountTable:
+    """Every node's counts. A node without attributes and task count has its engine's default
+    (most nodes: looked up at C speed); the others are counted one by one."""
+    names, nodes = graph.by_name.keys(), graph.by_name.values()
+    defaults = {name: _shared((engine.default_task_count, 0, 0))
+                for name, engine in graph.engines.engines.items()}
+    table = dict(zip(names, map(defaults.__getitem__, map(_ENGINE, nodes)), strict=True))
+    own_counts = map(or_, map(bool, map(_ATTRS, nodes)),
+                     map(is_not, map(_TASK_COUNT, nodes), repeat(None)))
+    for node in compress(nodes, own_counts):
+        table[node.name] = _shared(_node_counts(graph, node))
+    return table
+
+
+def _shared(counts: tuple[int, int, int]) -> tuple[int, int, int]:
+    return _SHARED_COUNTS.setdefault(counts, counts)  # few distinct values
 
 
 def _counts(graph: Graph, name: str, table: CountTable | None = None) -> tuple[int, int, int]:
     """A node's counts, from the graph's `table` when the caller has it."""
-    if table is None:
-        table = _table(graph)
-    found = table.get(name)
-    if found is None:
-        counts = _node_counts(graph, graph.by_name[name])
-        found = table[name] = _SHARED_COUNTS.setdefault(counts, counts)  # few distinct values
-    return found
+    return (_table(graph) if table is None else table)[name]
 
 
 def _node_counts(graph: Graph, node: Node) -> tuple[int, int, int]:
@@ -100,7 +115,7 @@ def _single_stream_units(graph: Graph, task: Task, table: CountTable) -> int:
     """`task_units` of a task without attached streams (most tasks), without making a dict."""
     if task.is_sync:
         return SYNC_UNITS.get(task.type, 1)
-    own, main, _ = table.get(task.name) or _counts(graph, task.name, table)  # asked per task
+    own, main, _ = table[task.name]
     return main if main > 0 else own
 
 
