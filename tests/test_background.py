@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from streamalloc import background
 from streamalloc.background import SERIAL_ENV, Background, can_fork
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -27,6 +28,8 @@ def _unpicklable() -> object:
 
 
 def test_the_call_runs_in_a_child_and_returns_its_result() -> None:
+    if background.usable_cpus() < 2:
+        pytest.skip("a child runs only with a second CPU")
     assert can_fork()
     pid, doubled = Background(_pid_and, 21).result()
     assert doubled == 42 and pid != os.getpid()
@@ -59,3 +62,9 @@ def test_no_fork_while_another_thread_runs() -> None:
     finally:
         release.set()
         thread.join()
+
+
+def test_no_fork_on_one_usable_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "usable_cpus", lambda: 1)
+    assert not can_fork()
+    assert Background(_pid_and, 4).result() == (os.getpid(), 8)

@@ -2,11 +2,11 @@
 plan while the verifier checks it.
 
 The child starts as a copy of the caller (fork), so nothing is sent to it; it sends back the
-pickled result. `result()` waits for it. Where a fork is not available or not safe (no
-`os.fork`, other Python threads running, the environment variable `STREAMALLOC_SERIAL` set), or
-the child fails in any way (an exception, a result that does not pickle, a signal), the call
-runs in the caller when `result()` is asked for, so its result or exception is the same either
-way: only the wall time differs.
+pickled result. `result()` waits for it. Where a fork is not available, not safe or of no use
+(no `os.fork`, other Python threads running, one usable CPU, the environment variable
+`STREAMALLOC_SERIAL` set), or the child fails in any way (an exception, a result that does not
+pickle, a signal), the call runs in the caller when `result()` is asked for, so its result or
+exception is the same either way: only the wall time differs.
 """
 
 from __future__ import annotations
@@ -24,9 +24,17 @@ SERIAL_ENV = "STREAMALLOC_SERIAL"  # set (to anything): every call runs in the c
 
 
 def can_fork() -> bool:
-    """Whether `Background` calls run in a child process here and now."""
-    return hasattr(os, "fork") and not os.environ.get(SERIAL_ENV) \
+    """Whether `Background` calls run in a child process here and now: on one CPU a child
+    only competes with the caller."""
+    return hasattr(os, "fork") and not os.environ.get(SERIAL_ENV) and usable_cpus() > 1 \
         and threading.active_count() == 1  # a fork copies no other thread (or its locks)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def free_memory() -> int | None:
