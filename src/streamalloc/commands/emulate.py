@@ -95,18 +95,6 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     return text, PlanVerifyError.exit_code if failed else 0
 
 
-def checked_plan(graph: Graph, path: Path, *, verify: bool = True,
-                 settings: Mapping[str, str] | None = None) -> tuple[Graph, Plan]:
-    """The plan file for the emulator, and the graph under the options the plan records.
-
-    The file must follow the plan schema (InputError); with `verify`, the verifier must accept
-    it (PlanVerifyError, or LimitExceeded when only device limits are exceeded)."""
-    graph, view, data = _read_plan(graph, path, settings)
-    if verify:
-        _raise_rejected(path, verify_plan(graph, view))
-    return graph, plan_from_dict(data, source=str(path))
-
-
 def _read_plan(graph: Graph, path: Path, settings: Mapping[str, str] | None
                ) -> tuple[Graph, PlanView, dict[str, Any]]:
     """The plan file checked against the plan schema, its verifier view, and the graph under
