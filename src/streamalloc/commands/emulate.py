@@ -41,7 +41,7 @@ from streamalloc.runtime_emu.plan import Plan, plan_from_dict, validate_plan
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
-from streamalloc.verify import PlanView, VerifyReport, plan_view, verify_plan
+from streamalloc.verify import VerifyReport, plan_view, verify_plan
 
 # Plans of at least this many nodes are verified in a child process while they run: below it a
 # fork costs more than the verifier saves.
@@ -69,9 +69,15 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
         plan: Plan | dict[str, Any] = ge_plan(graph)
     else:
         plan_file = Path(plan_path)
-        graph, view, data = _read_plan(graph, plan_file, settings)
+        data = read_plan_json(plan_file)
+        validate_plan(data, str(plan_file))
+        # the options the plan records (strings, by the schema), under the given ones
+        graph = graph.with_options({**(data.get("options") or {}), **(settings or {})})
+        check_options(graph)
         if verify:
-            accepted = _start_verifier(graph, view, plan_file)
+            accepted = _start_verifier(graph, data, plan_file)
+        else:  # type-checked as the verifier reads a plan (InputError), but not verified
+            plan_view(data, source=str(plan_file))
         plan = plan_from_dict(data, source=str(plan_file))
     try:
         # the variable memory plan is loaded into emulated device memory before the first task
@@ -95,30 +101,24 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     return text, PlanVerifyError.exit_code if failed else 0
 
 
-def _read_plan(graph: Graph, path: Path, settings: Mapping[str, str] | None
-               ) -> tuple[Graph, PlanView, dict[str, Any]]:
-    """The plan file checked against the plan schema, its verifier view, and the graph under
-    the options the plan records and `settings`."""
-    data = read_plan_json(path)
-    validate_plan(data, str(path))
-    view = plan_view(data, source=str(path))
-    graph = graph.with_options({**(view.options or {}), **(settings or {})})
-    check_options(graph)
-    return graph, view, data
-
-
-def _start_verifier(graph: Graph, view: PlanView, path: Path) -> Callable[[], None]:
-    """Verify the plan; the call returned raises when the verifier rejects it. A large plan
-    is verified in a child process while the caller runs it (`background`), a small one here
-    and now (a fork would cost more than it saves), and so is one whose child would not find
-    the memory it needs free."""
-    nodes = len(view.nodes.names)
+def _start_verifier(graph: Graph, data: dict[str, Any], path: Path) -> Callable[[], None]:
+    """Verify the plan document; the call returned raises when the verifier rejects it. A
+    large plan is verified in a child process while the caller runs it (`background`), a
+    small one here and now (a fork would cost more than it saves), and so is one whose child
+    would not find the memory it needs free."""
+    nodes = len(data["nodes"])
     free = free_memory()
     if nodes < BACKGROUND_FROM or free is None or free < 2 * CHILD_BYTES_PER_NODE * nodes:
-        _raise_rejected(path, verify_plan(graph, view))
+        _raise_rejected(path, _verified(graph, data, path))
         return _accepted
-    verdict = Background(verify_plan, graph, view)
+    verdict = Background(_verified, graph, data, path)
     return lambda: _raise_rejected(path, verdict.result())
+
+
+def _verified(graph: Graph, data: dict[str, Any], path: Path) -> VerifyReport:
+    """The verifier's report on a plan document of the plan schema (InputError when its type
+    check rejects the document)."""
+    return verify_plan(graph, plan_view(data, source=str(path)))
 
 
 def _accepted() -> None:
