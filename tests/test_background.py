@@ -68,3 +68,12 @@ def test_no_fork_on_one_usable_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(background, "usable_cpus", lambda: 1)
     assert not can_fork()
     assert Background(_pid_and, 4).result() == (os.getpid(), 8)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="Linux's MemAvailable")
+def test_free_memory_counts_bytes_between_the_free_pages_and_all_memory() -> None:
+    page = os.sysconf("SC_PAGE_SIZE")
+    free_pages, total = os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+    available = background.free_memory()
+    assert available is not None
+    assert 0.9 * free_pages <= available <= total  # MemAvailable adds reclaimable cache

@@ -38,8 +38,16 @@ def usable_cpus() -> int:
 
 
 def free_memory() -> int | None:
-    """Bytes of physical memory free now (None where the system does not say): a child's own
-    allocations come out of it, on top of the caller's."""
+    """Bytes of physical memory available now (None where the system does not say): a child's
+    own allocations come out of it, on top of the caller's. Linux's MemAvailable counts the
+    page cache the kernel would give up; elsewhere the free pages."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
