@@ -74,7 +74,7 @@ class GraphContext:
         """Matched subgraph nodes (L-order, then G-order) grouped by their current stream,
         ascending, without the INVALID bucket (MDE and parallel-group passes)."""
         # one test per node, in G-order; the rules of these passes match few nodes
-        matched = {n.name for n in filter(rule.match, self.compute.nodes)}
+        matched = {n.name for n in rule.matching(self.compute.nodes)}
         found: dict[int, list[str]] = {}
         for sg in self.subgraphs if matched else ():
             for name in sg.nodes:

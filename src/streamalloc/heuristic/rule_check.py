@@ -109,7 +109,7 @@ def idle_rules(graph: Graph, rules: RuleSet, allocation: Allocation) -> list[str
     found = []
     for rule in users:
         head = f"{rule.origin}: rule {rule.name!r} ({rule.kind}) decides no node: "
-        matched = [n.name for n in tasks if rule.matches(n)]
+        matched = [n.name for n in rule.matching(tasks)]
         if not matched:
             found.append(head + f"its match selects no node of graph {graph.name!r}"
                          " (data-like sources such as Data and Const do not count)")

@@ -115,4 +115,4 @@ class SeparateStreams(RulePass):
 
 def node_names(ctx: GraphContext, rule: Rule) -> list[Node]:
     """The graph's nodes the rule matches (for constraints and tests)."""
-    return [n for n in ctx.nodes if rule.matches(n)]
+    return list(rule.matching(ctx.nodes))

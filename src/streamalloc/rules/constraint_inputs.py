@@ -96,12 +96,11 @@ class Inputs:
     @cached_property
     def moved(self) -> frozenset[str]:
         """Nodes a later pass may take off the stream the earlier passes gave them."""
-        found = {n.name for rule in self.kinds("parallel-group") for n in self.tasks
-                 if rule.matches(n)}
+        found = {n.name for rule in self.kinds("parallel-group") for n in rule.matching(self.tasks)}
         for rule in self.kinds("allreduce-parallel"):
-            found |= _data_descendants(self.graph, [n for n in self.tasks if rule.matches(n)])
+            found |= _data_descendants(self.graph, list(rule.matching(self.tasks)))
         found |= {n.name for kind in _MOVING_POLICIES for rule in self.kinds(kind)
-                  for n in self.tasks if rule.matches(n)}
+                  for n in rule.matching(self.tasks)}
         return frozenset(found)
 
     @cached_property

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
@@ -22,6 +23,8 @@ from streamalloc.recent import Recent
 from streamalloc.rules.constraint_inputs import Inputs, RuleLabels
 from streamalloc.rules.kinds import KINDS, NO_CONSTRAINT
 from streamalloc.rules.model import Rule, RuleSet
+
+_ATTRS = attrgetter("attrs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +156,8 @@ def _engine_caps(rule: Rule, inputs: Inputs) -> list[Constraint]:
 
 
 def _single_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
-    kept = [n for n in inputs.tasks if rule.matches(n)
-            and not inputs.engine(n).skip_assign_stream and not inputs.rts_label(n)]
+    kept = [n for n in rule.matching(inputs.tasks)
+            if not inputs.engine(n).skip_assign_stream and not inputs.rts_label(n)]
     return [SameStream(rule.name, g) for g in _grouped(kept, None) if len(g) > 1]
 
 
@@ -170,7 +173,7 @@ def _parallel_groups(rule: Rule, inputs: Inputs) -> list[Constraint]:
 
 
 def _same_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
-    matched = [n for n in inputs.tasks if rule.matches(n)]
+    matched = list(rule.matching(inputs.tasks))
     return [SameStream(rule.name, g) for g in _grouped(matched, rule.options.get("group_by"))
             if len(g) > 1]
 
@@ -189,20 +192,22 @@ def _separate_streams(rule: Rule, inputs: Inputs) -> list[Constraint]:
 
 
 def _dedicated_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
-    matched = [n for n in inputs.tasks if rule.matches(n)]
+    matched = list(rule.matching(inputs.tasks))
     key = rule.options.get("group_by")
     groups = _grouped(matched, key) if key else [(n.name,) for n in matched]
     return [DedicatedStream(rule.name, g) for g in groups]
 
 
 def _pinned(rule: Rule, inputs: Inputs) -> list[Constraint]:
-    matched = tuple(n.name for n in inputs.tasks if rule.matches(n))
+    matched = tuple(n.name for n in rule.matching(inputs.tasks))
     return [PinnedStream(rule.name, matched, int(rule.options.get("stream", 0)))] if matched \
         else []
 
 
 def _attached(rule: Rule, inputs: Inputs) -> list[Constraint]:
-    nodes = tuple(n.name for n in inputs.tasks if inputs.requests_attached(n) and rule.matches(n))
+    # a node asks for attached streams by attributes: the others are not tested
+    nodes = tuple(n.name for n in rule.matching(filter(_ATTRS, inputs.tasks))
+                  if inputs.requests_attached(n))
     return [AttachedStreams(rule.name, nodes)] if nodes else []
 
 

@@ -32,7 +32,7 @@ def initial_labels(graph: Graph) -> Mapping[str, NodeLabels]:
 def apply(rule: Rule, graph: Graph, labels: Mapping[str, NodeLabels]) -> Mapping[str, NodeLabels]:
     """New labels after one label rule (`labels` itself when the rule changes none)."""
     changed = {}
-    for node in filter(rule.match, graph.all_nodes()):  # label rules match few nodes
+    for node in rule.matching(graph.all_nodes()):  # label rules match few nodes
         current = labels[node.name]
         new = _relabel(rule, node, current)
         if new != current:

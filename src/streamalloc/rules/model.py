@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
 from streamalloc.ir.graph import Node
 from streamalloc.rules.kinds import KINDS, KindSpec
-from streamalloc.rules.predicates import NodePredicate, OptionPredicate
+from streamalloc.rules.predicates import NodePredicate, OptionPredicate, needs_attrs
+
+_ATTRS = attrgetter("attrs")
 
 # the order the scopes run in (label rules before GE's partition, model rules at the end)
 SCOPE_RANK = {"label": 0, "graph": 1, "model": 2}
@@ -61,6 +64,13 @@ class Rule:
     def matches(self, node: Node) -> bool:
         """Does the rule apply to `node`?"""
         return self.match(node)
+
+    def matching(self, nodes: Iterable[Node]) -> Iterator[Node]:
+        """The nodes of `nodes` the rule applies to, in order. When its match needs an
+        attribute, only nodes with attributes are tested (most nodes carry none)."""
+        if needs_attrs(self.match_block):
+            nodes = filter(_ATTRS, nodes)
+        return filter(self.match, nodes)
 
     def option_match(self, key: str) -> NodePredicate:
         """The compiled predicate of a match-valued option."""

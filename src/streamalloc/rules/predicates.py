@@ -39,6 +39,20 @@ def compile_match(block: Mapping[str, Any] | None) -> NodePredicate:
     return _joined([_node_leaf(key, value) for key, value in block.items()], every=True)
 
 
+def needs_attrs(block: Mapping[str, Any] | None) -> bool:
+    """Whether a node must carry attributes to match a (schema-valid) match block: an attribute
+    test must hold (every attribute test asks for the key's presence)."""
+    return any(_leaf_needs_attrs(key, value) for key, value in (block or {}).items())
+
+
+def _leaf_needs_attrs(key: str, value: Any) -> bool:
+    if key == "all":
+        return any(map(needs_attrs, value))
+    if key == "any":
+        return all(map(needs_attrs, value))
+    return key not in ("not", "engine", "type", "name", "graph")
+
+
 def _joined(parts: list[Callable[[Any], bool]], every: bool) -> Callable[[Any], bool]:
     """Every part holds (`every`) or some part does, short-circuit. Rules test every node: one
     or two parts, the usual cases, are tested without a generator per call."""
