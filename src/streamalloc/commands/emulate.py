@@ -28,7 +28,7 @@ from typing import Any
 
 from streamalloc import collector
 from streamalloc.background import Background, free_memory
-from streamalloc.errors import LimitExceeded, PlanVerifyError, UsageError
+from streamalloc.errors import PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
@@ -126,11 +126,8 @@ def _accepted() -> None:
 
 
 def _raise_rejected(path: Path, report: VerifyReport) -> None:
-    if not report.ok:
-        error = PlanVerifyError if report.exit_code == PlanVerifyError.exit_code \
-            else LimitExceeded
-        raise error(f"{path}: the plan does not pass verification, so it is not emulated "
-                    "(--no-verify emulates it anyway):\n" + report.text().rstrip())
+    report.raise_for_failure(f"{path}: the plan does not pass verification, so it is not "
+                             "emulated (--no-verify emulates it anyway):\n")
 
 
 def ge_plan(graph: Graph) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from operator import attrgetter
 from streamalloc.allocation import Allocation
 from streamalloc.errors import RuleConflictError
 from streamalloc.facts import INVALID
-from streamalloc.ir.clusters import DATA_LIKE_TYPES, is_data_like
+from streamalloc.ir.clusters import task_nodes
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import GraphPartition
 from streamalloc.rules.check import Broken, Placement, broken
@@ -104,7 +104,7 @@ def idle_rules(graph: Graph, rules: RuleSet, allocation: Allocation) -> list[str
     users = [r for r in rules.rules if r.kind in USER_KINDS and r.enabled(graph.options)]
     if not users:
         return []
-    tasks = [n for n in graph.all_nodes() if n.type not in DATA_LIKE_TYPES or not is_data_like(n)]
+    tasks = task_nodes(graph.all_nodes())
     acted = {t.note.rule for touches in allocation.provenance.values() for t in touches}
     found = []
     for rule in users:

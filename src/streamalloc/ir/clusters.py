@@ -7,7 +7,7 @@ Merging keeps the smaller name, so index b refers to cluster s after merge(s, b)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
@@ -50,6 +50,12 @@ def is_data_like(node: Node) -> bool:
     """GE's data-like source (1.6.1): a Data/Const/Variable-type node without any input."""
     return node.type in DATA_LIKE_TYPES and node.inputs.count(None) == len(node.inputs) \
         and not node.control_inputs
+
+
+def task_nodes(nodes: Iterable[Node]) -> tuple[Node, ...]:
+    """The nodes that may issue tasks: all but the data-like sources (few; the type is tested
+    first, without a call for most nodes)."""
+    return tuple(n for n in nodes if n.type not in DATA_LIKE_TYPES or not is_data_like(n))
 
 
 def _cluster_engine(node: Node, cv_marked: set[str]) -> str:

@@ -12,7 +12,7 @@ from itertools import compress
 from operator import attrgetter
 
 from streamalloc.ir.attached import DISABLE, requests
-from streamalloc.ir.clusters import DATA_LIKE_TYPES, is_data_like
+from streamalloc.ir.clusters import task_nodes
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NodeLabels
@@ -71,8 +71,7 @@ class Inputs:
     @cached_property
     def tasks(self) -> tuple[Node, ...]:
         """Nodes that may issue tasks (data-like sources excluded), in T-order."""
-        return tuple(n for n in self.graph.all_nodes()  # the type test first: most are not
-                     if n.type not in DATA_LIKE_TYPES or not is_data_like(n))
+        return task_nodes(self.graph.all_nodes())
 
     def engine(self, node: Node) -> Engine:
         """The node's engine entry."""

@@ -128,12 +128,13 @@ class VerifyReport:
         # proxy does not pickle, its dict does
         return _report, (self.graph, self.source, self.violations, dict(self.counts), self.stats)
 
-    def raise_for_failure(self) -> None:
-        """Raise PlanVerifyError (or LimitExceeded when only limits fail) with the text."""
+    def raise_for_failure(self, preamble: str = "") -> None:
+        """Raise PlanVerifyError (or LimitExceeded when only limits fail) with the text, after
+        `preamble` (what the caller says of the plan)."""
         if self.exit_code == PlanVerifyError.exit_code:
-            raise PlanVerifyError(self.text().rstrip())
+            raise PlanVerifyError(preamble + self.text().rstrip())
         if self.exit_code == LimitExceeded.exit_code:
-            raise LimitExceeded(self.text().rstrip())
+            raise LimitExceeded(preamble + self.text().rstrip())
 
 
 def _report(graph: str, source: str, violations: tuple[Violation, ...], counts: dict[str, int],
