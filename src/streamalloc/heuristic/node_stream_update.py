@@ -7,6 +7,7 @@ in the root graph; the NetOutput of a While body in an unknown-shape graph gets 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streamalloc.errors import InternalError
@@ -30,27 +31,32 @@ class NodeStreamUpdate(RulePass):
 
 
 def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    # notes are immutable: one per reason, shared by the nodes it explains
-    reset = (INVALID, Note(rule.name, INVALID, "reset before copying subgraph streams",
-                           decides=False))
-    changes = dict.fromkeys((n.name for n in ctx.nodes), reset)
+    # notes are immutable: one per reason, shared by the nodes it explains; the nodes of one
+    # subgraph are set as a group, the quirk nodes among them one by one
+    reset = Note(rule.name, INVALID, "reset before copying subgraph streams", decides=False)
+    groups: list[tuple[Sequence[str], int, Note]] = [(ctx.partition.outside, INVALID, reset)]
+    quirks: list[tuple[Sequence[str], int, Note]] = []
     while_body_output = _in_unknown_while_body(ctx)
     attributed = {n.name for n in ctx.nodes if n.attrs}  # most graphs: few nodes, often none
     for sg in ctx.subgraphs:
         stream = plan.sg_streams[sg.index]
         if stream == INVALID and not sg.engine.skip_assign_stream:
             raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
-        copied = (stream, Note(rule.name, stream, f"stream of {sg.id}", decides=False))
-        changes.update(dict.fromkeys(sg.nodes, copied))
+        copied = Note(rule.name, stream, f"stream of {sg.id}", decides=False)
+        special = {}
         for name in _quirk_candidates(sg.nodes, attributed, while_body_output):
             node = ctx.compute.node(name)
             if node.has_attr(RTS_LABEL_NODE):
-                note = Note(rule.name, plan.default_stream, "RTS label node: default stream")
-                changes[name] = (plan.default_stream, note)
+                special[name] = (plan.default_stream,
+                                 Note(rule.name, plan.default_stream,
+                                      "RTS label node: default stream"))
             elif node.type == "NetOutput" and while_body_output:
-                changes[name] = (0, Note(rule.name, 0, "NetOutput of a While body in an "
+                special[name] = (0, Note(rule.name, 0, "NetOutput of a While body in an "
                                                        "unknown-shape graph"))
-    return plan.set_nodes(changes)
+        members = [n for n in sg.nodes if n not in special] if special else sg.nodes
+        groups.append((members, stream, copied))
+        quirks += [((name,), stream, note) for name, (stream, note) in special.items()]
+    return plan.set_groups(groups + quirks)
 
 
 def _quirk_candidates(names: tuple[str, ...], attributed: set[str], while_body_output: bool

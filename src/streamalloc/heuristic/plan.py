@@ -9,8 +9,9 @@ set is recorded as a `Note`, which `streamalloc explain` shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from types import MappingProxyType
 
 from streamalloc.allocation import Note
@@ -63,6 +64,31 @@ class GraphPlan:
             if entry is None:
                 entry = extended[key] = (old, (*old, note))
             notes[name] = entry[1]
+        return replace(self, streams=MappingProxyType(streams), notes=MappingProxyType(notes))
+
+    def set_groups(self, groups: Iterable[tuple[Sequence[str], int, Note]]) -> GraphPlan:
+        """Give each group of nodes one stream, noting why: `set_nodes` with the same change for
+        every node of a group, at C speed where the group's nodes share their notes so far (a
+        pass that copies one stream to many nodes). The groups must not overlap."""
+        streams, notes = own_dict(self.streams), own_dict(self.notes)
+        changed = False
+        for names, stream, note in groups:
+            if not names:
+                continue
+            changed = True
+            streams.update(zip(names, repeat(stream)))
+            olds = list(map(notes.get, names, repeat(())))
+            first = olds[0]
+            if olds.count(first) == len(olds):  # equal notes so far: one new tuple for all
+                notes.update(zip(names, repeat((*first, note))))
+            else:
+                extended: dict[int, tuple[Note, ...]] = {}
+                for name, old in zip(names, olds, strict=True):
+                    new = extended.get(id(old))
+                    notes[name] = new if new is not None else \
+                        extended.setdefault(id(old), (*old, note))
+        if not changed:
+            return self
         return replace(self, streams=MappingProxyType(streams), notes=MappingProxyType(notes))
 
     def take_streams(self, count: int = 1) -> tuple[GraphPlan, list[int]]:

@@ -168,29 +168,34 @@ class ClusterSet:
     def _merge_parents(self) -> None:
         # A node's cluster is still its seed cluster when its turn comes: merges so far only
         # joined clusters named below it, so its parents are the clusters of its earlier preds.
-        cluster_of = self.cluster_of
+        cluster_of, outs = self.cluster_of, self.outs
+        engines, labels, users = self.engines, self.labels, self.users
         for child, preds in enumerate(self.preds):
-            if len(preds) == 1:
-                if preds[0] < child and self._mergeable(parent := cluster_of[preds[0]],
-                                                         child, child):
-                    self._absorb(parent, child)
+            if len(preds) != 1:
+                parents = {cluster_of[j] for j in preds if j < child}
+                current = child
+                for parent in sorted(parents, key=lambda p: (len(outs[p]), p)) \
+                        if len(parents) > 1 else parents:
+                    if self._mergeable(parent, current, upper=child):
+                        current = self._merge(parent, current)
                 continue
-            parents = {cluster_of[j] for j in preds if j < child}
-            current = child
-            for parent in sorted(parents, key=lambda p: (len(self.outs[p]), p)) \
-                    if len(parents) > 1 else parents:
-                if self._mergeable(parent, current, upper=child):
-                    current = self._merge(parent, current)
-
-    def _absorb(self, parent: int, child: int) -> None:
-        """`_merge` of a seed cluster into the cluster of its only input: the child has no
-        other predecessor to rename and only later nodes as successors."""
-        self.cluster_of[child] = parent
-        self.members.setdefault(parent, [parent]).append(child)
-        out = self._own_out(parent)
-        out.discard(child)
-        out.update(self.outs[child])
-        self.outs[child] = []
+            # one input, the common case: `_mergeable`, then `_merge` of a seed cluster into
+            # its input's cluster (no other predecessor to rename, only later successors)
+            if preds[0] >= child:
+                continue
+            parent = cluster_of[preds[0]]
+            if not users[parent] or users[parent] != users[child]:
+                if engines[parent] != engines[child] or labels[parent] != labels[child]:
+                    continue
+                if min(outs[parent], default=child) < child and \
+                        self._reachable_without_edge(parent, child, child):
+                    continue
+            cluster_of[child] = parent
+            self.members.setdefault(parent, [parent]).append(child)
+            out = self._own_out(parent)
+            out.discard(child)
+            out.update(outs[child])
+            outs[child] = []
 
     def _merge_consecutive(self) -> None:
         ids = [i for i, engine in enumerate(self.engines) if engine != ENGINE_DEFAULT_DATA]
@@ -208,11 +213,13 @@ class ClusterSet:
 
     def _reachable_without_edge(self, p: int, c: int, upper: int) -> bool:
         """Is c reachable from p other than by the direct edge p->c (GE's restricted DFS)?"""
-        outs = self.outs
-        stack = [o for o in outs[p] if o != c and o < upper]
-        if not stack:
-            return False  # the common case: p feeds no other cluster below the bound
-        seen = set(stack)
+        others = [o for o in self.outs[p] if o != c and o < upper]
+        # the common case: p feeds no other cluster below the bound
+        return bool(others) and self._reaches(others, c, upper)
+
+    def _reaches(self, starts: list[int], c: int, upper: int) -> bool:
+        """Is c reachable from `starts` through clusters below `upper` (GE's DFS)?"""
+        outs, stack, seen = self.outs, starts, set(starts)
         while stack:
             for o in outs[stack.pop()]:
                 if o == c:
