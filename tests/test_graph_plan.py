@@ -1,0 +1,52 @@
+"""GraphPlan's two ways of setting node streams agree: `set_groups` (one stream and note per
+group of nodes, the fast path of node-stream-update) gives the streams and notes that
+`set_nodes` gives for the same change made node by node."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamalloc.allocation import Note
+from streamalloc.heuristic.plan import INVALID, initial_graph_plan
+
+NAMES = [f"n{i}" for i in range(12)]
+
+
+def _plan_with_history(history: list[list[int]]):
+    """A plan whose nodes carry notes from earlier passes: pass k notes the nodes it lists."""
+    plan = initial_graph_plan("g", dict.fromkeys(NAMES, 0), 0, INVALID, 1)
+    for k, nodes in enumerate(history):
+        note = Note(f"earlier{k}", k, f"pass {k}")
+        plan = plan.set_nodes({NAMES[i]: (k, note) for i in nodes})
+    return plan
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=st.lists(st.lists(st.integers(0, 11), max_size=6), max_size=3),
+       owners=st.lists(st.integers(-1, 3), min_size=12, max_size=12))
+def test_set_groups_equals_set_nodes(history: list[list[int]], owners: list[int]) -> None:
+    plan = _plan_with_history(history)
+    groups = []
+    changes = {}
+    for g in range(4):
+        members = [n for n, o in zip(NAMES, owners, strict=True) if o == g]
+        note = Note("copy", g, f"group {g}")
+        groups.append((members, g, note))
+        changes.update((n, (g, note)) for n in members)
+    by_groups, by_nodes = plan.set_groups(groups), plan.set_nodes(changes)
+    assert dict(by_groups.streams) == dict(by_nodes.streams)
+    assert dict(by_groups.notes) == dict(by_nodes.notes)
+    assert (by_groups is plan) == (by_nodes is plan)  # nothing to set: the same plan back
+
+
+def test_shared_history_gets_one_tuple() -> None:
+    """Nodes noted alike so far share the extended notes tuple (the allocation record keys
+    nodes by it)."""
+    plan = _plan_with_history([[0, 1, 2], [3]])
+    note = Note("copy", 5, "group")
+    after = plan.set_groups([(NAMES[:3], 5, note), (NAMES[3:5], 6, note)])
+    assert after.notes["n0"] is after.notes["n1"] is after.notes["n2"]
+    assert after.notes["n3"] == (Note("earlier1", 1, "pass 1"), note)
+    assert after.notes["n4"] == (note,)
+    assert after.streams["n3"] == after.streams["n4"] == 6
