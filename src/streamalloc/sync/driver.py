@@ -12,12 +12,14 @@ from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 
+import numpy as np
+
 from streamalloc import collector
 from streamalloc.allocation import Allocation
 from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
 from streamalloc.passes import Pass, PassObserver, PassRecord
-from streamalloc.sync.model import Task
+from streamalloc.sync.model import Task, TaskTable
 from streamalloc.sync.physical import CheckLimits, Split
 from streamalloc.sync.result import SyncEvent, SyncNode, SyncPlan
 from streamalloc.sync.stages import (
@@ -72,16 +74,15 @@ def synchronize(graph: Graph, allocation: Allocation, sync: str = "ge",
 
 def sync_plan(ctx: SyncInputs, state: SyncState) -> SyncPlan:
     """The plan of the state after the last stage."""
-    physical, allocation = state.physical, ctx.allocation
-    assert physical is not None, "the plan is made after the split"
-    streams = _streams(state)
+    physical, allocation, tasks = state.physical, ctx.allocation, state.tasks
+    assert physical is not None and tasks is not None, "the plan is made after the split"
+    made = [task for _, task in tasks.made_rows()]
     return SyncPlan(
         allocation=allocation,
         physical=state.streams,  # the allocation's nodes in its order: the split's copy of them
-        streams=MappingProxyType({s: tuple(v) for s, v in streams.items()}),
-        events=_events(state.tasks), sync_nodes=tuple(
-            SyncNode(t.name, t.type, t.stream, t.sync_id, t.peer)
-            for t in state.tasks if t.is_sync),
+        streams=MappingProxyType(_streams(tasks, state.stream_num)),
+        events=_events(made), sync_nodes=tuple(
+            SyncNode(t.name, t.type, t.stream, t.sync_id, t.peer) for t in made if t.is_sync),
         activations=MappingProxyType({n: tuple(s) for n, s in
                                       state.activation.active_stream_list.items()}),
         split_to_logic=MappingProxyType(dict(physical.split_to_logic)),
@@ -90,20 +91,22 @@ def sync_plan(ctx: SyncInputs, state: SyncState) -> SyncPlan:
         units=physical.counted)  # the split counted the final tasks; no later stage moves one
 
 
-def _streams(state: SyncState) -> dict[int, list[str]]:
-    """Each physical stream's task names in order."""
-    streams: dict[int, list[str]] = {s: [] for s in range(state.stream_num)}
-    for task in state.tasks:
-        if task.stream != INVALID:
-            streams[task.stream].append(task.name)
-    return streams
+def _streams(tasks: TaskTable, stream_num: int) -> dict[int, tuple[str, ...]]:
+    """Each physical stream's task names in order (a stable sort of the rows by stream)."""
+    streams = np.fromiter(tasks.streams, np.int64, len(tasks))
+    order = np.argsort(streams, kind="stable")
+    ordered = streams[order]
+    starts = np.searchsorted(ordered, np.arange(stream_num + 1))
+    names = tasks.names
+    return {s: tuple(map(names.__getitem__, order[starts[s]:starts[s + 1]].tolist()))
+            for s in range(stream_num)}
 
 
-def _events(tasks: tuple[Task, ...]) -> tuple[SyncEvent, ...]:
+def _events(made: list[Task]) -> tuple[SyncEvent, ...]:
     """One event (or notify) per id: its Send task, its Recv task, their streams."""
     senders: dict[tuple[str, int], Task] = {}
     receivers: dict[tuple[str, int], Task] = {}
-    for task in tasks:
+    for task in made:
         if task.stream != INVALID and task.is_sync and task.type != "StreamActive":
             side = senders if task.type.startswith("Send") else receivers
             side[(task.sync_kind, task.sync_id)] = task

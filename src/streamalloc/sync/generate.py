@@ -9,14 +9,12 @@ with `_Reuse_<k>` appended to a repeated name (after multi-dims reuse).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streamalloc.errors import InternalError
 from streamalloc.sync.model import Task
-
-Around = dict[str, tuple[list[Task], list[Task]]]  # node -> (recvs before, sends after)
 
 
 @dataclass
@@ -38,27 +36,18 @@ class Namer:
         return base if k == 0 else f"{base}_Reuse_{k}"
 
 
-def sync_task(namer: Namer, kind: str, x: int, stream: int, peer: Task) -> Task:
-    """A Send/Recv (or notify) task on `stream` next to `peer`."""
+def sync_task(namer: Namer, kind: str, x: int, stream: int, peer: tuple[str, str]) -> Task:
+    """A Send/Recv (or notify) task on `stream` next to a task (`peer`: its name and graph)."""
     types = {"Send": "Send", "Recv": "Recv", "Send_Notify": "SendNotify",
              "Recv_Notify": "RecvNotify"}
-    return Task(name=namer.name(kind, x), type=types[kind], graph=peer.graph, stream=stream,
+    return Task(name=namer.name(kind, x), type=types[kind], graph=peer[1], stream=stream,
                 units=0, sync_id=x, sync_kind="notify" if "Notify" in kind else "event",
-                peer=peer.name, is_sync=True)
-
-
-def arrange(tasks: Iterable[Task], around: Around) -> list[Task]:
-    """The task order with each node's Recvs before it and Sends after it."""
-    ordered: list[Task] = []
-    for task in tasks:
-        before, after = around.get(task.name, ([], []))
-        ordered += [*before, task, *after]
-    return ordered
+                peer=peer[0], is_sync=True)
 
 
 def check_pairs(tasks: Iterable[Task]) -> None:
-    """GE: the number of Send tasks equals the number of Recv tasks."""
-    sends = sum(1 for t in tasks if t.type in ("Send", "SendNotify"))
-    recvs = sum(1 for t in tasks if t.type in ("Recv", "RecvNotify"))
+    """GE: the number of Send tasks equals the number of Recv tasks (`tasks`: the made ones)."""
+    types = Counter(task.type for task in tasks)
+    sends, recvs = types["Send"] + types["SendNotify"], types["Recv"] + types["RecvNotify"]
     if sends != recvs:
         raise InternalError(f"{sends} Send but {recvs} Recv tasks generated")

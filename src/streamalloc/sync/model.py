@@ -1,18 +1,23 @@
-"""The sync layer's working model: tasks in T-order and the node-keyed sync-id maps.
+"""The sync layer's working model: the task order and the node-keyed sync-id maps.
 
-A `Task` is a graph node or a generated Send/Recv; ids are positions in the task order (GE
-renumbers node ids to T-order after generating Phase A's sync nodes). The sync maps are iterated
-in N-order: node name bytes, then owner-graph name bytes (spec 0); node names are unique across
+The task order (`TaskTable`, from the sync-tasks stage on) is kept as columns: row r is the
+r-th task, a graph node or a task the sync layer made (a Send/Recv, or a StreamActive of 6.3),
+whose `Task` record the table keeps by row. Ids are positions in the task order (GE renumbers
+node ids to T-order after generating Phase A's sync nodes). The sync maps are iterated in
+N-order: node name bytes, then owner-graph name bytes (spec 0); node names are unique across
 all graphs in our IR, so the name alone decides.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from types import MappingProxyType
 
 from streamalloc.errors import InternalError
+from streamalloc.ir.graph import Node
 
 RECV_TYPES = frozenset({"Recv", "RecvNotify", "RecvMem"})
 SEND_TYPES = frozenset({"Send", "SendNotify"})
@@ -20,11 +25,11 @@ SEND_TYPES = frozenset({"Send", "SendNotify"})
 
 @dataclass(slots=True)
 class Task:
-    """One entry of the task order: a graph node, or a sync node made by this layer.
+    """A task the sync layer made (a Send/Recv, or a StreamActive of 6.3), or a view of any
+    row of a task order (`task_at`).
 
-    Compared by value (two states' task orders are equal when their tasks are); the split
-    relies on identity (`is`, `id()`) to find a task in the order, so a stage that changes
-    tasks works on its own copies (`copy()`).
+    Compared by value. Made tasks are created by a stage and owned by the table it builds;
+    a stage that changes them works on its own copies (`TaskTable.editable`).
     """
 
     name: str
@@ -42,6 +47,114 @@ class Task:
         """A copy the caller owns."""
         return Task(self.name, self.type, self.graph, self.stream, self.attached,
                     self.units, self.sync_id, self.sync_kind, self.peer, self.is_sync)
+
+
+@dataclass(frozen=True)
+class TaskTable:
+    """The task order as columns: row r's name, stream and attached streams; `made` holds the
+    record of each row the sync layer made (its `stream` and `attached` equal the columns').
+    A graph node's row has the node's type and graph. Columns, not a task object per row:
+    a stage that moves tasks copies three lists at C speed instead of a million objects."""
+
+    names: tuple[str, ...]
+    streams: tuple[int, ...]
+    attached: tuple[tuple[int, ...], ...]
+    made: Mapping[int, Task]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def made_rows(self) -> Iterator[tuple[int, Task]]:
+        """(row, record) of each made row, in task order."""
+        return iter(sorted(self.made.items()))
+
+    def editable(self) -> TaskColumns:
+        """Own copies of the columns (and of the made records) to change."""
+        return TaskColumns(list(self.names), list(self.streams), list(self.attached),
+                           {r: t.copy() for r, t in self.made.items()})
+
+
+def node_mask(rows: TaskTable | TaskColumns) -> bytearray:
+    """1 for each graph node's row, 0 for a made row (a selector for `itertools.compress`)."""
+    keep = bytearray(b"\x01") * len(rows.names)
+    for row in rows.made:
+        keep[row] = 0
+    return keep
+
+
+def node_streams(rows: TaskTable | TaskColumns) -> Iterator[tuple[str, int]]:
+    """(name, stream) of each graph node's row, in task order."""
+    keep = node_mask(rows)
+    return zip(compress(rows.names, keep), compress(rows.streams, keep), strict=True)
+
+
+def task_at(rows: TaskTable | TaskColumns, row: int, nodes: Mapping[str, Node]) -> Task:
+    """Row `row` of a task order as a task: a made row's record, else a view of the graph
+    node's row (`nodes`: the graph's nodes by name)."""
+    made = rows.made.get(row)
+    if made is not None:
+        return made
+    node = nodes[rows.names[row]]
+    return Task(node.name, node.type, node.graph, rows.streams[row], rows.attached[row])
+
+
+@dataclass
+class TaskColumns:
+    """A stage's own, changeable columns of a task order (`TaskTable.editable`)."""
+
+    names: list[str]
+    streams: list[int]
+    attached: list[tuple[int, ...]]
+    made: dict[int, Task]
+
+    def set_stream(self, row: int, stream: int) -> None:
+        """Move row `row` to `stream` (its record too, for a made row)."""
+        self.streams[row] = stream
+        made = self.made.get(row)
+        if made is not None:
+            made.stream = stream
+
+    def set_attached(self, row: int, attached: tuple[int, ...]) -> None:
+        """Give row `row` these attached streams."""
+        self.attached[row] = attached
+        made = self.made.get(row)
+        if made is not None:
+            made.attached = attached
+
+    def inserted(self, inserts: Sequence[tuple[int, Task]]) -> TaskColumns:
+        """New columns with each task of `inserts` (sorted by place, stable) put right before
+        the row at its place (`len` for the end)."""
+        if not inserts:
+            return self
+        names: list[str] = []
+        streams: list[int] = []
+        attached: list[tuple[int, ...]] = []
+        made: dict[int, Task] = {}
+        rows = sorted(self.made)
+        shift, k, previous = 0, 0, 0
+        for place, task in inserts:
+            names += self.names[previous:place]
+            streams += self.streams[previous:place]
+            attached += self.attached[previous:place]
+            while k < len(rows) and rows[k] < place:
+                made[rows[k] + shift] = self.made[rows[k]]
+                k += 1
+            made[len(names)] = task
+            names.append(task.name)
+            streams.append(task.stream)
+            attached.append(task.attached)
+            shift += 1
+            previous = place
+        names += self.names[previous:]
+        streams += self.streams[previous:]
+        attached += self.attached[previous:]
+        made.update((row + shift, self.made[row]) for row in rows[k:])
+        return TaskColumns(names, streams, attached, made)
+
+    def table(self) -> TaskTable:
+        """The columns as an immutable table."""
+        return TaskTable(tuple(self.names), tuple(self.streams), tuple(self.attached),
+                         MappingProxyType(dict(self.made)))
 
 
 def in_n_order(names: Iterable[str]) -> list[str]:

@@ -20,20 +20,20 @@ from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import Activation, after_split
 from streamalloc.sync.generate import Namer, check_pairs
-from streamalloc.sync.model import Task
+from streamalloc.sync.model import Task, TaskColumns, node_streams, task_at
 from streamalloc.sync.split import SplitResult, split_streams
 from streamalloc.sync.split_events import logical_places, place_split_events, rehome
 from streamalloc.sync.state import Physical, SyncInputs, SyncState
-from streamalloc.sync.switch import SwitchState, graph_parents, handle_switches, place_after_graph
+from streamalloc.sync.switch import SwitchState, handle_switches, place_after_graph
 from streamalloc.sync.tasks import assigned, collect, home_streamless, stream_units, task_units
 
 
 @dataclass
 class _Owned:
-    """The split stage's own copies of what it changes (tasks copied with the generated
-    StreamActive nodes among them, so identities within the stage hold)."""
+    """The split stage's own copies of what it changes: the task order's columns (with copies
+    of its made records; the activation's generated StreamActive tasks are among them)."""
 
-    tasks: list[Task]
+    rows: TaskColumns
     streams: dict[str, int]
     activation: Activation
     switches: SwitchState
@@ -41,15 +41,14 @@ class _Owned:
 
     @classmethod
     def of(cls, plan: SyncState) -> _Owned:
-        tasks = [t.copy() for t in plan.tasks]
+        assert plan.tasks is not None, "the split runs after sync-tasks"
+        rows = plan.tasks.editable()
         activation = plan.activation.copy()
         if activation.generated:  # a few StreamActive tasks, when there are switches
-            generated = {id(t) for t in activation.generated.values()}
-            copies = {id(old): new for old, new in zip(plan.tasks, tasks, strict=True)
-                      if id(old) in generated}
+            copies = {id(plan.tasks.made[r]): task for r, task in rows.made.items()}
             activation.generated = {n: copies.get(id(t), t)
                                     for n, t in activation.generated.items()}
-        return cls(tasks, own_dict(plan.streams), activation, plan.switches.copy(),
+        return cls(rows, own_dict(plan.streams), activation, plan.switches.copy(),
                    plan.namer.copy())
 
 
@@ -62,46 +61,44 @@ class Split:
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
         """The physical streams, activation and task order after the split."""
         own = _Owned.of(plan)
-        home_streamless(ctx.graph, own.tasks)
-        _check_stream_ids(own.tasks, plan.stream_num)
-        max_task, huge = _capacity(ctx, own.tasks)
+        home_streamless(ctx.graph, own.rows)
+        _check_stream_ids(ctx.graph, own.rows, plan.stream_num)
+        max_task, huge = _capacity(ctx, own.rows)
         if ctx.graph.option(UNLIMITED_DEPTH) == "true":
             n = plan.stream_num
             result = SplitResult(n, [set() for _ in range(n)], {s: s for s in range(n)},
                                  event_num=plan.events.counter)
-            for task in own.tasks:
-                if not task.is_sync:
-                    own.streams[task.name] = task.stream
+            own.streams.update(node_streams(own.rows))
         else:
             result = _split(ctx, plan, own, max_task)
-        tasks = place_split_events(own.tasks, result.events, own.namer)
-        check_pairs(tasks)
-        units = stream_units(ctx.graph, tasks, own.activation.active_stream_list)
+        rows = place_split_events(own.rows, result.events, own.namer, ctx.graph.by_name)
+        check_pairs(rows.made.values())
+        units = stream_units(ctx.graph, rows, own.activation.active_stream_list)
         physical = Physical(MappingProxyType(dict(result.split_to_logic)), result.event_num,
                             huge, max_task, MappingProxyType(units))
         return outcome(plan, replace(
             plan, streams=MappingProxyType(own.streams), stream_num=result.stream_num,
-            activation=own.activation, switches=own.switches, tasks=tuple(tasks),
+            activation=own.activation, switches=own.switches, tasks=rows.table(),
             namer=own.namer, physical=physical))
 
 
 def _split(ctx: SyncInputs, plan: SyncState, own: _Owned, max_task: int) -> SplitResult:
-    """B4 and B5: split `own.tasks` in place, then activation and switches follow."""
+    """B4 and B5: split `own.rows` in place, then activation and switches follow."""
     graph = ctx.graph
-    units_of = collect(graph, own.tasks, max_task, own.activation.active_stream_list)
-    logical = logical_places(own.tasks)
-    result = split_streams(graph, own.tasks, units_of,
+    units = collect(graph, own.rows, max_task, own.activation.active_stream_list)
+    syncs, logical = logical_places(own.rows, ctx.model.ids)
+    result = split_streams(graph, own.rows, units,
                            (plan.stream_num, max_task, plan.events.counter))
-    rehome(own.tasks, logical)
-    for task in own.tasks:
-        if not task.is_sync:
-            own.streams[task.name] = task.stream
+    rehome(own.rows, syncs, logical)
+    own.streams.update(node_streams(own.rows))
+    opened_by = {s: task_at(own.rows, row, graph.by_name)
+                 for s, row in result.opened_by.items()}
     labeled = after_split(ctx.model, own.streams, plan.labels, own.activation,
-                          split=result.split_streams, opened_by=result.opened_by)
+                          split=result.split_streams, opened_by=opened_by)
     made = handle_switches(ctx.model, labeled, own.activation, own.switches,
                            result.stream_num)  # B5 repeats 6.3
     result.stream_num += len(made)
-    own.tasks = place_after_graph(own.tasks, made, graph_parents(graph))
+    own.rows = place_after_graph(ctx.model, own.rows, made)
     return result
 
 
@@ -111,15 +108,17 @@ def _units_total(graph: Graph, task: Task) -> int:
     return main if main > 0 else sum(task_units(graph, task).values())
 
 
-def _check_stream_ids(tasks: list[Task], stream_num: int) -> None:
+def _check_stream_ids(graph: Graph, rows: TaskColumns, stream_num: int) -> None:
     """GE fails when a node's stream id is beyond the last stream id (5.5, 8): the logical
     streams number `stream_num`. (Quirk Q1 of the logical spec can leave a node there; GE
     fails the same way when an earlier split has already raised its last id, where it would
     otherwise read past its per-stream tables.)"""
-    offending = [t for t in tasks
-                 if t.stream >= stream_num or (t.attached and max(t.attached) >= stream_num)]
-    if not offending:
+    if max(rows.streams, default=INVALID) < stream_num and \
+            max(map(max, filter(None, rows.attached)), default=INVALID) < stream_num:
         return
+    offending = [task_at(rows, r, graph.by_name) for r, (s, a)
+                 in enumerate(zip(rows.streams, rows.attached, strict=True))
+                 if s >= stream_num or (a and max(a) >= stream_num)]
     task = min(offending, key=lambda t: t.is_sync)  # name a graph node, not its Recv
     beyond = [s for s in (task.stream, *task.attached) if s >= stream_num]
     raise AllocationInfeasible(
@@ -128,7 +127,7 @@ def _check_stream_ids(tasks: list[Task], stream_num: int) -> None:
         "GE's quirk Q1 of 2.4.5 leaves a node there)")
 
 
-def _capacity(ctx: SyncInputs, tasks: list[Task]) -> tuple[int, tuple[int, ...]]:
+def _capacity(ctx: SyncInputs, rows: TaskColumns) -> tuple[int, tuple[int, ...]]:
     """B1 (spec 5.2): a single-stream model that overflows a stream gets the huge stream 0."""
     graph, limits, allocation = ctx.graph, ctx.limits, ctx.allocation
     if graph.option("ge.enableSingleStream") != "true":
@@ -136,8 +135,8 @@ def _capacity(ctx: SyncInputs, tasks: list[Task]) -> tuple[int, tuple[int, ...]]
     if allocation.main_stream_num > 1:
         raise AllocationInfeasible(f"single-stream mode but {allocation.main_stream_num} main "
                                    "streams")
-    estimate = sum(_units_total(graph, t) for t in tasks if t.stream != INVALID) \
-        + RESERVED_UNITS
+    estimate = sum(_units_total(graph, task_at(rows, r, graph.by_name))
+                   for r, s in enumerate(rows.streams) if s != INVALID) + RESERVED_UNITS
     if estimate > limits.max_task_per_stream:
         return limits.max_task_per_huge_stream, (0,)
     return limits.max_task_per_stream, ()

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.sync.model import Task
-from streamalloc.sync.tasks import StreamUnits, explicit_counts
+from streamalloc.sync.model import TaskColumns
+from streamalloc.sync.tasks import RowUnits, explicit_counts
 
 NO_SPLIT_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex"})
 CONTINUOUS_LABEL = "_continuous_stream_label"
@@ -26,11 +26,11 @@ CONTINUOUS_LABEL = "_continuous_stream_label"
 
 @dataclass
 class SplitEvent:
-    """One split event: from `pre` (on stream `old`) to `recv` (first task on `new`)."""
+    """One split event: from row `pre` (on stream `old`) to row `recv` (first on `new`)."""
 
     id: int
-    pre: Task
-    recv: Task
+    pre: int
+    recv: int
     old: int
     new: int
     attached: bool
@@ -43,7 +43,7 @@ class SplitResult:
     stream_num: int
     split_streams: list[set[int]]
     split_to_logic: dict[int, int]
-    opened_by: dict[int, Task] = field(default_factory=dict)  # new stream -> the task opening it
+    opened_by: dict[int, int] = field(default_factory=dict)  # new stream -> the row opening it
     events: list[SplitEvent] = field(default_factory=list)
     event_num: int = 0
 
@@ -51,6 +51,7 @@ class SplitResult:
 @dataclass
 class _Walk:
     graph: Graph
+    rows: TaskColumns
     max_task: int
     stream_num: int
     event_num: int
@@ -59,26 +60,33 @@ class _Walk:
     count: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     latest: dict[int, int] = field(default_factory=dict)
     added: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    prev: dict[int, Task] = field(default_factory=dict)
-    label_nodes: dict[str, list[Task]] = field(default_factory=lambda: defaultdict(list))
-    # (id(label member), stream) -> the task counted on that stream just before the member
+    prev: dict[int, int] = field(default_factory=dict)
+    label_nodes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # (label member's row, stream) -> the row counted on that stream just before the member
     # (None for the stream's first task): all 5.8 reads of a stream's earlier tasks
-    label_prev: dict[tuple[int, int], Task | None] = field(default_factory=dict)
+    label_prev: dict[tuple[int, int], int | None] = field(default_factory=dict)
 
 
-def split_streams(graph: Graph, tasks: list[Task], units_of: list[StreamUnits],
+def split_streams(graph: Graph, rows: TaskColumns, units: RowUnits,
                   limits: tuple[int, int, int]) -> SplitResult:
-    """Split every logical stream by `max_task` units (limits: stream_num, max_task, event_num)."""
+    """Split every logical stream by `max_task` units (limits: stream_num, max_task, event_num):
+    `rows` is walked in order and changed in place."""
     stream_num, max_task, event_num = limits
     nodes = graph.by_name.values()
-    walk = _Walk(graph, max_task, stream_num, event_num, explicit_counts(nodes),
+    walk = _Walk(graph, rows, max_task, stream_num, event_num, explicit_counts(nodes),
                  _continuous_labels(nodes))
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})
-    for i, task in enumerate(tasks):
-        for s, u in units_of[i]:
+    streams, multi = rows.streams, units.multi
+    for row, u in enumerate(units.single):
+        pairs = multi.get(row)
+        if pairs is None:  # most rows: one stream
+            if streams[row] != INVALID:
+                _visit(walk, result, row, streams[row], u)
+            continue
+        for s, v in pairs:
             if s != INVALID:
-                _visit(walk, result, task, s, u)
+                _visit(walk, result, row, s, v)
     result.stream_num = walk.stream_num
     result.event_num = walk.event_num
     return result
@@ -93,70 +101,70 @@ def _continuous_labels(nodes: Iterable[Node]) -> dict[str, str]:
     return labels
 
 
-def _units(walk: _Walk, task: Task, attached: bool, u: int) -> int:
+def _units(walk: _Walk, row: int, attached: bool, u: int) -> int:
     """GE's ASSIGNED(node, attached) when positive, else `u`."""
-    explicit = None if task.is_sync else walk.explicit.get(task.name)
+    explicit = None if row in walk.rows.made else walk.explicit.get(walk.rows.names[row])
     if explicit is None:
         return u
     value = explicit[1 if attached else 0]
     return value if value > 0 else u
 
 
-def _label(walk: _Walk, task: Task) -> str | None:
-    return None if task.is_sync else walk.labels.get(task.name)
+def _label(walk: _Walk, row: int) -> str | None:
+    return None if row in walk.rows.made else walk.labels.get(walk.rows.names[row])
 
 
-def _visit(walk: _Walk, result: SplitResult, task: Task, s: int, u: int) -> None:
-    attached = task.stream != s  # evaluated now: an earlier visit may have moved the task
+def _visit(walk: _Walk, result: SplitResult, row: int, s: int, u: int) -> None:
+    attached = walk.rows.streams[row] != s  # evaluated now: an earlier visit may have moved it
     first = walk.count[s] == 0
     # most graphs give no explicit count and no continuous label: no lookup per task then
-    walk.count[s] += _units(walk, task, attached, u) if walk.explicit else u
-    label = _label(walk, task) if walk.labels else None
+    walk.count[s] += _units(walk, row, attached, u) if walk.explicit else u
+    label = _label(walk, row) if walk.labels else None
     if label is not None:
-        walk.label_nodes[label].append(task)
-        walk.label_prev[(id(task), s)] = walk.prev.get(s)
+        walk.label_nodes[label].append(row)
+        walk.label_prev[(row, s)] = walk.prev.get(s)
     if not first and walk.count[s] + RESERVED_UNITS > walk.max_task \
-            and _splittable(walk, task):
-        _open(walk, result, task, (s, u, attached))
+            and _splittable(walk, row):
+        _open(walk, result, row, (s, u, attached))
     if walk.added[s] >= 1:
-        _move(task, s, walk.latest[s])
-    walk.prev[s] = task
+        _move(walk.rows, row, s, walk.latest[s])
+    walk.prev[s] = row
 
 
-def _splittable(walk: _Walk, task: Task) -> bool:
-    """A stream over capacity splits before `task` unless GE keeps the task with its
+def _splittable(walk: _Walk, row: int) -> bool:
+    """A stream over capacity splits before `row` unless GE keeps the task with its
     predecessors (a node with subgraphs, a subgraph's first activator, an RTS label node)."""
-    if task.is_sync:
+    if row in walk.rows.made:
         return True
-    node = walk.graph.node(task.name)
+    node = walk.graph.node(walk.rows.names[row])
     return not node.subgraphs and node.attr("subgraph_first_active") is not True \
         and node.type not in NO_SPLIT_TYPES
 
 
-def _move(task: Task, old: int, new: int) -> None:
-    if task.stream == old:
-        task.stream = new
+def _move(rows: TaskColumns, row: int, old: int, new: int) -> None:
+    if rows.streams[row] == old:
+        rows.set_stream(row, new)
     else:
-        task.attached = tuple(new if a == old else a for a in task.attached)
+        rows.set_attached(row, tuple(new if a == old else a for a in rows.attached[row]))
 
 
-def _move_label_member(task: Task, s: int, new: int, attached: bool,
+def _move_label_member(rows: TaskColumns, row: int, s: int, new: int, *, attached: bool,
                        split_to_logic: dict[int, int]) -> None:
     """Put a continuous-label member's use of logical stream s on the new stream."""
     if not attached:
-        task.stream = new
+        rows.set_stream(row, new)
     else:
-        task.attached = tuple(new if split_to_logic.get(a, a) == s else a
-                              for a in task.attached)
+        rows.set_attached(row, tuple(new if split_to_logic.get(a, a) == s else a
+                                     for a in rows.attached[row]))
 
 
-def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, bool]) -> None:
+def _open(walk: _Walk, result: SplitResult, row: int, where: tuple[int, int, bool]) -> None:
     s, u, attached = where
     new = walk.stream_num
     walk.stream_num += 1
-    pre, recv = walk.prev.get(s), task
-    walk.count[s] = _units(walk, task, attached, u)
-    label = _label(walk, task)
+    pre, recv = walk.prev.get(s), row
+    walk.count[s] = _units(walk, row, attached, u)
+    label = _label(walk, row)
     if label is not None:
         pre, recv = _move_group(walk, result, label, (s, u, attached, new))
     walk.added[s] += 1
@@ -164,27 +172,29 @@ def _open(walk: _Walk, result: SplitResult, task: Task, where: tuple[int, int, b
     walk.latest[s] = new
     result.split_streams[s].add(new)
     result.split_to_logic[new] = s
-    result.opened_by[new] = task
+    result.opened_by[new] = row
     if pre is not None:
         result.events.append(SplitEvent(walk.event_num, pre, recv, old, new, attached))
         walk.event_num += 1
 
 
 def _move_group(walk: _Walk, result: SplitResult, label: str,
-                where: tuple[int, int, bool, int]) -> tuple[Task, Task]:
+                where: tuple[int, int, bool, int]) -> tuple[int, int]:
     """5.8: every node of the label seen so far moves to the new stream, counted with the
     splitting node's units (GE's approximation); the event goes from the member of the stream
     before the group's first node to that node."""
     s, u, attached, new = where
     group = walk.label_nodes[label]
     for member in group:
-        _move_label_member(member, s, new, attached, result.split_to_logic)
+        _move_label_member(walk.rows, member, s, new, attached=attached,
+                           split_to_logic=result.split_to_logic)
         walk.count[s] += _units(walk, member, attached, u)  # GE approximates by n's units
-    key = (id(group[0]), s)
+    key = (group[0], s)
     pre = walk.label_prev.get(key)
     if pre is None:  # GE fails the split here (spec 8)
         place = "the first task of" if key in walk.label_prev else "not on"
         raise AllocationInfeasible(
-            f"continuous stream label {label!r}: its first node {group[0].name!r} is {place} "
-            f"logical stream {s}, so GE's split finds no task before the group and fails")
+            f"continuous stream label {label!r}: its first node {walk.rows.names[group[0]]!r} "
+            f"is {place} logical stream {s}, so GE's split finds no task before the group and "
+            "fails")
     return pre, group[0]

@@ -18,61 +18,65 @@ from array import array
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import compress
 
+from streamalloc.ir.graph import Node
 from streamalloc.sync.generate import Namer, sync_task
-from streamalloc.sync.model import RECV_TYPES, SEND_TYPES, Task
+from streamalloc.sync.model import RECV_TYPES, SEND_TYPES, Task, TaskColumns, node_mask
 from streamalloc.sync.split import SplitEvent
 
-Key = tuple[int, ...]  # a place in the task order: (index,) of a task, extended for insertions
-Logical = Mapping[int, tuple[int, tuple[int, ...]]]  # id(task) -> (stream, attached) before
+Key = tuple[int, ...]  # a place in the task order: (row, 0) of a row, extended for insertions
+Logical = Mapping[int, tuple[int, tuple[int, ...]]]  # row -> (stream, attached) before the walk
 
 
 _SYNC_TYPES = SEND_TYPES | RECV_TYPES
 
 
-def logical_places(tasks: Sequence[Task]) -> dict[int, tuple[int, tuple[int, ...]]]:
-    """The logical stream and attached streams, before the walk moves them, of what `rehome`
-    reads: each Phase-A Send/Recv and the node it follows or precedes."""
-    syncs = [t for t in tasks if t.type in _SYNC_TYPES]
-    peers = {t.peer for t in syncs}
-    places = {id(t): (t.stream, tuple(t.attached)) for t in tasks
-              if not t.is_sync and t.name in peers}
-    places.update((id(t), (t.stream, tuple(t.attached))) for t in syncs)
-    return places
+def _syncs_and_peers(rows: TaskColumns, ids: Mapping[str, int]) -> list[tuple[int, int]]:
+    """(row, row of its node) of each Phase-A Send/Recv whose node has a row (`ids`: the
+    graph nodes' T-order positions: the graph nodes' rows are in T-order)."""
+    syncs = [(row, task.peer) for row, task in sorted(rows.made.items())
+             if task.type in _SYNC_TYPES]
+    if not syncs:
+        return []
+    node_rows = list(compress(range(len(rows.names)), node_mask(rows)))
+    return [(row, node_rows[ids[peer]]) for row, peer in syncs if peer in ids]
 
 
-def rehome(tasks: Sequence[Task], logical: Logical) -> None:
+def logical_places(rows: TaskColumns, ids: Mapping[str, int]) -> tuple[list[tuple[int, int]],
+                                                                       Logical]:
+    """The Phase-A Send/Recv rows with their nodes' rows, and the logical stream and attached
+    streams, before the walk moves them, of those rows and their nodes (what `rehome`
+    reads)."""
+    pairs = _syncs_and_peers(rows, ids)
+    places = {r: (rows.streams[r], rows.attached[r]) for pair in pairs for r in pair}
+    return pairs, places
+
+
+def rehome(rows: TaskColumns, pairs: list[tuple[int, int]], logical: Logical) -> None:
     """Put each Phase-A Send/Recv on the physical stream of its node (the walk may have left it
     on the other side of a split point)."""
-    syncs = [t for t in tasks if t.type in _SYNC_TYPES]
-    peers = {t.peer for t in syncs}
-    nodes = {t.name: t for t in tasks if not t.is_sync and t.name in peers}
-    for task in syncs:
-        node = nodes.get(task.peer)
-        if node is None:
-            continue
-        stream = logical[id(task)][0]
-        main, attached = logical[id(node)]
+    for row, node in pairs:
+        stream = logical[row][0]
+        main, attached = logical[node]
         if stream == main:
-            task.stream = node.stream
+            rows.set_stream(row, rows.streams[node])
         elif stream in attached:
-            task.stream = node.attached[attached.index(stream)]
+            rows.set_stream(row, rows.attached[node][attached.index(stream)])
 
 
 class _Order:
-    """The task order under construction. Given task i sorts at key (i, 0); an inserted task
+    """The task order under construction. Given row i sorts at key (i, 0); an inserted task
     gets a longer key that sorts where it goes. Only the inserted tasks (a few per split) are
-    stored by key: the given ones are found by position, each stream's as an array of
-    positions, so a 1M-task order costs 8 bytes a task here."""
+    stored by key: the given ones are found by row, each stream's as an array of rows, so a
+    1M-task order costs 8 bytes a task here."""
 
-    def __init__(self, tasks: Sequence[Task], events: Sequence[SplitEvent]) -> None:
-        self.given = tasks
+    def __init__(self, rows: TaskColumns, nodes: Mapping[str, Node]) -> None:
+        self.given = rows
+        self.nodes = nodes
         self.given_on: dict[int, array[int]] = defaultdict(lambda: array("q"))
-        for i, task in enumerate(tasks):
-            self.given_on[task.stream].append(i)
-        ends = {id(t) for e in events for t in (e.pre, e.recv)}
-        self.key_of: dict[int, Key] = {id(t): (i, 0) for i, t in enumerate(tasks)
-                                       if id(t) in ends}  # the events' tasks, all keys read
+        for i, stream in enumerate(rows.streams):
+            self.given_on[stream].append(i)
         self.inserted: dict[Key, Task] = {}
         self.inserted_on: dict[int, list[Key]] = defaultdict(list)
         self.serial = 0
@@ -81,9 +85,16 @@ class _Order:
         self.inserted[key] = task
         insort(self.inserted_on[task.stream], key)
 
-    def task_at(self, key: Key) -> Task:
-        """The task at `key`."""
-        return self.given[key[0]] if len(key) == 2 else self.inserted[key]
+    def peer_at(self, key: Key) -> tuple[str, str]:
+        """The name and graph of the task at `key`."""
+        if len(key) != 2:
+            task = self.inserted[key]
+            return task.name, task.graph
+        made = self.given.made.get(key[0])
+        if made is not None:
+            return made.name, made.graph
+        name = self.given.names[key[0]]
+        return name, self.nodes[name].graph
 
     def after(self, key: Key, task: Task) -> None:
         """Insert `task` after the task at `key` (after earlier insertions there)."""
@@ -118,33 +129,29 @@ class _Order:
             keys.append(inserted[i - 1])
         return max(keys, default=None)
 
-    def tasks(self) -> list[Task]:
-        """The task order: the given tasks merged with the inserted ones by key."""
-        extra = sorted(self.inserted)
-        out: list[Task] = []
-        j = 0
-        for i, task in enumerate(self.given):
-            while j < len(extra) and extra[j][0] <= i and extra[j] < (i, 0):
-                out.append(self.inserted[extra[j]])
-                j += 1
-            out.append(task)
-        out.extend(self.inserted[k] for k in extra[j:])
-        return out
+    def rows(self) -> TaskColumns:
+        """The task order: the given rows merged with the inserted tasks by key."""
+        inserts: list[tuple[int, Task]] = []
+        for key in sorted(self.inserted):
+            # a key (i, 0, ...) or (i, -1, ...) sorts before given row i + 1, or before row i
+            inserts.append((key[0] + 1 if key[1] >= 0 else key[0], self.inserted[key]))
+        return self.given.inserted(inserts)
 
 
-def place_split_events(tasks: Sequence[Task], events: Sequence[SplitEvent],
-                       namer: Namer) -> list[Task]:
-    """B6: a Send and a Recv per split event, in event order (ids as the walk gave them)."""
+def place_split_events(rows: TaskColumns, events: Sequence[SplitEvent], namer: Namer,
+                       nodes: Mapping[str, Node]) -> TaskColumns:
+    """B6: a Send and a Recv per split event, in event order (ids as the walk gave them);
+    `nodes`: the graph's nodes by name."""
     if not events:
-        return list(tasks)
-    order = _Order(tasks, events)
+        return rows
+    order = _Order(rows, nodes)
     boundaries = _boundaries(order, events)
     for event in events:
         if event.attached:
             _around(order, event, namer)
         else:
             _at_boundary(order, event, boundaries[event.new], namer)
-    return order.tasks()
+    return order.rows()
 
 
 def _boundaries(order: _Order, events: Sequence[SplitEvent]) -> dict[int, Key]:
@@ -158,17 +165,22 @@ def _boundaries(order: _Order, events: Sequence[SplitEvent]) -> dict[int, Key]:
             continue
         candidates = [k for k in (order.first_on(event.new), result.get(opened.get(event.new, -1)))
                       if k is not None]
-        result[event.new] = min(candidates, default=order.key_of[id(event.recv)])
+        result[event.new] = min(candidates, default=(event.recv, 0))
     return result
+
+
+def _sync(namer: Namer, kind: str, event: SplitEvent, stream: int, peer: tuple[str, str]
+          ) -> Task:
+    return sync_task(namer, kind, event.id, stream, peer)
 
 
 def _around(order: _Order, event: SplitEvent, namer: Namer) -> None:
     """A split of an attached stream: its work is not listed, so the Send follows the node
     counted before the split point and the Recv precedes the first node of the new stream."""
-    send = sync_task(namer, "Send", event.id, event.old, event.pre)
-    recv = sync_task(namer, "Recv", event.id, event.new, event.recv)
-    order.after(order.key_of[id(event.pre)], send)
-    order.before(order.key_of[id(event.recv)], recv)
+    send = _sync(namer, "Send", event, event.old, order.peer_at((event.pre, 0)))
+    recv = _sync(namer, "Recv", event, event.new, order.peer_at((event.recv, 0)))
+    order.after((event.pre, 0), send)
+    order.before((event.recv, 0), recv)
 
 
 def _at_boundary(order: _Order, event: SplitEvent, boundary: Key, namer: Namer) -> None:
@@ -176,10 +188,10 @@ def _at_boundary(order: _Order, event: SplitEvent, boundary: Key, namer: Namer) 
     stream starts, to the new stream's first task (on a stream left empty, alone)."""
     first = order.first_on(event.new)
     last = order.last_before(event.old, boundary)
-    send = sync_task(namer, "Send", event.id, event.old,
-                     order.task_at(last) if last is not None else event.pre)
-    recv = sync_task(namer, "Recv", event.id, event.new,
-                     order.task_at(first) if first is not None else event.recv)
+    send = _sync(namer, "Send", event, event.old,
+                 order.peer_at(last if last is not None else (event.pre, 0)))
+    recv = _sync(namer, "Recv", event, event.new,
+                 order.peer_at(first if first is not None else (event.recv, 0)))
     if last is not None:
         order.after(last, send)
     else:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
+from itertools import repeat
 
 from streamalloc.errors import UsageError
 from streamalloc.passes import PassResult, outcome
@@ -31,12 +33,12 @@ from streamalloc.sync.context import SyncModel
 from streamalloc.sync.generate import Namer, sync_task
 from streamalloc.sync.insert import insert_cross_stream_pairs
 from streamalloc.sync.minimal import minimize
-from streamalloc.sync.model import SyncMaps, Task
+from streamalloc.sync.model import SyncMaps, Task, TaskColumns
 from streamalloc.sync.multiplexing import EVENT_REUSE_THRESHOLD, multiplex_events
 from streamalloc.sync.numbering import renumber, reuse_multi_dims
 from streamalloc.sync.optimize import optimize
 from streamalloc.sync.state import SyncInputs, SyncState
-from streamalloc.sync.switch import graph_parents, handle_switches, place_after_graph
+from streamalloc.sync.switch import handle_switches, place_after_graph
 
 Eliminator = Callable[[SyncModel, Mapping[str, int], LabelActivation, Activation, SyncMaps],
                       None]
@@ -205,39 +207,37 @@ class SyncTasks:
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
         """The task order of Phase A."""
         namer = plan.namer.copy()
-        tasks = place_after_graph(_phase_a_tasks(ctx, plan, namer),
-                                  list(plan.activation.generated.values()),
-                                  graph_parents(ctx.graph))
-        return outcome(plan, replace(plan, tasks=tuple(tasks), namer=namer))
+        columns = place_after_graph(ctx.model, _phase_a_tasks(ctx, plan, namer),
+                                    list(plan.activation.generated.values()))
+        return outcome(plan, replace(plan, tasks=columns.table(), namer=namer))
 
 
-def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> list[Task]:
+def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> TaskColumns:
     """Per node in T-order: its Recvs, the node, its Sends, each in GE's creation order (spec
     7): Phase A's events on the main stream (the pairs, then the attached-dependency and loop
-    events), those on an attached stream (2.6's, then 2.7's), then the notifies."""
+    events), those on an attached stream (2.6's, then 2.7's), then the notifies. The nodes'
+    rows are made as columns; only the few synchronized nodes are visited one by one."""
     model = ctx.model
     main_events = [plan.events] if ctx.notify else [plan.pairs, plan.events]
     notifies = [plan.pairs] if ctx.notify else []
     attached = _attached_by_node(plan.attached_sync)
     synced = {name for m in [*main_events, *notifies] for side in (m.send, m.recv)
               for name, ids in side.items() if ids} | {name for name, _ in attached}
-    ordered: list[Task] = []
-    streams, attached_streams = plan.streams, model.attached
-    for node in model.nodes:
-        name = node.name
-        task = Task(name, node.type, node.graph, streams[name], attached_streams.get(name, ()))
-        if name not in synced:  # most nodes: no Send or Recv around them
-            ordered.append(task)
-            continue
-        after = _made(namer, task, "Send", [*_ids(main_events, name, task.stream, send=True),
-                                            *attached[(name, True)]])
-        after += _made(namer, task, "Send_Notify", _ids(notifies, name, task.stream, send=True))
-        before = _made(namer, task, "Recv", [*_ids(main_events, name, task.stream, send=False),
-                                             *attached[(name, False)]])
-        before += _made(namer, task, "Recv_Notify",
-                        _ids(notifies, name, task.stream, send=False))
-        ordered += [*before, task, *after]
-    return ordered
+    names = list(model.order)
+    streams = list(map(plan.streams.__getitem__, names))
+    columns = TaskColumns(names, streams, list(map(model.attached.get, names, repeat(()))), {})
+    inserts: list[tuple[int, Task]] = []
+    for row in sorted(map(model.ids.__getitem__, synced)):  # T-order
+        name, stream = names[row], streams[row]
+        made = partial(_made, namer, (name, model.node(name).graph))
+        after = made("Send", [*_ids(main_events, name, stream, send=True),
+                              *attached[(name, True)]])
+        after += made("Send_Notify", _ids(notifies, name, stream, send=True))
+        before = made("Recv", [*_ids(main_events, name, stream, send=False),
+                               *attached[(name, False)]])
+        before += made("Recv_Notify", _ids(notifies, name, stream, send=False))
+        inserts += [*zip(repeat(row), before), *zip(repeat(row + 1), after)]
+    return columns.inserted(inserts)
 
 
 def _ids(maps: list[SyncMaps], name: str, stream: int, *, send: bool) -> list[tuple[int, int]]:
@@ -254,8 +254,9 @@ def _attached_by_node(records: tuple[AttachedSync, ...]
     return found
 
 
-def _made(namer: Namer, task: Task, kind: str, ids: list[tuple[int, int]]) -> list[Task]:
-    return [sync_task(namer, kind, x, stream, task) for x, stream in ids]
+def _made(namer: Namer, peer: tuple[str, str], kind: str, ids: list[tuple[int, int]]
+          ) -> list[Task]:
+    return [sync_task(namer, kind, x, stream, peer) for x, stream in ids]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from streamalloc.sync.attached import AttachedSync, Resources
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.generate import Namer
 from streamalloc.sync.limits import Limits, limits_of
-from streamalloc.sync.model import SyncMaps, Task
+from streamalloc.sync.model import SyncMaps, TaskTable
 from streamalloc.sync.switch import SwitchState
 
 
@@ -83,7 +83,7 @@ class SyncState:
     attached_sync: tuple[AttachedSync, ...] = ()
     resources: Resources = field(default_factory=Resources)
     switches: SwitchState = field(default_factory=SwitchState)
-    tasks: tuple[Task, ...] = ()
+    tasks: TaskTable | None = None
     physical: Physical | None = None
 
     @property

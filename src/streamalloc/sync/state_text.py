@@ -49,9 +49,9 @@ def _listed(head: str, values: Iterable[int | str]) -> str:
 
 def _stream_lines(ctx: SyncInputs, state: SyncState) -> list[str]:
     members: dict[int, list[str]] = {}
-    if state.tasks:
-        for task in state.tasks:
-            members.setdefault(task.stream, []).append(task.name)
+    if state.tasks is not None:
+        for name, stream in zip(state.tasks.names, state.tasks.streams, strict=True):
+            members.setdefault(stream, []).append(name)
     else:
         for name in ctx.model.order:
             members.setdefault(state.streams[name], []).append(name)

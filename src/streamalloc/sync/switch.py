@@ -15,7 +15,7 @@ from streamalloc.errors import AllocationInfeasible
 from streamalloc.ir.graph import Graph
 from streamalloc.sync.activation import Activation
 from streamalloc.sync.context import SyncModel
-from streamalloc.sync.model import Task
+from streamalloc.sync.model import Task, TaskColumns
 
 
 @dataclass
@@ -88,16 +88,18 @@ def graph_parents(graph: Graph) -> dict[str, str | None]:
     return {c.name: graph.node(c.parent).graph if c.parent else None for c in graph.graphs()}
 
 
-def place_after_graph(tasks: list[Task], made: list[Task], descends: dict[str, str | None]
-                      ) -> list[Task]:
+def place_after_graph(model: SyncModel, columns: TaskColumns, made: list[Task]) -> TaskColumns:
     """Insert each created node where GE appends it: after the last task of its graph (and of
     the subgraphs nested in it)."""
-    result = list(tasks)
-    for node in made:
-        last = max((i for i, t in enumerate(result) if _within(t.graph, node.graph, descends)),
-                   default=len(result) - 1)
-        result.insert(last + 1, node)
-    return result
+    parents = graph_parents(model.graph)
+    by_name = model.graph.by_name
+    for task in made:  # a few StreamActive nodes, in models with switches
+        graphs = [columns.made[r].graph if r in columns.made else by_name[name].graph
+                  for r, name in enumerate(columns.names)]
+        last = max((r for r, graph in enumerate(graphs) if _within(graph, task.graph, parents)),
+                   default=len(graphs) - 1)
+        columns = columns.inserted([(last + 1, task)])
+    return columns
 
 
 def _within(graph: str, ancestor: str, parents: dict[str, str | None]) -> bool:

@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, or_
 
+import numpy as np
+
+from streamalloc.arrays import sorted_distinct
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.recent import Recent
-from streamalloc.sync.model import Task
+from streamalloc.sync.model import Task, TaskColumns, TaskTable, task_at
+
+Rows = TaskTable | TaskColumns  # a task order, immutable or a stage's own
 
 ACTIVE = "StreamActive"
 _ENGINE, _ATTRS, _TASK_COUNT = attrgetter("engine"), attrgetter("attrs"), attrgetter("task_count")
@@ -51,6 +57,7 @@ CountTable = dict[str, tuple[int, int, int]]
 
 # Per graph (by its node table): the split and the plan ask for every task's units several times.
 _COUNTS: Recent[CountTable] = Recent(4)
+_SINGLE: Recent[dict[str, int]] = Recent(4)
 _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
@@ -62,6 +69,23 @@ def _table(graph: Graph) -> CountTable:
     return table
 
 
+def _single_table(graph: Graph) -> dict[str, int]:
+    """Each graph node's units on its main stream (ASSIGNED main if given, else its own):
+    what a task without attached streams issues, looked up by name at C speed."""
+    single = _SINGLE.get(id(graph.by_name), graph.by_name)
+    if single is None:
+        names, nodes = graph.by_name.keys(), graph.by_name.values()
+        defaults = {name: engine.default_task_count
+                    for name, engine in graph.engines.engines.items()}
+        single = dict(zip(names, map(defaults.__getitem__, map(_ENGINE, nodes)), strict=True))
+        table = _table(graph)
+        for node in _counted_one_by_one(nodes):
+            own, main, _ = table[node.name]
+            single[node.name] = main if main > 0 else own
+        _SINGLE.put(id(graph.by_name), (graph.by_name,), single)
+    return single
+
+
 def _count_table(graph: Graph) -> CountTable:
     """Every node's counts. A node without attributes and task count has its engine's default
     (most nodes: looked up at C speed); the others are counted one by one."""
@@ -69,11 +93,17 @@ def _count_table(graph: Graph) -> CountTable:
     defaults = {name: _shared((engine.default_task_count, 0, 0))
                 for name, engine in graph.engines.engines.items()}
     table = dict(zip(names, map(defaults.__getitem__, map(_ENGINE, nodes)), strict=True))
-    own_counts = map(or_, map(bool, map(_ATTRS, nodes)),
-                     map(is_not, map(_TASK_COUNT, nodes), repeat(None)))
-    for node in compress(nodes, own_counts):
+    for node in _counted_one_by_one(nodes):
         table[node.name] = _shared(_node_counts(graph, node))
     return table
+
+
+def _counted_one_by_one(nodes: Iterable[Node]) -> Iterator[Node]:
+    """The nodes whose counts are not their engine's default: those with attributes or a task
+    count (few), selected at C speed."""
+    nodes = list(nodes)
+    return compress(nodes, map(or_, map(bool, map(_ATTRS, nodes)),
+                               map(is_not, map(_TASK_COUNT, nodes), repeat(None))))
 
 
 def _shared(counts: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -111,14 +141,6 @@ def explicit_counts(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
     return found
 
 
-def _single_stream_units(graph: Graph, task: Task, table: CountTable) -> int:
-    """`task_units` of a task without attached streams (most tasks), without making a dict."""
-    if task.is_sync:
-        return SYNC_UNITS.get(task.type, 1)
-    own, main, _ = table[task.name]
-    return main if main > 0 else own
-
-
 def task_units(graph: Graph, task: Task, table: CountTable | None = None) -> dict[int, int]:
     """{stream: units} a task issues, as GE counts them (5.4): its records per stream, an
     explicit count (ASSIGNED) replacing them; a generated StreamActive counts 1 here (the
@@ -136,72 +158,88 @@ def task_units(graph: Graph, task: Task, table: CountTable | None = None) -> dic
     return units
 
 
-def issues_tasks(graph: Graph, task: Task) -> bool:
-    """The task has records at all (5.4: such a node must live on a stream)."""
-    return task.is_sync or _counts(graph, task.name)[0] > 0
-
-
-def home_streamless(graph: Graph, tasks: Sequence[Task]) -> None:
+def home_streamless(graph: Graph, rows: TaskColumns) -> None:
     """A task without a stream that issues tasks goes on stream 0 (5.4, B7): GE moves such a
     node (a root-graph RTS label node, 2.6 of the logical spec) before it counts tasks."""
-    for task in tasks:
-        if task.stream == INVALID and issues_tasks(graph, task):
-            task.stream = 0
+    if INVALID not in rows.streams:  # most models
+        return
+    table = _table(graph)
+    for row in [r for r, s in enumerate(rows.streams) if s == INVALID]:
+        if row in rows.made or table[rows.names[row]][0] > 0:
+            rows.set_stream(row, 0)
 
 
-# A task's (stream, units) pairs, by stream; () for a task without a stream.
+# A task's (stream, units) pairs, by stream, for the tasks with more than one stream (attached
+# streams, or a StreamActive's count by the streams it activates): the others issue their
+# single units on their stream.
 StreamUnits = tuple[tuple[int, int], ...]
 
 
-def collect(graph: Graph, tasks: list[Task], max_task: int,
-            active: Mapping[str, Sequence[int]]) -> list[StreamUnits]:
-    """Each task's (stream, units) pairs (by task index), with the StreamActive override
-    (5.4)."""
-    units_of: list[StreamUnits] = []
-    total: dict[int, int] = defaultdict(int)
-    shared: dict[StreamUnits, StreamUnits] = {}  # a 1M-task list holds a few hundred tuples
+@dataclass(frozen=True)
+class RowUnits:
+    """Each row's units (`single`, on its stream; 0 for a row without a stream) and the
+    (stream, units) pairs of the rows on more than one stream (`multi`)."""
+
+    single: list[int]
+    multi: dict[int, StreamUnits]
+
+
+def _row_units(graph: Graph, rows: Rows) -> RowUnits:
+    """Units by row, as GE counts them (5.4), before the StreamActive override."""
+    single = list(map(_single_table(graph).get, rows.names, repeat(0)))
+    for row, task in rows.made.items():
+        single[row] = SYNC_UNITS.get(task.type, 1)
     table = _table(graph)
-    activators: list[int] = []  # indices of the StreamActive tasks, a few
-    for task in tasks:
-        if task.stream == INVALID:
-            units_of.append(())
-            continue
-        if task.type == ACTIVE:
-            activators.append(len(units_of))
-        if task.attached:
-            pairs = tuple(sorted({task.stream: 0, **task_units(graph, task, table)}.items()))
-            for s, u in pairs:
-                total[s] += u
-        else:  # most tasks: one stream
-            u = _single_stream_units(graph, task, table)
-            total[task.stream] += u
-            pairs = ((task.stream, u),)
-        units_of.append(shared.setdefault(pairs, pairs))
+    multi: dict[int, StreamUnits] = {}
+    for row in compress(range(len(rows.names)), rows.attached):  # rows with attached streams
+        if rows.streams[row] != INVALID:
+            task = task_at(rows, row, graph.by_name)
+            multi[row] = tuple(sorted({task.stream: 0, **task_units(graph, task, table)}.items()))
+    return RowUnits(single, multi)
+
+
+def collect(graph: Graph, rows: TaskColumns, max_task: int,
+            active: Mapping[str, Sequence[int]]) -> RowUnits:
+    """Each row's units (rows without a stream count none), with the StreamActive override
+    (5.4): a StreamActive counts the tasks the streams it activates will need."""
+    units = _row_units(graph, rows)
+    activators = [r for r, t in rows.made.items() if t.type == ACTIVE
+                  and rows.streams[r] != INVALID]
+    if not activators:
+        return units
+    total: dict[int, int] = defaultdict(int)
+    for row, (stream, u) in enumerate(zip(rows.streams, units.single, strict=True)):
+        pairs = units.multi.get(row)
+        if pairs is not None:
+            for s, v in pairs:
+                total[s] += v
+        elif stream != INVALID:
+            total[stream] += u
     estimate = {s: math.ceil(t / max_task) for s, t in total.items()}
-    for i in activators:
-        task = tasks[i]
-        units = dict(units_of[i])
-        units[task.stream] = sum(estimate[s] for s in active.get(task.name, ())
-                                 if s in estimate)
-        units_of[i] = tuple(sorted(units.items()))
-    return units_of
+    for row in activators:
+        counted = dict(units.multi.get(row, ((rows.streams[row], units.single[row]),)))
+        counted[rows.streams[row]] = sum(estimate[s] for s in active.get(rows.names[row], ())
+                                         if s in estimate)
+        units.multi[row] = tuple(sorted(counted.items()))
+    return units
 
 
-def stream_units(graph: Graph, tasks: Sequence[Task],
-                 active: Mapping[str, Sequence[int]]) -> dict[int, int]:
+def stream_units(graph: Graph, rows: Rows, active: Mapping[str, Sequence[int]]
+                 ) -> dict[int, int]:
     """Units per physical stream of the final task order: what each task issues there, a
     StreamActive one task per stream in its final activation list."""
-    units: dict[int, int] = defaultdict(int)
-    table = _table(graph)
-    for task in tasks:
-        if task.stream == INVALID:
-            continue
-        if task.attached:
-            for stream, used in task_units(graph, task, table).items():
-                units[stream] += used
-        else:
-            units[task.stream] += _single_stream_units(graph, task, table)
-        if task.type == ACTIVE and task.name in active:
-            units[task.stream] += len(active[task.name]) \
-                - task_units(graph, task, table)[task.stream]
-    return dict(units)
+    units = _row_units(graph, rows)
+    streams = np.fromiter(rows.streams, np.int64, len(rows.streams))
+    weights = np.fromiter(units.single, np.int64, len(units.single))
+    weights[list(units.multi)] = 0
+    on = streams != INVALID
+    found = np.bincount(streams[on], weights=weights[on]).astype(np.int64)
+    counted: dict[int, int] = defaultdict(int)
+    counted.update((s, int(found[s])) for s in sorted_distinct(streams[on]).tolist())
+    for pairs in units.multi.values():
+        for stream, used in pairs:
+            counted[stream] += used
+    for row, task in rows.made.items():
+        if task.type == ACTIVE and task.name in active and rows.streams[row] != INVALID:
+            counted[rows.streams[row]] += len(active[task.name]) - units.single[row]
+    return dict(counted)
