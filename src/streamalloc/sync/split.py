@@ -78,15 +78,29 @@ def split_streams(graph: Graph, rows: TaskColumns, units: RowUnits,
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})
     streams, multi = rows.streams, units.multi
+    plain = not walk.explicit and not walk.labels  # most graphs
+    count, latest, prev = walk.count, walk.latest, walk.prev
     for row, u in enumerate(units.single):
         pairs = multi.get(row)
-        if pairs is None:  # most rows: one stream
-            if streams[row] != INVALID:
-                _visit(walk, result, row, streams[row], u)
+        if pairs is not None:
+            for s, v in pairs:
+                if s != INVALID:
+                    _visit(walk, result, row, s, v)
             continue
-        for s, v in pairs:
-            if s != INVALID:
-                _visit(walk, result, row, s, v)
+        s = streams[row]
+        if s == INVALID:
+            continue
+        if not plain:
+            _visit(walk, result, row, s, u)
+            continue
+        # `_visit` of a row on one stream when no node gives an explicit count or a label
+        before = count[s]
+        count[s] = before + u
+        if before and before + u + RESERVED_UNITS > max_task and _splittable(walk, row):
+            _open(walk, result, row, (s, u, False))
+        if s in latest:
+            rows.set_stream(row, latest[s])
+        prev[s] = row
     result.stream_num = walk.stream_num
     result.event_num = walk.event_num
     return result

@@ -14,11 +14,12 @@ the last task left on the stream before the split point to the first task of the
 
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import compress
+
+import numpy as np
 
 from streamalloc.ir.graph import Node
 from streamalloc.sync.generate import Namer, sync_task
@@ -74,9 +75,13 @@ class _Order:
     def __init__(self, rows: TaskColumns, nodes: Mapping[str, Node]) -> None:
         self.given = rows
         self.nodes = nodes
-        self.given_on: dict[int, array[int]] = defaultdict(lambda: array("q"))
-        for i, stream in enumerate(rows.streams):
-            self.given_on[stream].append(i)
+        streams = np.fromiter(rows.streams, np.int64, len(rows.streams))
+        order = np.argsort(streams, kind="stable")  # each stream's rows, ascending
+        ordered = streams[order]
+        starts = np.flatnonzero(np.diff(ordered, prepend=ordered[:1] - 1))
+        self.given_on: dict[int, np.ndarray] = dict(zip(
+            ordered[starts].tolist(), np.split(order, starts[1:]), strict=True)) \
+            if len(order) else {}
         self.inserted: dict[Key, Task] = {}
         self.inserted_on: dict[int, list[Key]] = defaultdict(list)
         self.serial = 0
@@ -109,20 +114,20 @@ class _Order:
     def first_on(self, stream: int) -> Key | None:
         """The key of the first task on `stream`."""
         given, inserted = self.given_on.get(stream), self.inserted_on.get(stream)
-        keys = [k for k in ((given[0], 0) if given else None, inserted[0] if inserted else None)
-                if k is not None]
+        keys = [k for k in ((int(given[0]), 0) if given is not None else None,
+                            inserted[0] if inserted else None) if k is not None]
         return min(keys, default=None)
 
     def last_before(self, stream: int, key: Key) -> Key | None:
         """The key of the last task on `stream` before `key`."""
         keys: list[Key] = []
         given = self.given_on.get(stream)
-        if given:
-            n = bisect_left(given, key[0])
+        if given is not None:
+            n = int(np.searchsorted(given, key[0]))
             if n < len(given) and given[n] == key[0] and (key[0], 0) < key:
                 n += 1
             if n:
-                keys.append((given[n - 1], 0))
+                keys.append((int(given[n - 1]), 0))
         inserted = self.inserted_on.get(stream, [])
         i = bisect_left(inserted, key)
         if i:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
@@ -21,6 +22,8 @@ from streamalloc.sync.generate import Namer
 from streamalloc.sync.limits import Limits, limits_of
 from streamalloc.sync.model import SyncMaps, TaskTable
 from streamalloc.sync.switch import SwitchState
+
+_STREAM = attrgetter("stream")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class SyncState:
     @classmethod
     def initial(cls, ctx: SyncInputs) -> SyncState:
         """Before the first stage: the allocation's logical streams, nothing synchronized."""
-        streams = {n: a.stream for n, a in ctx.allocation.nodes.items()}
+        nodes = ctx.allocation.nodes
+        streams = dict(zip(nodes.keys(), map(_STREAM, nodes.values()), strict=True))
         return cls(MappingProxyType(streams), ctx.allocation.total_stream_num,
                    Namer(ctx.graph.root.name), notify=ctx.notify)
