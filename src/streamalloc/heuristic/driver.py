@@ -31,6 +31,7 @@ from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.partition import GraphPartition, partition_model
+from streamalloc.mappings import values_of
 from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
 from streamalloc.rules.conflicts import check_static
@@ -202,8 +203,8 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
         # each node's key, a column at a time (`map` and `zip` run in C)
         indexes = list(map(owners.get, members))
         by_labels = list(map(notes_from_labels, members, repeat(())))
-        own = list(map(graph_plan.notes.get, members, repeat(())))
-        streams = list(map(graph_plan.streams.__getitem__, members))
+        own = values_of(graph_plan.notes, members)
+        streams = values_of(graph_plan.streams, members)
         extra = list(map(attached, members, repeat(())))
         keys = list(zip(repeat(graph_name), indexes, map(id, by_labels), map(id, own), streams,
                         extra))

@@ -20,7 +20,7 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
-from streamalloc.mappings import own_dict
+from streamalloc.mappings import own_dict, values_of
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -39,8 +39,7 @@ class OptimizeIneffective(RulePass):
 
 def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = own_dict(plan.streams)
-    at = np.fromiter(map(streams.__getitem__, map(_NAME, ctx.nodes)), np.int64,
-                     len(ctx.nodes))  # by position
+    at = np.array(values_of(streams, list(map(_NAME, ctx.nodes))), np.int64)  # by position
     by_stream: defaultdict[int, SortedList] = defaultdict(SortedList, _positions_by_stream(at))
     labels, here = ctx.labels, ctx.compute.index
     # labelled nodes are few: found over the labels at C speed, kept when in this graph

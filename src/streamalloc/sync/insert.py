@@ -16,6 +16,7 @@ from streamalloc.arrays import sorted_distinct
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import ENTER_TYPES, INVALID
 from streamalloc.ir.graph import Node
+from streamalloc.mappings import values_of
 from streamalloc.sync.context import FFTS_ATTRS, SyncModel
 from streamalloc.sync.model import SyncMaps
 
@@ -62,7 +63,7 @@ def _may_feed_another_stream(model: SyncModel, streams: Mapping[str, int]) -> Se
     root = model.graph.root
     if model.graph.subgraphs:
         return model.t_prime_order
-    stream = np.fromiter(map(streams.__getitem__, model.order), np.int64, len(model.order))
+    stream = np.array(values_of(streams, model.order), np.int64)
     src, dst = root.producers.edges()
     across = (stream[src] != stream[dst]) & (stream[src] != INVALID)
     return [root.nodes[i] for i in sorted_distinct(src[across]).tolist()]

@@ -16,6 +16,7 @@ from functools import partial
 from itertools import repeat
 
 from streamalloc.errors import UsageError
+from streamalloc.mappings import values_of
 from streamalloc.passes import PassResult, outcome
 from streamalloc.sync.activation import (
     Activation,
@@ -224,7 +225,7 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> TaskColumn
     synced = {name for m in [*main_events, *notifies] for side in (m.send, m.recv)
               for name, ids in side.items() if ids} | {name for name, _ in attached}
     names = list(model.order)
-    streams = list(map(plan.streams.__getitem__, names))
+    streams = values_of(plan.streams, names)
     columns = TaskColumns(names, streams, list(map(model.attached.get, names, repeat(()))), {})
     inserts: list[tuple[int, Task]] = []
     for row in sorted(map(model.ids.__getitem__, synced)):  # T-order
