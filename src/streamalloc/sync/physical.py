@@ -86,8 +86,8 @@ def _split(ctx: SyncInputs, plan: SyncState, own: _Owned, max_task: int) -> Spli
     """B4 and B5: split `own.rows` in place, then activation and switches follow."""
     graph = ctx.graph
     units = collect(graph, own.rows, max_task, own.activation.active_stream_list)
-    syncs, logical = logical_places(own.rows, ctx.model.ids)
-    result = split_streams(graph, own.rows, units,
+    syncs, logical = logical_places(own.rows)
+    result = split_streams(ctx.model, own.rows, units,
                            (plan.stream_num, max_task, plan.events.counter))
     rehome(own.rows, syncs, logical)
     own.streams.update(node_streams(own.rows))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import TaskColumns
 from streamalloc.sync.tasks import RowUnits, explicit_counts
 
@@ -67,17 +68,17 @@ class _Walk:
     label_prev: dict[tuple[int, int], int | None] = field(default_factory=dict)
 
 
-def split_streams(graph: Graph, rows: TaskColumns, units: RowUnits,
+def split_streams(model: SyncModel, rows: TaskColumns, units: RowUnits,
                   limits: tuple[int, int, int]) -> SplitResult:
     """Split every logical stream by `max_task` units (limits: stream_num, max_task, event_num):
     `rows` is walked in order and changed in place."""
     stream_num, max_task, event_num = limits
-    nodes = graph.by_name.values()
-    walk = _Walk(graph, rows, max_task, stream_num, event_num, explicit_counts(nodes),
+    nodes = model.attributed  # explicit counts and labels are attributes
+    walk = _Walk(model.graph, rows, max_task, stream_num, event_num, explicit_counts(nodes),
                  _continuous_labels(nodes))
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})
-    streams, multi = rows.streams, units.multi
+    streams, multi, made = rows.streams, units.multi, rows.made
     plain = not walk.explicit and not walk.labels  # most graphs
     count, latest, prev = walk.count, walk.latest, walk.prev
     for row, u in enumerate(units.single):
@@ -99,7 +100,10 @@ def split_streams(graph: Graph, rows: TaskColumns, units: RowUnits,
         if before and before + u + RESERVED_UNITS > max_task and _splittable(walk, row):
             _open(walk, result, row, (s, u, False))
         if s in latest:
-            rows.set_stream(row, latest[s])
+            if row in made:
+                rows.set_stream(row, latest[s])
+            else:  # a graph node's row (no record to move with it)
+                streams[row] = latest[s]
         prev[s] = row
     result.stream_num = walk.stream_num
     result.event_num = walk.event_num

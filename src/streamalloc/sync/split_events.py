@@ -17,13 +17,13 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from itertools import compress
 
 import numpy as np
 
+from streamalloc.errors import InternalError
 from streamalloc.ir.graph import Node
 from streamalloc.sync.generate import Namer, sync_task
-from streamalloc.sync.model import RECV_TYPES, SEND_TYPES, Task, TaskColumns, node_mask
+from streamalloc.sync.model import RECV_TYPES, SEND_TYPES, Task, TaskColumns
 from streamalloc.sync.split import SplitEvent
 
 Key = tuple[int, ...]  # a place in the task order: (row, 0) of a row, extended for insertions
@@ -33,23 +33,29 @@ Logical = Mapping[int, tuple[int, tuple[int, ...]]]  # row -> (stream, attached)
 _SYNC_TYPES = SEND_TYPES | RECV_TYPES
 
 
-def _syncs_and_peers(rows: TaskColumns, ids: Mapping[str, int]) -> list[tuple[int, int]]:
-    """(row, row of its node) of each Phase-A Send/Recv whose node has a row (`ids`: the
-    graph nodes' T-order positions: the graph nodes' rows are in T-order)."""
-    syncs = [(row, task.peer) for row, task in sorted(rows.made.items())
-             if task.type in _SYNC_TYPES]
-    if not syncs:
-        return []
-    node_rows = list(compress(range(len(rows.names)), node_mask(rows)))
-    return [(row, node_rows[ids[peer]]) for row, peer in syncs if peer in ids]
+def _syncs_and_peers(rows: TaskColumns) -> list[tuple[int, int]]:
+    """(row, row of its node) of each Phase-A Send/Recv: a Send follows its node's row, a
+    Recv precedes it, with only made rows between (sync-tasks put them there; nothing since
+    has reordered rows)."""
+    found = []
+    for row, task in sorted(rows.made.items()):
+        if task.type not in _SYNC_TYPES:
+            continue
+        step = -1 if task.type in SEND_TYPES else 1
+        node = row + step
+        while node in rows.made:
+            node += step
+        if not 0 <= node < len(rows.names) or rows.names[node] != task.peer:
+            raise InternalError(f"{task.name}: its node {task.peer!r} is not next to it")
+        found.append((row, node))
+    return found
 
 
-def logical_places(rows: TaskColumns, ids: Mapping[str, int]) -> tuple[list[tuple[int, int]],
-                                                                       Logical]:
+def logical_places(rows: TaskColumns) -> tuple[list[tuple[int, int]], Logical]:
     """The Phase-A Send/Recv rows with their nodes' rows, and the logical stream and attached
     streams, before the walk moves them, of those rows and their nodes (what `rehome`
     reads)."""
-    pairs = _syncs_and_peers(rows, ids)
+    pairs = _syncs_and_peers(rows)
     places = {r: (rows.streams[r], rows.attached[r]) for pair in pairs for r in pair}
     return pairs, places
 
