@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import compress
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
 from streamalloc.facts import INVALID
+
+_STREAM, _ATTACHED = attrgetter("stream"), attrgetter("attached")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +79,25 @@ class Allocation:
     rules_digest: str = ""  # of the rule set's canonical text; "" when no rules ran (preset)
     options: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
+    @cached_property
+    def node_streams(self) -> Mapping[str, int]:
+        """Each node's logical stream, in T-order (made once: sync, the rule checks and the
+        reports all read it)."""
+        nodes = self.nodes
+        return MappingProxyType(dict(zip(nodes.keys(), map(_STREAM, nodes.values()),
+                                         strict=True)))
+
+    @cached_property
+    def node_attached(self) -> Mapping[str, tuple[int, ...]]:
+        """The attached streams of the nodes that have some (few), in T-order."""
+        nodes = self.nodes
+        return MappingProxyType({name: entry.attached for name, entry in
+                                 compress(nodes.items(), map(_ATTACHED, nodes.values()))})
+
     @property
     def attached_stream_ids(self) -> tuple[int, ...]:
         """All attached stream ids, ascending."""
-        return tuple(sorted({s for n in self.nodes.values() for s in n.attached}))
+        return tuple(sorted({s for ids in self.node_attached.values() for s in ids}))
 
     @property
     def assigned_by_stream_pass(self) -> bool:
@@ -91,9 +111,9 @@ class Allocation:
     def logical_streams(self) -> tuple[LogicalStreamInfo, ...]:
         """Per main stream id (ascending): its nodes, user labels and attached streams."""
         members: dict[int, list[str]] = {}
-        for name, node in self.nodes.items():
-            if node.stream != INVALID:
-                members.setdefault(node.stream, []).append(name)
+        for name, stream in self.node_streams.items():
+            if stream != INVALID:
+                members.setdefault(stream, []).append(name)
         # few nodes carry a user label or attached streams: collected from those alone
         labels: dict[int, set[str]] = {}
         for name, label in self.user_labels.items():
@@ -101,9 +121,10 @@ class Allocation:
             if entry is not None and entry.stream != INVALID:
                 labels.setdefault(entry.stream, set()).add(label)
         attached: dict[int, set[int]] = {}
-        for entry in {id(n): n for n in self.nodes.values() if n.attached}.values():
-            if entry.stream != INVALID:  # entries are shared by the nodes placed alike
-                attached.setdefault(entry.stream, set()).update(entry.attached)
+        for name, ids in self.node_attached.items():
+            stream = self.node_streams[name]
+            if stream != INVALID:
+                attached.setdefault(stream, set()).update(ids)
         return tuple(LogicalStreamInfo(
             stream=s, nodes=tuple(names), user_stream_labels=tuple(sorted(labels.get(s, ()))),
             attached_stream_ids=tuple(sorted(attached.get(s, ()))))

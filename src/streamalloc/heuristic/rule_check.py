@@ -8,7 +8,6 @@ error naming both, not a plan that silently breaks the rule.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import attrgetter
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import RuleConflictError
@@ -22,14 +21,10 @@ from streamalloc.rules.constraints import DifferentStreams, DisjointGroups, rule
 from streamalloc.rules.kinds import USER_KINDS
 from streamalloc.rules.model import Rule, RuleSet
 
-_STREAM = attrgetter("stream")
-
 
 def placement_of(allocation: Allocation) -> Placement:
     """The allocation's logical and attached streams, as the constraint checks read them."""
-    nodes = allocation.nodes
-    return Placement(dict(zip(nodes.keys(), map(_STREAM, nodes.values()), strict=True)),
-                     {n: a.attached for n, a in allocation.nodes.items() if a.attached})
+    return Placement(allocation.node_streams, allocation.node_attached)
 
 
 def check_rules(graph: Graph, rules: RuleSet, allocation: Allocation,

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, pairwise
+from itertools import accumulate, compress, pairwise, repeat
+from operator import attrgetter, eq
 
 from streamalloc.ir.graph import ComputeGraph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
+from streamalloc.mappings import values_of
 
 ENGINE_DEFAULT_DATA = "ENGINE_DEFAULT_DATA"
 DATA_LIKE_TYPES = frozenset({"Data", "RefData", "AippData", "AnnData", "Const", "Constant",
                              "Variable", "VariableV2"})
 CV_CORE_TYPE = "_cube_vector_core_type"
+_NAME, _USER_LABEL = attrgetter("name"), attrgetter("user_stream_label")
+_STREAM_LABEL = attrgetter("stream_label")
 ENABLE_CV_PARALLEL = "_enable_cv_parallel"
 
 
@@ -90,14 +94,14 @@ def seed_clusters(compute: ComputeGraph, labels: Mapping[str, NodeLabels],
     """One cluster per node (1.6.1), after "cv" marking when `cv_mode` (1.6.2)."""
     nodes = compute.nodes
     engines = _cluster_engines(nodes, cv_parallel_nodes(compute) if cv_mode else set())
-    tags = [labels.get(node.name, NO_LABELS) for node in nodes]
-    users = [tag.user_stream_label for tag in tags]
-    for i, engine in enumerate(engines):
-        if engine == ENGINE_DEFAULT_DATA:
-            users[i] = ""  # a data-like source never joins a user-labelled cluster
+    names = list(map(_NAME, nodes))
+    tags = values_of(labels, names) if len(labels) == len(names) else \
+        list(map(labels.get, names, repeat(NO_LABELS)))
+    users = list(map(_USER_LABEL, tags))
+    for i in compress(range(len(engines)), map(eq, engines, repeat(ENGINE_DEFAULT_DATA))):
+        users[i] = ""  # a data-like source never joins a user-labelled cluster
     preds = in_positions(compute)
-    return ClusterSet(engines, [tag.stream_label for tag in tags], users, preds,
-                      _successors(preds))
+    return ClusterSet(engines, list(map(_STREAM_LABEL, tags)), users, preds, _successors(preds))
 
 
 def _is_aiv(node: Node) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress
 from types import MappingProxyType
 
 import numpy as np
@@ -127,14 +127,16 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
         for p in ps:
             succs[p].add(k)
     names = [node.name for node in compute.nodes]
+    forced = {i for i, node in enumerate(compute.nodes)
+              if node.attrs and FORCE_ATTACH in node.attrs}  # few nodes have attributes
     subgraphs = tuple(
         _subgraph(graph, compute, k, g, (tuple(map(names.__getitem__, g.nodes)), preds[k],
-                                         succs[k], max_parallel.get(g.engine, 1)))
+                                         succs[k], max_parallel.get(g.engine, 1),
+                                         not forced.isdisjoint(g.nodes)))
         for k, g in enumerate(kept))
-    owner: dict[str, int] = {}
-    for subgraph in subgraphs:
-        owner.update(zip(subgraph.nodes, repeat(subgraph.index)))
-    outside = tuple(map(names.__getitem__, np.flatnonzero(owner_at < 0).tolist()))
+    inside = owner_at >= 0
+    owner = dict(zip(compress(names, inside.tolist()), owner_at[inside].tolist(), strict=True))
+    outside = tuple(map(names.__getitem__, np.flatnonzero(~inside).tolist()))
     return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
 
 
@@ -155,8 +157,9 @@ def _neighbour_subgraphs(compute: ComputeGraph, owner_at: np.ndarray, count: int
 
 
 def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,
-              parts: tuple[tuple[str, ...], list[int], set[int], int]) -> EngineSubgraph:
-    names, preds, succs, max_parallel_num = parts  # member names, neighbour subgraphs
+              parts: tuple[tuple[str, ...], list[int], set[int], int, bool]) -> EngineSubgraph:
+    # member names, neighbour subgraphs, parallel number, whether a member forces attaching
+    names, preds, succs, max_parallel_num, force_attach = parts
     engine = graph.engines.get(group.engine)
     if engine is None:
         raise InputError(f"{graph.source}: engine subgraph {k} of graph {compute.name!r} uses "
@@ -165,5 +168,4 @@ def _subgraph(graph: Graph, compute: ComputeGraph, k: int, group: Cluster,
         index=k, id=group.id or f"{compute.name}/sg{k}", graph=compute.name, engine=engine,
         stream_label=group.label, user_stream_label=group.user_label, nodes=names,
         preds=tuple(sorted(preds)), succs=tuple(sorted(succs)),
-        max_parallel_num=max_parallel_num,
-        force_attach=any(FORCE_ATTACH in compute.nodes[i].attrs for i in group.nodes))
+        max_parallel_num=max_parallel_num, force_attach=force_attach)

@@ -39,7 +39,7 @@ class SyncModel:
     @classmethod
     def of_allocation(cls, graph: Graph, allocation: Allocation) -> SyncModel:
         """The facts of `graph` and the allocation made for it."""
-        return cls.of(graph, {n: a.attached for n, a in allocation.nodes.items() if a.attached})
+        return cls.of(graph, allocation.node_attached)
 
     def node(self, name: str) -> Node:
         """A graph node by name (loops over many nodes fetch `graph.by_name` once instead)."""

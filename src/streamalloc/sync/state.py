@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
-from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph
@@ -22,8 +20,6 @@ from streamalloc.sync.generate import Namer
 from streamalloc.sync.limits import Limits, limits_of
 from streamalloc.sync.model import SyncMaps, TaskTable
 from streamalloc.sync.switch import SwitchState
-
-_STREAM = attrgetter("stream")
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,5 @@ class SyncState:
     @classmethod
     def initial(cls, ctx: SyncInputs) -> SyncState:
         """Before the first stage: the allocation's logical streams, nothing synchronized."""
-        nodes = ctx.allocation.nodes
-        streams = dict(zip(nodes.keys(), map(_STREAM, nodes.values()), strict=True))
-        return cls(MappingProxyType(streams), ctx.allocation.total_stream_num,
+        return cls(ctx.allocation.node_streams, ctx.allocation.total_stream_num,
                    Namer(ctx.graph.root.name), notify=ctx.notify)
