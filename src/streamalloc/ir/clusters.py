@@ -95,8 +95,7 @@ def seed_clusters(compute: ComputeGraph, labels: Mapping[str, NodeLabels],
     nodes = compute.nodes
     engines = _cluster_engines(nodes, cv_parallel_nodes(compute) if cv_mode else set())
     names = list(map(_NAME, nodes))
-    tags = values_of(labels, names) if len(labels) == len(names) else \
-        list(map(labels.get, names, repeat(NO_LABELS)))
+    tags = values_of(labels, names, NO_LABELS)
     users = list(map(_USER_LABEL, tags))
     for i in compress(range(len(engines)), map(eq, engines, repeat(ENGINE_DEFAULT_DATA))):
         users[i] = ""  # a data-like source never joins a user-labelled cluster

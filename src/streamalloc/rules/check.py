@@ -13,6 +13,7 @@ import numpy as np
 
 from streamalloc.facts import INVALID
 from streamalloc.ir.graph import ComputeGraph, Graph
+from streamalloc.mappings import values_of
 from streamalloc.rules.constraints import (
     AttachedStreams,
     Constraint,
@@ -98,7 +99,7 @@ def _openers(compute: ComputeGraph, streams: Mapping[str, int], order: Mapping[s
     """`_Derived.openers` of one graph, by a sort of its placed nodes (stream, rank, G-order)
     rather than a loop over its nodes."""
     names = list(compute.index)  # G-order
-    stream = np.fromiter(map(streams.get, names, repeat(INVALID)), np.int64, len(names))
+    stream = np.array(values_of(streams, names, INVALID), np.int64)
     placed = np.flatnonzero(stream != INVALID)
     rank = np.fromiter(map(order.get, names, repeat(-1)), np.int64, len(names))[placed]
     ordered = placed[np.lexsort((placed, rank, stream[placed]))]
@@ -171,8 +172,8 @@ def _disjoint(c: DisjointGroups, _: Graph, placement: Placement, __: _Derived) -
 
 
 def _cap(c: StreamCap, _: Graph, __: Placement, derived: _Derived) -> Found:
-    own = set(c.nodes)
-    opened = sorted((s, n) for s, n in derived.openers(c.graph, c.order).items() if n in own)
+    opened = sorted((s, n) for s, n in derived.openers(c.graph, c.order).items()
+                    if n in c.members)
     if len(opened) <= c.cap:
         return None
     where = ", ".join(f"{s} ({n})" for s, n in opened)

@@ -82,6 +82,11 @@ class StreamCap:
     nodes: tuple[str, ...]
     cap: int
     order: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # `nodes` as a set, made once: the heuristic's check and the verifier test the openers
+    members: frozenset[str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", frozenset(self.nodes))
 
 
 @dataclass(frozen=True, slots=True)

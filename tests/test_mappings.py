@@ -1,0 +1,39 @@
+"""mappings.values_of: the values of a key list, from the table's own order when it matches."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamalloc.mappings import own_dict, values_of
+
+
+@given(table=st.dictionaries(st.text(max_size=3), st.integers(), max_size=8),
+       keys=st.lists(st.text(max_size=3), max_size=8), default=st.integers())
+def test_values_of_is_a_lookup_per_key(table: dict[str, int], keys: list[str],
+                                       default: int) -> None:
+    proxy = MappingProxyType(table)
+    assert values_of(proxy, keys, default) == [table.get(k, default) for k in keys]
+    present = [k for k in keys if k in table]
+    assert values_of(proxy, present) == [table[k] for k in present]
+    assert values_of(proxy, list(table)) == list(table.values())  # the table's own order
+
+
+def test_values_of_same_keys_other_order() -> None:
+    table = {"a": 1, "b": 2, "c": 3}
+    assert values_of(table, ["c", "a", "b"]) == [3, 1, 2]
+
+
+def test_values_of_requires_every_key_without_a_default() -> None:
+    with pytest.raises(KeyError):
+        values_of({"a": 1, "b": 2}, ["a", "x"])
+
+
+def test_own_dict_copies() -> None:
+    table = {"a": 1}
+    copy = own_dict(MappingProxyType(table))
+    copy["b"] = 2
+    assert table == {"a": 1}
