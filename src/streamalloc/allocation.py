@@ -73,7 +73,7 @@ class Allocation:
     nodes: Mapping[str, NodeStream]
     main_stream_num: int
     total_stream_num: int
-    user_labels: Mapping[str, str]
+    user_labels: Mapping[str, str]  # the user stream label of each node carrying one
     provenance: Mapping[str, tuple[Touch, ...]]
     custom_stream_ids: tuple[int, ...] = ()
     rules_digest: str = ""  # of the rule set's canonical text; "" when no rules ran (preset)

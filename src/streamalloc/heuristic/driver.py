@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import groupby, repeat
+from itertools import compress, groupby, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, cast
@@ -223,8 +223,9 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     return Allocation(graph=graph.name, mode="ge", rules=rules.name,
                       nodes=MappingProxyType(nodes), main_stream_num=main,
                       total_stream_num=max(plan.next_stream, main),
-                      user_labels=MappingProxyType(dict(zip(
-                          labels.keys(), map(_USER_LABEL, labels.values()), strict=True))),
+                      user_labels=MappingProxyType({  # the few nodes carrying one
+                          name: tags.user_stream_label for name, tags in
+                          compress(labels.items(), map(_USER_LABEL, labels.values()))}),
                       provenance=MappingProxyType(provenance),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
