@@ -45,31 +45,30 @@ def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     # labelled nodes are few: found over the labels at C speed, kept when in this graph
     label_streams = {streams[n] for n in compress(labels.keys(), map(_PRESENT, labels.values()))
                      if n in here and streams[n] != INVALID}
-    # nodes with a neighbour on their own stream have no target; a move can change that only
-    # for the moved node's neighbours
+    # A node with a neighbour on its own stream has no target, and neither has that neighbour:
+    # the two keep each other where they are for the whole pass. Only the other nodes are
+    # visited (in G-order; a node's position is its G-order index).
     settled = _sharing_a_stream(ctx, at)
     changes: dict[str, tuple[int, Note]] = {}
-    for me, node in enumerate(ctx.nodes):  # a node's position is its G-order index
-        if node.name in settled or not rule.matches(node) or \
-                _pinned(ctx, node, streams[node.name]):
+    for me in np.setdiff1d(np.arange(len(ctx.nodes)), settled, assume_unique=True).tolist():
+        node = ctx.nodes[me]
+        if not rule.matches(node) or _pinned(ctx, node, streams[node.name]):
             continue
         for stream in _targets(ctx, node, streams, by_stream, label_streams):
             _move(by_stream, me, streams[node.name], stream)
             streams[node.name] = stream
-            settled.difference_update(ctx.in_neighbours(node), ctx.out_neighbours(node))
             changes[node.name] = (stream, Note(rule.name, stream, "isolated between two "
                                                f"consecutive nodes of stream {stream}"))
     return plan.set_nodes(changes)
 
 
-def _sharing_a_stream(ctx: GraphContext, at: np.ndarray) -> set[str]:
-    """Both ends of every data or control edge whose ends are on one stream (an edge is a
-    producer's out-neighbour and its consumer's in-neighbour alike); `at`: each position's
-    stream."""
+def _sharing_a_stream(ctx: GraphContext, at: np.ndarray) -> np.ndarray:
+    """The positions (ascending) of both ends of every data or control edge whose ends are on
+    one stream (an edge is a producer's out-neighbour and its consumer's in-neighbour alike);
+    `at`: each position's stream."""
     src, dst = ctx.compute.producers.edges()
     shared = at[src] == at[dst]
-    ends = sorted_distinct(np.concatenate([src[shared], dst[shared]]))
-    return set(map(_NAME, map(ctx.nodes.__getitem__, ends.tolist())))
+    return sorted_distinct(np.concatenate([src[shared], dst[shared]]))
 
 
 def _positions_by_stream(at: np.ndarray) -> dict[int, SortedList]:
