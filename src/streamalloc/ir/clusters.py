@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from itertools import accumulate, compress, pairwise, repeat
 from operator import attrgetter, eq
 
+import numpy as np
+
 from streamalloc.ir.graph import ComputeGraph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
 from streamalloc.mappings import values_of
@@ -267,5 +269,7 @@ class ClusterSet:
     def groups(self) -> list[Cluster]:
         """The remaining clusters by name, members sorted by G-order."""
         members, engines, labels, users = self.members, self.engines, self.labels, self.users
-        return [Cluster(sorted(members.get(s, (s,))), engines[s], labels[s], users[s])
-                for s, name in enumerate(self.cluster_of) if s == name]
+        named = np.array(self.cluster_of, np.int64)
+        roots = np.flatnonzero(named == np.arange(len(named))).tolist()  # clusters named so
+        return [Cluster(sorted(members[s]) if s in members else [s], engines[s], labels[s],
+                        users[s]) for s in roots]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
+from operator import attrgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -25,6 +26,7 @@ from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.labels import NodeLabels
 
 FORCE_ATTACH = "_force_attach_stream"
+_ATTRS = attrgetter("attrs")
 NO_NEED_PARTITION = "_no_need_partition"
 
 
@@ -127,8 +129,9 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
         for p in ps:
             succs[p].add(k)
     names = [node.name for node in compute.nodes]
-    forced = {i for i, node in enumerate(compute.nodes)
-              if node.attrs and FORCE_ATTACH in node.attrs}  # few nodes have attributes
+    nodes = compute.nodes
+    forced = {i for i in compress(range(len(nodes)), map(bool, map(_ATTRS, nodes)))
+              if FORCE_ATTACH in nodes[i].attrs}  # few nodes have attributes
     subgraphs = tuple(
         _subgraph(graph, compute, k, g, (tuple(map(names.__getitem__, g.nodes)), preds[k],
                                          succs[k], max_parallel.get(g.engine, 1),
