@@ -1,6 +1,6 @@
-"""GraphPlan's two ways of setting node streams agree: `set_groups` (one stream and note per
-group of nodes, the fast path of node-stream-update) gives the streams and notes that
-`set_nodes` gives for the same change made node by node."""
+"""GraphPlan's ways of setting node streams give what setting them node by node gives:
+`set_groups` (one stream and note per group of nodes, as node-stream-update sets them) and
+`set_nodes` (a change per node) against a node-by-node reference."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamalloc.allocation import Note
-from streamalloc.heuristic.plan import INVALID, initial_graph_plan
+from streamalloc.heuristic.plan import INVALID, GraphPlan, initial_graph_plan
 
 NAMES = [f"n{i}" for i in range(12)]
 
@@ -20,6 +20,16 @@ def _plan_with_history(history: list[list[int]]):
         note = Note(f"earlier{k}", k, f"pass {k}")
         plan = plan.set_nodes({NAMES[i]: (k, note) for i in nodes})
     return plan
+
+
+class _NodeByNode:
+    """Streams and notes after changes made one node at a time."""
+
+    def __init__(self, plan: GraphPlan, changes: dict[str, tuple[int, Note]]) -> None:
+        self.streams, self.notes = dict(plan.streams), dict(plan.notes)
+        for name, (stream, note) in changes.items():
+            self.streams[name] = stream
+            self.notes[name] = (*self.notes.get(name, ()), note)
 
 
 @settings(max_examples=200, deadline=None)
@@ -34,10 +44,11 @@ def test_set_groups_equals_set_nodes(history: list[list[int]], owners: list[int]
         note = Note("copy", g, f"group {g}")
         groups.append((members, g, note))
         changes.update((n, (g, note)) for n in members)
-    by_groups, by_nodes = plan.set_groups(groups), plan.set_nodes(changes)
-    assert dict(by_groups.streams) == dict(by_nodes.streams)
-    assert dict(by_groups.notes) == dict(by_nodes.notes)
-    assert (by_groups is plan) == (by_nodes is plan)  # nothing to set: the same plan back
+    by_groups, by_nodes = plan.set_groups(groups), _NodeByNode(plan, changes)
+    for made in (by_groups, plan.set_nodes(changes)):
+        assert dict(made.streams) == dict(by_nodes.streams)
+        assert dict(made.notes) == dict(by_nodes.notes)
+    assert (by_groups is plan) == (not changes)  # nothing to set: the same plan back
 
 
 def test_shared_history_gets_one_tuple() -> None:

@@ -48,28 +48,17 @@ class GraphPlan:
                        sg_reused=tuple(roots))
 
     def set_nodes(self, changes: Mapping[str, tuple[int, Note]]) -> GraphPlan:
-        """Give nodes new stream ids, noting why."""
-        if not changes:
-            return self
-        streams, notes = own_dict(self.streams), own_dict(self.notes)
-        # one pass notes many nodes alike: nodes with the same notes so far share the new tuple
-        # (keyed by ids: each entry holds its old tuple and `changes` its note, so no id is
-        # reused meanwhile)
-        extended: dict[tuple[int, int], tuple[tuple[Note, ...], tuple[Note, ...]]] = {}
-        for name, (stream, note) in changes.items():
-            streams[name] = stream
-            old = notes.get(name, ())
-            key = (id(old), id(note))
-            entry = extended.get(key)
-            if entry is None:
-                entry = extended[key] = (old, (*old, note))
-            notes[name] = entry[1]
-        return replace(self, streams=MappingProxyType(streams), notes=MappingProxyType(notes))
+        """Give nodes new stream ids, noting why: the nodes given the same stream and note
+        are one group of `set_groups`."""
+        groups: dict[tuple[int, int], tuple[list[str], int, Note]] = {}
+        for name, (stream, note) in changes.items():  # ids: `changes` keeps the notes alive
+            groups.setdefault((stream, id(note)), ([], stream, note))[0].append(name)
+        return self.set_groups(groups.values())
 
     def set_groups(self, groups: Iterable[tuple[Sequence[str], int, Note]]) -> GraphPlan:
-        """Give each group of nodes one stream, noting why: `set_nodes` with the same change for
-        every node of a group, at C speed where the group's nodes share their notes so far (a
-        pass that copies one stream to many nodes). The groups must not overlap."""
+        """Give each group of nodes one stream, noting why (the groups must not overlap). One
+        pass notes many nodes alike: the nodes of a group with the same notes so far share
+        the new tuple, at C speed when they all do (a pass that copies one stream to many)."""
         streams, notes = own_dict(self.streams), own_dict(self.notes)
         changed = False
         for names, stream, note in groups:
@@ -79,14 +68,15 @@ class GraphPlan:
             streams.update(zip(names, repeat(stream)))
             olds = list(map(notes.get, names, repeat(())))
             first = olds[0]
-            if olds.count(first) == len(olds):  # equal notes so far: one new tuple for all
+            if olds.count(first) == len(olds):
                 notes.update(zip(names, repeat((*first, note))))
-            else:
-                extended: dict[int, tuple[Note, ...]] = {}
-                for name, old in zip(names, olds, strict=True):
-                    new = extended.get(id(old))
-                    notes[name] = new if new is not None else \
-                        extended.setdefault(id(old), (*old, note))
+                continue
+            extended: dict[int, tuple[Note, ...]] = {}  # by the id of the notes so far
+            for name, old in zip(names, olds, strict=True):
+                new = extended.get(id(old))
+                if new is None:
+                    new = extended[id(old)] = (*old, note)
+                notes[name] = new
         if not changed:
             return self
         return replace(self, streams=MappingProxyType(streams), notes=MappingProxyType(notes))

@@ -74,7 +74,7 @@ class TaskTable:
                            {r: t.copy() for r, t in self.made.items()})
 
 
-def node_mask(rows: TaskTable | TaskColumns) -> bytearray:
+def node_mask(rows: Rows) -> bytearray:
     """1 for each graph node's row, 0 for a made row (a selector for `itertools.compress`)."""
     keep = bytearray(b"\x01") * len(rows.names)
     for row in rows.made:
@@ -82,13 +82,13 @@ def node_mask(rows: TaskTable | TaskColumns) -> bytearray:
     return keep
 
 
-def node_streams(rows: TaskTable | TaskColumns) -> Iterator[tuple[str, int]]:
+def node_streams(rows: Rows) -> Iterator[tuple[str, int]]:
     """(name, stream) of each graph node's row, in task order."""
     keep = node_mask(rows)
     return zip(compress(rows.names, keep), compress(rows.streams, keep), strict=True)
 
 
-def task_at(rows: TaskTable | TaskColumns, row: int, nodes: Mapping[str, Node]) -> Task:
+def task_at(rows: Rows, row: int, nodes: Mapping[str, Node]) -> Task:
     """Row `row` of a task order as a task: a made row's record, else a view of the graph
     node's row (`nodes`: the graph's nodes by name)."""
     made = rows.made.get(row)
@@ -155,6 +155,9 @@ class TaskColumns:
         """The columns as an immutable table."""
         return TaskTable(tuple(self.names), tuple(self.streams), tuple(self.attached),
                          MappingProxyType(dict(self.made)))
+
+
+Rows = TaskTable | TaskColumns  # a task order, immutable or a stage's own
 
 
 def in_n_order(names: Iterable[str]) -> list[str]:

@@ -25,9 +25,7 @@ from streamalloc.arrays import sorted_distinct
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.recent import Recent
-from streamalloc.sync.model import Task, TaskColumns, TaskTable, task_at
-
-Rows = TaskTable | TaskColumns  # a task order, immutable or a stage's own
+from streamalloc.sync.model import Rows, Task, TaskColumns, task_at
 
 ACTIVE = "StreamActive"
 _ENGINE, _ATTRS, _TASK_COUNT = attrgetter("engine"), attrgetter("attrs"), attrgetter("task_count")
