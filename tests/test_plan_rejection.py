@@ -67,6 +67,8 @@ CASES = {
                           "field events[0].send_stream"),
     "1e12 streams": (_set("physical_stream_count", value=10**12), 3,
                      "field physical_stream_count: expected an integer >= 0 (up to 2147483647)"),
+    "number option": (_set("options", "ge.hcomParallel", value=1), 3,
+                      "field options['ge.hcomParallel']: expected a string, found 1"),
     "events entry missing": (_drop_last_event, 5, "but no entry in `events`"),
     "events entry mismatch": (_swap_sender, 5, "the entry does not match its Send task"),
     "another graph's name": (_other_graph_name, 5, "graph-mismatch: the plan is for graph "
@@ -171,7 +173,7 @@ def test_a_child_verifies_only_when_the_memory_it_needs_is_free(
     monkeypatch.setattr(emulate_command_module, "BACKGROUND_FROM", 0)
     monkeypatch.setattr(emulate_command_module, "Background", Recorded)
     path = _write(tmp_path, good, _drop_last_event)
-    needs = emulate_command_module.CHILD_BYTES_PER_NODE * len(good["nodes"])
+    needs = emulate_command_module.CHILD_BYTES_PER_TASK * sum(map(len, good["streams"].values()))
     for free, forks in ((2 * needs - 1, 0), (None, 0), (2 * needs, 1)):
         monkeypatch.setattr(emulate_command_module, "free_memory", lambda free=free: free)
         started.clear()

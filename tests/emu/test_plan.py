@@ -13,6 +13,7 @@ from streamalloc.errors import InputError, LimitExceeded
 from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.loaders import load_graph
 from streamalloc.runtime_emu import emulate, load_plan, plan_from_dict
+from streamalloc.runtime_emu.plan import read_run_fields
 
 
 def test_the_example_plan_loads() -> None:
@@ -22,6 +23,27 @@ def test_the_example_plan_loads() -> None:
     assert plan.sync_nodes["fork_join_Send_0"].event == 0
     assert plan.stream_of()["c"] == (1, 1)
     assert [e.send for e in plan.events] == ["a", "c"]
+
+
+def test_the_fields_a_run_reads_make_the_plan_the_whole_file_makes(tmp_path: Path) -> None:
+    whole = _good()
+    whole["nodes"]["a"]["rule"] = "\u00e9"  # non-ASCII text in the part that is skipped
+    whole["tool"] = {"nested": [1, {"deep": None}]}  # unknown keys are skipped too
+    path = _write(tmp_path, whole)
+    run = read_run_fields(path)
+    assert run is not None and "nodes" not in run and "tool" not in run
+    assert run == {k: v for k, v in whole.items() if k in run}
+    assert set(whole) - set(run) == {"nodes", "sync", "tool", "logical_stream_count",
+                                     "split_to_logic", "huge_streams", "tasks", "summary",
+                                     "rules"} & set(whole)
+    assert plan_from_dict(run, source="p") == plan_from_dict(whole, source="p")
+
+
+@pytest.mark.parametrize("text", ["{", "[1, 2]", "", "{\"streams\": NaN}"])
+def test_the_fields_a_run_reads_are_none_for_what_does_not_decode(tmp_path: Path,
+                                                                    text: str) -> None:
+    assert read_run_fields(_write(tmp_path, text)) is None
+    assert read_run_fields(tmp_path / "missing.json") is None
 
 
 def _write(tmp_path: Path, data: Any) -> Path:

@@ -4,8 +4,9 @@ The command composes the layers: a plan file is validated against the plan schem
 by the independent verifier (`verify`), under the options the plan records, like
 `streamalloc verify GRAPH PLAN` without the rule constraints (they say nothing about whether the
 plan runs); without a plan file it allocates in ge mode (`api.plan`) and verifies that plan.
-The verifier's verdict comes before any result of the run: a large plan is verified in a child
-process while it runs (`background`), which changes the wall time and nothing else.
+The verifier's verdict comes before any result of the run: a large plan is read, validated and
+verified in a child process while the caller runs it from the few fields it needs
+(`background`, `runtime_emu.plan.read_run_fields`), which changes the wall time and nothing else.
 Then it emulates (`runtime_emu`) with the variable memory plan (`memory`) loaded. That is why it
 lives here and not in `runtime_emu`.
 
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from streamalloc import collector
-from streamalloc.background import Background, free_memory
+from streamalloc.background import Background, can_fork, free_memory
 from streamalloc.errors import PlanVerifyError, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
@@ -37,19 +38,19 @@ from streamalloc.outputs import write_bytes_atomic
 from streamalloc.plan_fields import read_plan_json
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.plan import Plan, plan_from_dict, validate_plan
+from streamalloc.runtime_emu.plan import Plan, plan_from_dict, read_run_fields, validate_plan
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
 from streamalloc.verify import VerifyReport, plan_view, verify_plan
 
-# Plans of at least this many nodes are verified in a child process while they run: below it a
-# fork costs more than the verifier saves.
+# Plans listing at least this many tasks are checked in a child process while they run: below
+# it a fork costs more than the checks save.
 BACKGROUND_FROM = 20_000
-# What the verifying child allocates per plan node (its own tables; the graph and plan it
-# shares with the caller until written): measured 0.99 KiB at 100k nodes, 0.85 KiB at 1M. The
-# child runs only when twice that is free.
-CHILD_BYTES_PER_NODE = 1024
+# What the checking child allocates per listed task (the plan document it reads and its
+# tables; the graph it shares with the caller until written): measured XXX. The child runs
+# only when twice that is free.
+CHILD_BYTES_PER_TASK = 1024
 
 
 @collector.pausing  # reading a 100k-node plan makes the collector rescan the loaded graph
@@ -69,16 +70,7 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
         plan: Plan | dict[str, Any] = ge_plan(graph)
     else:
         plan_file = Path(plan_path)
-        data = read_plan_json(plan_file)
-        validate_plan(data, str(plan_file))
-        # the options the plan records (strings, by the schema), under the given ones
-        graph = graph.with_options({**(data.get("options") or {}), **(settings or {})})
-        check_options(graph)
-        if verify:
-            accepted = _start_verifier(graph, data, plan_file)
-        else:  # type-checked as the verifier reads a plan (InputError), but not verified
-            plan_view(data, source=str(plan_file))
-        plan = plan_from_dict(data, source=str(plan_file))
+        graph, plan, accepted = _plan_to_run(graph, plan_file, settings or {}, verify)
     try:
         # the variable memory plan is loaded into emulated device memory before the first task
         variables = PlanLoader(variable_plan(graph), device_id=0)
@@ -101,18 +93,66 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     return text, PlanVerifyError.exit_code if failed else 0
 
 
-def _start_verifier(graph: Graph, data: dict[str, Any], path: Path) -> Callable[[], None]:
-    """Verify the plan document; the call returned raises when the verifier rejects it. A
-    large plan is verified in a child process while the caller runs it (`background`), a
-    small one here and now (a fork would cost more than it saves), and so is one whose child
+def _plan_to_run(graph: Graph, path: Path, settings: Mapping[str, str], verify: bool
+                 ) -> tuple[Graph, Plan, Callable[[], None]]:
+    """The graph under the plan's options, the plan, and the call that raises when the plan
+    does not pass the schema, the options check or the verifier (`_accepted` when it passed,
+    or `verify` is off and only the schema and the types are checked).
+
+    A large plan is read and checked whole in a child process while the caller runs it: the
+    caller reads only the fields the run needs (`read_run_fields`), and whatever it finds
+    wrong comes after the child's verdict, as when the checks ran first. A small one is
+    checked here and now (a fork would cost more than it saves), and so is one whose child
     would not find the memory it needs free."""
-    nodes = len(data["nodes"])
-    free = free_memory()
-    if nodes < BACKGROUND_FROM or free is None or free < 2 * CHILD_BYTES_PER_NODE * nodes:
-        _raise_rejected(path, _verified(graph, data, path))
-        return _accepted
-    verdict = Background(_verified, graph, data, path)
-    return lambda: _raise_rejected(path, verdict.result())
+    run = read_run_fields(path) if verify and can_fork() else None
+    tasks = _listed_tasks(run) if run is not None else 0
+    free = free_memory() if tasks >= BACKGROUND_FROM else None
+    if run is None or free is None or free < 2 * CHILD_BYTES_PER_TASK * tasks:
+        graph, data = _checked_document(graph, path, settings)
+        if verify:
+            _raise_rejected(path, _verified(graph, data, path))
+        else:  # type-checked as the verifier reads a plan (InputError), but not verified
+            plan_view(data, source=str(path))
+        return graph, plan_from_dict(data, source=str(path)), _accepted
+    verdict = Background(_checked_and_verified, graph, path, settings)
+
+    def accepted() -> None:
+        _raise_rejected(path, verdict.result())
+
+    try:
+        graph = graph.with_options({**(run.get("options") or {}), **settings})
+        check_options(graph)
+        return graph, plan_from_dict(run, source=str(path)), accepted
+    except Exception:
+        accepted()  # the child's verdict on the plan comes first, as when it ran first
+        raise
+
+
+def _listed_tasks(run: Mapping[str, Any]) -> int:
+    """The tasks a plan lists on its streams, by the fields read to run it (0 where they are
+    not the lists the schema asks for: the whole file is checked here then)."""
+    streams = run.get("streams")
+    if not isinstance(streams, dict):
+        return 0
+    return sum(len(names) for names in streams.values() if isinstance(names, list))
+
+
+def _checked_document(graph: Graph, path: Path, settings: Mapping[str, str]
+                      ) -> tuple[Graph, dict[str, Any]]:
+    """The plan document, validated against the plan schema, and the graph under the options
+    it records (strings, by the schema), the given ones winning; the merged options checked."""
+    data = read_plan_json(path)
+    validate_plan(data, str(path))
+    graph = graph.with_options({**(data.get("options") or {}), **settings})
+    check_options(graph)
+    return graph, data
+
+
+def _checked_and_verified(graph: Graph, path: Path, settings: Mapping[str, str]
+                          ) -> VerifyReport:
+    """The verifier's report on a plan file; raises what reading and checking it raise."""
+    graph, data = _checked_document(graph, path, settings)
+    return _verified(graph, data, path)
 
 
 def _verified(graph: Graph, data: dict[str, Any], path: Path) -> VerifyReport:
