@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from itertools import compress, repeat
+from operator import ge
 from typing import Any
 
 import numpy as np
@@ -108,7 +110,6 @@ class EmulatedDevice(Environment):
         self.activated_at: dict[int, tuple[int, float]] = {}  # stream -> (activator tid, time)
         self.violations: list[tuple[str, int, int]] = []      # (kind, producer, consumer)
         self.stream_of: dict[Process, int] = {}
-        self.claims: dict[tuple[str, int], Request] = {}  # (engine, block dim) -> its claim
 
     def check(self, tid: int, clock: np.ndarray, checks: tuple[tuple[int, int, int], ...]) -> None:
         """Record a violation for each producer not complete, or not ordered, before `tid`."""
@@ -119,34 +120,29 @@ class EmulatedDevice(Environment):
             elif clock[column] <= position:
                 self.violations.append((UNSYNCED, producer, tid))
 
-    def items(self, sid: int) -> list[tuple[Any, ...]]:
-        """The tasks of stream `sid` as `StreamRunner` runs them, bound to this run's objects."""
+    def items(self) -> dict[int, list[tuple[Any, ...]]]:
+        """The tasks of each stream as `StreamRunner` runs them, bound to this run's objects:
+        every task's item made by one pass in C, the Sends and Recvs patched after."""
         program = self.program
-        kinds, durations, checks = program.kinds, program.durations, program.checks
+        none = ()
         acts = {tid: tuple(self.activation[s] for s in targets if s in self.activation)
                 for tid, targets in program.activates.items()}
-        none = ()
-        items: list[tuple[Any, ...]] = []
-        for tid in program.stream_tids[sid]:
-            kind = kinds[tid]
-            if kind in (SEND, RECV):
-                event = self.sync[program.spaces[tid]][program.sync_ids[tid]]
-                records, wait = ((event,), None) if kind == SEND else (none, event)
-                items.append((tid, durations[tid], None, none, records, wait))
-            else:
-                items.append((tid, durations[tid], self.claim(tid), checks[tid],
-                              acts.get(tid, none), None))
-        return items
-
-    def claim(self, tid: int) -> Request | None:
-        """The units task `tid` holds (None: no engine); one shared claim per engine and width."""
-        engine = self.program.engines[tid]
-        if engine is None:
-            return None
-        key = (engine, self.program.widths[tid])
-        if key not in self.claims:
-            self.claims[key] = self.units[engine].request(key[1])
-        return self.claims[key]
+        # one shared claim per engine and block dim (None: no engine)
+        claims: dict[tuple[str | None, int], Request | None] = {}
+        for engine, width in set(zip(program.engines, program.widths, strict=True)):
+            claims[(engine, width)] = None if engine is None else \
+                self.units[engine].request(width)
+        tids = range(program.task_count())
+        items = list(zip(tids, program.durations, map(claims.__getitem__,
+                                                      zip(program.engines, program.widths,
+                                                          strict=True)),
+                         program.checks, map(acts.get, tids, repeat(none)), repeat(None)))
+        sync = self.sync
+        for tid in compress(tids, map(ge, program.kinds, repeat(SEND))):  # Sends, Recvs
+            event = sync[program.spaces[tid]][program.sync_ids[tid]]
+            records, wait = ((event,), None) if program.kinds[tid] == SEND else (none, event)
+            items[tid] = (tid, program.durations[tid], None, none, records, wait)
+        return {sid: items[run.start:run.stop] for sid, run in program.stream_tids.items()}
 
 
 class StreamRunner:
@@ -246,8 +242,9 @@ def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | 
         dev = EmulatedDevice(program, table)
         memory = DeviceMemory(table.memory)
         loaded = load_variables(variables, memory)  # before the first task
+        items = dev.items()
         for sid in program.stream_ids:
-            proc = dev.process(StreamRunner(dev, sid).run(dev.items(sid)), f"stream {sid}")
+            proc = dev.process(StreamRunner(dev, sid).run(items[sid]), f"stream {sid}")
             dev.stream_of[proc] = sid
         began = time.perf_counter()
         dev.run()

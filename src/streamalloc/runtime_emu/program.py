@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-from operator import is_
+from itertools import chain, compress, pairwise, repeat
+from operator import is_, is_not
 from typing import cast
 
 import numpy as np
@@ -127,37 +127,35 @@ class _Compiler:
         return result
 
     def _columns(self) -> None:
-        """One task per stream entry, in stream order (the tid is the entry's index)."""
+        """One task per stream entry, in stream order (the tid is the entry's index); each
+        column made by one pass in C where it can be, the few sync tasks patched after."""
         names, plan = self.names, self.plan
-        self.streams = [sid for sid, listed in plan.streams.items() for _ in listed]
-        self.positions = [pos for listed in plan.streams.values() for pos in range(len(listed))]
+        lengths = list(map(len, plan.streams.values()))
+        self.streams = list(chain.from_iterable(map(repeat, plan.streams, lengths)))
+        self.positions = list(chain.from_iterable(map(range, lengths)))
         syncs = list(map(plan.sync_nodes.get, names))  # a sync node wins over a graph node
         found = list(map(self.nodes.get, names))
         # `is` holds only where both are None: an entry that is neither a sync nor a graph node
         if len(self.tid_of) != len(names) or any(map(is_, syncs, found)):
             raise self._entry_error()
-        # every entry without a sync node is a graph node (checked just above)
-        nodes = cast("list[Node]", found)
-        tasks = node_tasks(self.graph, self.costs,
-                           [None if sync is not None else node for sync, node in
-                            zip(syncs, nodes, strict=True)])
-        self.engines = [task[0] for task in tasks]
-        self.durations = [task[1] for task in tasks]
-        self.widths = [task[2] for task in tasks]
-        self.kinds = [NOP if engine is None else TASK for engine in self.engines]
-        self.types = [node.type if sync is None else sync.type
-                      for sync, node in zip(syncs, nodes, strict=True)]
+        self.sync_tids = list(compress(range(len(names)), map(is_not, syncs, repeat(None))))
+        for tid in self.sync_tids:
+            found[tid] = None  # the sync node's task, not a graph node's of its name
+        # every other entry is a graph node (checked just above)
+        tasks = node_tasks(self.graph, self.costs, found)
+        engines, durations, widths = zip(*tasks, strict=True) if tasks else ((), (), ())
+        self.engines, self.durations, self.widths = list(engines), list(durations), list(widths)
+        self.kinds = [NOP if engine is None else TASK for engine in engines]
+        self.types = [node.type if node is not None else "" for node in found]
         self.sync_ids, self.spaces = [-1] * len(names), [0] * len(names)
-        self.sync_tids = []
-        for tid, sync in enumerate(syncs):
-            if sync is not None:
-                self._sync_task(tid, sync)
-                self.sync_tids.append(tid)
+        for tid in self.sync_tids:
+            self._sync_task(tid, cast("SyncNode", syncs[tid]))
 
     def _sync_task(self, tid: int, sync: SyncNode) -> None:
         """Fill in the columns of a sync node's task."""
         if sync.stream != self.streams[tid]:
             raise self._entry_error()
+        self.types[tid] = sync.type
         if sync.event is None:  # a generated StreamActive: a runtime task on RTS, one unit
             table = self.table
             formula = table.formula(sync.type)
