@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamalloc import collector
 from streamalloc.background import Background, can_fork, free_memory
@@ -42,7 +42,9 @@ from streamalloc.runtime_emu.plan import Plan, plan_from_dict, read_run_fields, 
 from streamalloc.runtime_emu.report import report_json, report_text
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import trace_json
-from streamalloc.verify import VerifyReport, plan_view, verify_plan
+
+if TYPE_CHECKING:
+    from streamalloc.verify import VerifyReport
 
 # Plans listing at least this many tasks are checked in a child process while they run: below
 # it a fork costs more than the checks save.
@@ -112,6 +114,7 @@ def _plan_to_run(graph: Graph, path: Path, settings: Mapping[str, str], verify: 
         if verify:
             _raise_rejected(path, _verified(graph, data, path))
         else:  # type-checked as the verifier reads a plan (InputError), but not verified
+            from streamalloc.verify import plan_view
             plan_view(data, source=str(path))
         return graph, plan_from_dict(data, source=str(path)), _accepted
     verdict = Background(_checked_and_verified, graph, path, settings)
@@ -157,7 +160,9 @@ def _checked_and_verified(graph: Graph, path: Path, settings: Mapping[str, str]
 
 def _verified(graph: Graph, data: dict[str, Any], path: Path) -> VerifyReport:
     """The verifier's report on a plan document of the plan schema (InputError when its type
-    check rejects the document)."""
+    check rejects the document). The verifier is imported here: where a child verifies, the
+    caller that runs the plan never needs it."""
+    from streamalloc.verify import plan_view, verify_plan
     return verify_plan(graph, plan_view(data, source=str(path)))
 
 
@@ -175,6 +180,7 @@ def ge_plan(graph: Graph) -> dict[str, Any]:
     # imported here: the allocators (and the solver, through `api`) are not needed to run a
     # plan file, and cost a second of start-up
     from streamalloc import api
+    from streamalloc.verify import verify_plan
     document = api.plan(graph).to_json()
     verify_plan(graph, document).raise_for_failure()
     return document
