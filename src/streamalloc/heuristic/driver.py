@@ -18,7 +18,7 @@ from functools import partial
 from itertools import compress, groupby, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from streamalloc import collector
 from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
@@ -208,15 +208,14 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
         extra = list(map(attached, members, repeat(())))
         keys = list(zip(repeat(graph_name), indexes, map(id, by_labels), map(id, own), streams,
                         extra))
-        found = list(map(placed.get, keys))
-        for i in [i for i, entry in enumerate(found) if entry is None]:
-            entry = placed.get(keys[i])
-            if entry is None:  # the first node of its key
+        # the first node of each key (few) makes its entry; the rest are looked up in C
+        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+        for i in sorted(first.values()):
+            if keys[i] not in placed:
                 touches, rule = provenance_of.touches(graph_plan, partition, indexes[i],
                                                       by_labels[i], own[i])
-                entry = placed[keys[i]] = (touches, NodeStream(streams[i], rule, extra[i]))
-            found[i] = entry
-        placed_here = cast("list[tuple[tuple[Touch, ...], NodeStream]]", found)
+                placed[keys[i]] = (touches, NodeStream(streams[i], rule, extra[i]))
+        placed_here = list(map(placed.__getitem__, keys))
         provenance.update(zip(members, map(_FIRST, placed_here), strict=True))
         nodes.update(zip(members, map(_SECOND, placed_here), strict=True))
     main = plan.main_stream_num if plan.main_stream_num is not None else plan.next_stream

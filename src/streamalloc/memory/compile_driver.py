@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from streamalloc.ir.graph import Graph, Node
@@ -65,6 +67,7 @@ ASSIGN_TYPES = frozenset({"Assign", "AssignAdd", "AssignSub"})
 TRANS_TYPES = frozenset({"TransData", "Cast", "Transpose", "Permute"})
 
 Offsets = dict[str, list[int]]
+_TYPE, _OUTPUTS = attrgetter("type"), attrgetter("outputs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +111,10 @@ def assign_static_memory(graph: Graph, manager: VarManager, graph_id: int = 0,
     or VarMemoryExhausted.
     """
     wanted = frozenset(types)
-    out = []
-    for node in graph.all_nodes():
-        if node.type in wanted and not node.has_attr(REF_VAR_SRC):
-            out.append(_assign_node(node, manager, graph_id))
-    return tuple(out)
+    nodes = graph.t_ordered_nodes()  # few are of `types`: those are found in C
+    return tuple(_assign_node(node, manager, graph_id)
+                 for node in compress(nodes, map(wanted.__contains__, map(_TYPE, nodes)))
+                 if not node.has_attr(REF_VAR_SRC))
 
 
 def _assign_node(node: Node, manager: VarManager, graph_id: int) -> StaticAssignment:
@@ -226,7 +228,7 @@ def assign_variable_attrs(graph: Graph, manager: VarManager, graph_id: int,
 
 
 def _ref_attr_outputs(graph: Graph, offsets: Offsets) -> None:
-    for node in graph.all_nodes():
+    for node in filter(_OUTPUTS, graph.all_nodes()):  # nodes that describe their outputs
         for index, out in enumerate(node.outputs):
             src = out.attrs.get(REF_VAR_SRC)
             if src is None or src.kind != "string":
