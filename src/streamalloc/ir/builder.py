@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from types import MappingProxyType
 
 from streamalloc.errors import GraphLoadError, OptionError
@@ -54,9 +54,7 @@ _SORT_MODES = {"": "dfs", "0": "bfs", "1": "dfs", "2": "given", "3": "given"}
 
 
 _PORTS = {str(port): port for port in range(256)}  # the port text of nearly every reference
-_new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per ref
-_ENGINE, _INPUTS = attrgetter("engine"), attrgetter("inputs")
-_REF_PORT = itemgetter(1)  # DataInput.port
+_ENGINE, _INPUTS, _REF_PORT = attrgetter("engine"), attrgetter("inputs"), attrgetter("port")
 
 
 def parse_ref(text: str) -> DataInput:
@@ -64,7 +62,7 @@ def parse_ref(text: str) -> DataInput:
     head, sep, tail = text.rpartition(":")
     port = _PORTS.get(tail)
     if port is not None and head:
-        return _new_tuple(DataInput, (sys.intern(head), port))
+        return DataInput(sys.intern(head), port)
     if sep and tail.lstrip("-").isdigit() and head:
         return DataInput(sys.intern(head), int(tail))
     return DataInput(sys.intern(text), 0)
@@ -269,7 +267,7 @@ class GraphBuilder:
                 and min(map(_REF_PORT, refs), default=0) >= 0):
             return False
         described = {n.name: len(n.outputs) for n in nodes if n.outputs}
-        return not described or all(port < described.get(src, port + 1) for src, port in refs)
+        return not described or all(ref.port < described.get(ref.src, ref.port + 1) for ref in refs)
 
     def _check_node(self, draft: _GraphDraft, node: Node, nodes: Mapping[str, int]) -> None:
         if node.engine not in self.engines.engines:
@@ -384,9 +382,9 @@ def _positions(nodes: list[Node]) -> _Positions:
     for at, node in enumerate(nodes):
         name = node.name
         for ref in node.inputs:
-            found = -1 if ref is None else get(ref[0], -1)
+            found = -1 if ref is None else get(ref.src, -1)
             if found < 0 and ref is not None:
-                late.append((ref[0], len(data)))
+                late.append((ref.src, len(data)))
             data.append(found)
         for src in node.control_inputs:
             controls[src].append(name)
