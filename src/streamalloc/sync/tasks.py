@@ -50,7 +50,8 @@ def _assigned(node: Node, attached: bool) -> int:
     return value
 
 
-# Per node: (own units, ASSIGNED main, ASSIGNED attached), for every node on first use.
+# Per node counted one by one (attributes or a task count: few): (own units, ASSIGNED main,
+# ASSIGNED attached). Every other node issues its engine's default units, ASSIGNED none.
 CountTable = dict[str, tuple[int, int, int]]
 
 # Per graph (by its node table): the split and the plan ask for every task's units several times.
@@ -85,15 +86,9 @@ def _single_table(graph: Graph) -> dict[str, int]:
 
 
 def _count_table(graph: Graph) -> CountTable:
-    """Every node's counts. A node without attributes and task count has its engine's default
-    (most nodes: looked up at C speed); the others are counted one by one."""
-    names, nodes = graph.by_name.keys(), graph.by_name.values()
-    defaults = {name: _shared((engine.default_task_count, 0, 0))
-                for name, engine in graph.engines.engines.items()}
-    table = dict(zip(names, map(defaults.__getitem__, map(_ENGINE, nodes)), strict=True))
-    for node in _counted_one_by_one(nodes):
-        table[node.name] = _shared(_node_counts(graph, node))
-    return table
+    """The counts of the nodes counted one by one (`_counts` gives the others')."""
+    return {node.name: _shared(_node_counts(graph, node))
+            for node in _counted_one_by_one(graph.by_name.values())}
 
 
 def _counted_one_by_one(nodes: Iterable[Node]) -> Iterator[Node]:
@@ -109,8 +104,12 @@ def _shared(counts: tuple[int, int, int]) -> tuple[int, int, int]:
 
 
 def _counts(graph: Graph, name: str, table: CountTable | None = None) -> tuple[int, int, int]:
-    """A node's counts, from the graph's `table` when the caller has it."""
-    return (_table(graph) if table is None else table)[name]
+    """A graph node's counts (the graph's `table` when the caller has it)."""
+    found = (_table(graph) if table is None else table).get(name)
+    if found is None:  # its engine's default units, no explicit count
+        units = graph.engines.engines[graph.by_name[name].engine].default_task_count
+        return _shared((units, 0, 0))
+    return found
 
 
 def _node_counts(graph: Graph, node: Node) -> tuple[int, int, int]:
@@ -163,7 +162,7 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
         return
     table = _table(graph)
     for row in [r for r, s in enumerate(rows.streams) if s == INVALID]:
-        if row in rows.made or table[rows.names[row]][0] > 0:
+        if row in rows.made or _counts(graph, rows.names[row], table)[0] > 0:
             rows.set_stream(row, 0)
 
 
