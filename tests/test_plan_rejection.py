@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -180,3 +184,30 @@ def test_a_child_verifies_only_when_the_memory_it_needs_is_free(
         assert main(["emulate", str(GRAPH), str(path)]) == 5
         assert "events" in capsys.readouterr().err
         assert len(started) == forks
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not hasattr(signal, "SIGALRM"),
+                    reason="needs named pipes and alarms")
+def test_a_plan_read_from_a_pipe_is_read_once(good: dict[str, Any], tmp_path: Path,
+                                              verifier: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    plan, pipe = tmp_path / "plan.json", tmp_path / "plan.pipe"  # `emulate GRAPH <(...)`
+    plan.write_text(json.dumps(good), encoding="utf-8")
+    os.mkfifo(pipe)
+    # a writer process, not a thread: a second thread would keep emulate from forking
+    writer = subprocess.Popen([sys.executable, "-c", "import pathlib, sys; pathlib.Path(sys.argv["
+                               "2]).write_bytes(pathlib.Path(sys.argv[1]).read_bytes())",
+                               str(plan), str(pipe)])
+    signal.signal(signal.SIGALRM, _timed_out)
+    signal.alarm(60)  # a second read of the pipe would wait for a writer for ever
+    try:
+        assert main(["emulate", str(GRAPH), str(pipe), "--json"]) == 0
+    finally:
+        signal.alarm(0)
+        writer.kill()
+        writer.wait()
+    assert json.loads(capsys.readouterr().out)["status"] == "ok"
+
+
+def _timed_out(signum: int, frame: object) -> None:
+    raise TimeoutError("emulate waited for the pipe again")

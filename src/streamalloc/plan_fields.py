@@ -68,13 +68,28 @@ class PlanFields:
 
 def read_plan_json(path: Path) -> Any:
     """The parsed JSON of a plan file; unreadable files and bad JSON are input errors."""
+    return plan_json(path, read_plan_bytes(path))
+
+
+def read_plan_bytes(path: Path) -> bytes:
+    """The bytes of a plan file (read once: a caller that decodes them twice, as `emulate`
+    does, sees one file even when it is a pipe or changes meanwhile)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"{path}: cannot read the plan file: {reason}") from None
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the plan file: {exc.strerror or exc}") from None
+
+
+def plan_json(path: Path, data: bytes) -> Any:
+    """The parsed JSON of the bytes of plan file `path`; text that is not UTF-8 or not JSON is
+    an input error (its line counted as a text file's, whatever its line ends)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: cannot read the plan file: {exc}") from None
     try:
         return decode_json(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); a plan file is the "
-                         f"JSON object described in {PLAN_DOC}") from None
+        before = text[:exc.pos].replace("\r\n", "\n").replace("\r", "\n")
+        raise InputError(f"{path}:{before.count(chr(10)) + 1}: not valid JSON ({exc.msg}); a "
+                         f"plan file is the JSON object described in {PLAN_DOC}") from None

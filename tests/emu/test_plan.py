@@ -25,12 +25,11 @@ def test_the_example_plan_loads() -> None:
     assert [e.send for e in plan.events] == ["a", "c"]
 
 
-def test_the_fields_a_run_reads_make_the_plan_the_whole_file_makes(tmp_path: Path) -> None:
+def test_the_fields_a_run_reads_make_the_plan_the_whole_file_makes() -> None:
     whole = _good()
     whole["nodes"]["a"]["rule"] = "\u00e9"  # non-ASCII text in the part that is skipped
     whole["tool"] = {"nested": [1, {"deep": None}]}  # unknown keys are skipped too
-    path = _write(tmp_path, whole)
-    run = read_run_fields(path)
+    run = read_run_fields(json.dumps(whole, ensure_ascii=False).encode())
     assert run is not None and "nodes" not in run and "tool" not in run
     assert run == {k: v for k, v in whole.items() if k in run}
     assert set(whole) - set(run) == {"nodes", "sync", "tool", "logical_stream_count",
@@ -39,11 +38,9 @@ def test_the_fields_a_run_reads_make_the_plan_the_whole_file_makes(tmp_path: Pat
     assert plan_from_dict(run, source="p") == plan_from_dict(whole, source="p")
 
 
-@pytest.mark.parametrize("text", ["{", "[1, 2]", "", "{\"streams\": NaN}"])
-def test_the_fields_a_run_reads_are_none_for_what_does_not_decode(tmp_path: Path,
-                                                                    text: str) -> None:
-    assert read_run_fields(_write(tmp_path, text)) is None
-    assert read_run_fields(tmp_path / "missing.json") is None
+@pytest.mark.parametrize("text", [b"{", b"[1, 2]", b"", b'{"streams": NaN}', b"\xff{}"])
+def test_the_fields_a_run_reads_are_none_for_what_does_not_decode(text: bytes) -> None:
+    assert read_run_fields(text) is None
 
 
 def _write(tmp_path: Path, data: Any) -> Path:
@@ -108,6 +105,13 @@ def test_stream_keys_must_be_stream_ids(tmp_path: Path, key: str) -> None:
 def test_not_json_and_missing_files_are_input_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"plan.json:2: not valid JSON"):
         load_plan(_write(tmp_path, '{"format":\n oops}'))
+    for ends in ("\r\n", "\r"):  # lines counted as a text file counts them
+        with pytest.raises(InputError, match=r"plan.json:3: not valid JSON"):
+            load_plan(_write(tmp_path, f'{{{ends}"format":{ends} oops}}'))
+    with pytest.raises(InputError, match="cannot read the plan file: 'utf-8' codec"):
+        path = tmp_path / "latin1.json"
+        path.write_bytes(b'{"graph": "\xe9"}')
+        load_plan(path)
     with pytest.raises(InputError, match="cannot read the plan file"):
         load_plan(tmp_path / "absent.json")
     with pytest.raises(InputError, match="plan: expected a JSON object"):

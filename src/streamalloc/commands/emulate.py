@@ -35,7 +35,7 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
 from streamalloc.memory import PlanLoader, variable_plan
 from streamalloc.outputs import write_bytes_atomic
-from streamalloc.plan_fields import read_plan_json
+from streamalloc.plan_fields import plan_json, read_plan_bytes
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.plan import Plan, plan_from_dict, read_run_fields, validate_plan
@@ -106,18 +106,19 @@ def _plan_to_run(graph: Graph, path: Path, settings: Mapping[str, str], verify: 
     wrong comes after the child's verdict, as when the checks ran first. A small one is
     checked here and now (a fork would cost more than it saves), and so is one whose child
     would not find the memory it needs free."""
-    run = read_run_fields(path) if verify and can_fork() else None
+    raw = read_plan_bytes(path)
+    run = read_run_fields(raw) if verify and can_fork() else None
     tasks = _listed_tasks(run) if run is not None else 0
     free = free_memory() if tasks >= BACKGROUND_FROM else None
     if run is None or free is None or free < 2 * CHILD_BYTES_PER_TASK * tasks:
-        graph, data = _checked_document(graph, path, settings)
+        graph, data = _checked_document(graph, path, raw, settings)
         if verify:
             _raise_rejected(path, _verified(graph, data, path))
         else:  # type-checked as the verifier reads a plan (InputError), but not verified
             from streamalloc.verify import plan_view
             plan_view(data, source=str(path))
         return graph, plan_from_dict(data, source=str(path)), _accepted
-    verdict = Background(_checked_and_verified, graph, path, settings)
+    verdict = Background(_checked_and_verified, graph, path, raw, settings)
 
     def accepted() -> None:
         _raise_rejected(path, verdict.result())
@@ -140,21 +141,22 @@ def _listed_tasks(run: Mapping[str, Any]) -> int:
     return sum(len(names) for names in streams.values() if isinstance(names, list))
 
 
-def _checked_document(graph: Graph, path: Path, settings: Mapping[str, str]
+def _checked_document(graph: Graph, path: Path, raw: bytes, settings: Mapping[str, str]
                       ) -> tuple[Graph, dict[str, Any]]:
-    """The plan document, validated against the plan schema, and the graph under the options
-    it records (strings, by the schema), the given ones winning; the merged options checked."""
-    data = read_plan_json(path)
+    """The plan document (`raw`: the bytes of file `path`), validated against the plan schema,
+    and the graph under the options it records (strings, by the schema), the given ones
+    winning; the merged options checked."""
+    data = plan_json(path, raw)
     validate_plan(data, str(path))
     graph = graph.with_options({**(data.get("options") or {}), **settings})
     check_options(graph)
     return graph, data
 
 
-def _checked_and_verified(graph: Graph, path: Path, settings: Mapping[str, str]
+def _checked_and_verified(graph: Graph, path: Path, raw: bytes, settings: Mapping[str, str]
                           ) -> VerifyReport:
-    """The verifier's report on a plan file; raises what reading and checking it raise."""
-    graph, data = _checked_document(graph, path, settings)
+    """The verifier's report on a plan file's bytes; raises what checking them raises."""
+    graph, data = _checked_document(graph, path, raw, settings)
     return _verified(graph, data, path)
 
 

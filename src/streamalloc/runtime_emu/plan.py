@@ -93,13 +93,13 @@ class _RunFields(msgspec.Struct):
 _RUN_FIELDS = msgspec.json.Decoder(_RunFields)
 
 
-def read_run_fields(path: Path) -> dict[str, Any] | None:
-    """The fields of a plan file that running it reads, as the JSON object holds them (None
-    when the file cannot be read or decoded this way: `read_plan_json` says why). Not checked
+def read_run_fields(data: bytes) -> dict[str, Any] | None:
+    """The fields of a plan file's bytes that running it reads, as the JSON object holds them
+    (None when they do not decode this way: `plan_fields.plan_json` says why). Not checked
     against the schema: a caller runs the plan only after the whole file passed it."""
     try:
-        fields = _RUN_FIELDS.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError):
+        fields = _RUN_FIELDS.decode(data)
+    except msgspec.DecodeError:
         return None
     values = {name: getattr(fields, name) for name in fields.__struct_fields__}
     return {name: value for name, value in values.items() if value is not msgspec.UNSET}
