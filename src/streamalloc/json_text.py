@@ -71,21 +71,28 @@ def _pieces(value: Any, depth: int, chunk: int, plain: bool = False) -> Iterator
     else:
         parts = (value[i:i + chunk] for i in range(0, len(value), chunk))
     yield b"{" if kind is dict else b"["
-    separator = b""
-    for part in parts:
+    for k, part in enumerate(parts):
         text = _text(part, depth, plain)  # "{" or "[", its items, the line break and "}" or "]"
-        yield separator + text[1:-(depth + 2)]
-        separator = b","
+        if k:
+            yield b","
+        yield text[1:-(depth + 2)]
     yield b"\n" + b" " * depth + (b"}" if kind is dict else b"]")
 
 
 def _text(value: Any, depth: int, plain: bool = False) -> bytes:
-    """`value` indented at `depth` in one piece (`plain`: known to pass `_plain`)."""
+    """`value` indented at `depth` in one piece (`plain`: known to pass `_plain`). msgspec
+    indents it at its depth inside `depth` one-item lists, whose own text around it is cut
+    off: no second pass over the text to shift its lines."""
     if plain or _plain(value):
-        encoded = _ENCODE(value)
+        wrapped = value
+        for _ in range(depth):
+            wrapped = [wrapped]
+        encoded = _ENCODE(wrapped)
         if encoded.isascii() and b"\x7f" not in encoded:
             text = msgspec.json.format(encoded, indent=1)
-            return text.replace(b"\n", b"\n" + b" " * depth) if depth else text
+            # level k of the lists opens with "[", a line break and k + 1 spaces, and closes
+            # with a line break, k spaces and "]"
+            return text[depth * (depth + 5) // 2:len(text) - depth * (depth + 3) // 2]
     return json.dumps(value, indent=1).replace("\n", "\n" + " " * depth).encode()
 
 
