@@ -1,14 +1,16 @@
-"""mappings.values_of: the values of a key list, from the table's own order when it matches."""
+"""mappings: the values of a key list, from the table's own order when it matches
+(`values_of`); a table as two columns (`Columns`) that reads as the dict of its pairs."""
 
 from __future__ import annotations
 
+import pickle
 from types import MappingProxyType
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamalloc.mappings import own_dict, values_of
+from streamalloc.mappings import Columns, own_dict, values_of
 
 
 @given(table=st.dictionaries(st.text(max_size=3), st.integers(), max_size=8),
@@ -37,3 +39,28 @@ def test_own_dict_copies() -> None:
     copy = own_dict(MappingProxyType(table))
     copy["b"] = 2
     assert table == {"a": 1}
+
+
+@given(table=st.dictionaries(st.text(max_size=3), st.integers(), max_size=8),
+       probes=st.lists(st.text(max_size=3), max_size=8))
+def test_columns_read_as_the_dict_of_their_pairs(table: dict[str, int],
+                                                 probes: list[str]) -> None:
+    columns = Columns(list(table), list(table.values()))
+    assert list(columns) == list(table) and len(columns) == len(table)
+    assert list(columns.keys()) == list(table.keys())
+    assert list(columns.values()) == list(table.values())
+    assert list(columns.items()) == list(table.items())
+    assert columns == table and dict(columns) == table and own_dict(columns) == table
+    for key in probes:
+        assert (key in columns) == (key in table)
+        assert columns.get(key, -1) == table.get(key, -1)
+    assert values_of(columns, list(table)) == list(table.values())
+    assert pickle.loads(pickle.dumps(columns)) == table
+    assert repr(columns) == f"Columns({table!r})"
+
+
+def test_columns_need_a_value_per_key() -> None:
+    with pytest.raises(ValueError, match="2 keys but 1 values"):
+        Columns(["a", "b"], [1])
+    with pytest.raises(KeyError):
+        Columns(["a"], [1])["b"]

@@ -2,11 +2,12 @@
 and `dict(proxy)` reads a proxy key by key, ten times slower than copying the dict behind it
 (15 against 1.3 ms for 100k entries): a pass that changes a plan starts from such a copy
 (`own_dict`). A table built in the order of a key list gives its values for that list at C
-speed (`values_of`), where looking each key up costs a call per key."""
+speed (`values_of`), where looking each key up costs a call per key. A table read mostly
+whole, in order, can be two columns (`Columns`): made without hashing a key."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import repeat
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -41,3 +42,68 @@ def values_of(mapping: Mapping[_K, _V], keys: Sequence[_K], default: Any = _REQU
     if default is _REQUIRED:
         return list(map(mapping.__getitem__, keys))
     return list(map(mapping.get, keys, repeat(default)))
+
+
+class Columns(Mapping[_K, _V]):
+    """A read-only mapping of `keys` (distinct) to `values`, two parallel columns in their
+    order: iterating it reads the columns, and the index a lookup needs is made on the first
+    one. An allocation's per-node tables are read whole by sync and the plan, and looked up
+    for a few nodes (reports, messages): building them as dicts cost 45 ms at 100k nodes.
+
+    >>> table = Columns(["a", "b"], [1, 2])
+    >>> table["b"], list(table.items()), table == {"b": 2, "a": 1}
+    (2, [('a', 1), ('b', 2)], True)
+    """
+
+    __slots__ = ("_index", "_keys", "_values")
+
+    def __init__(self, keys: Sequence[_K], values: Sequence[_V]) -> None:
+        if len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys but {len(values)} values")
+        self._keys, self._values = keys, values
+        self._index: dict[_K, int] | None = None
+
+    def _position(self) -> dict[_K, int]:
+        index = self._index
+        if index is None:
+            index = self._index = dict(zip(self._keys, range(len(self._keys)), strict=True))
+        return index
+
+    def __getitem__(self, key: _K) -> _V:
+        return self._values[self._position()[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._position()
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def values(self) -> ValuesView[_V]:
+        return _ColumnValues(self)
+
+    def items(self) -> ItemsView[_K, _V]:
+        return _ColumnItems(self)
+
+    def __repr__(self) -> str:
+        return f"Columns({dict(self.items())!r})"
+
+
+class _ColumnValues(ValuesView[_V]):
+    """The values column as a view."""
+
+    _mapping: Columns[object, _V]
+
+    def __iter__(self) -> Iterator[_V]:
+        return iter(self._mapping._values)
+
+
+class _ColumnItems(ItemsView[_K, _V]):
+    """Both columns, zipped, as a view."""
+
+    _mapping: Columns[_K, _V]
+
+    def __iter__(self) -> Iterator[tuple[_K, _V]]:
+        return zip(self._mapping._keys, self._mapping._values, strict=True)

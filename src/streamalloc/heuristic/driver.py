@@ -31,7 +31,7 @@ from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.partition import GraphPartition, partition_model
-from streamalloc.mappings import values_of
+from streamalloc.mappings import Columns, values_of
 from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
 from streamalloc.rules.conflicts import check_static
@@ -190,8 +190,9 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                 label_notes: Mapping[str, list[Note]]) -> Allocation:
     partitions, labels = model.partitions, model.labels
     provenance_of = _Provenance(rules.run_order(), label_notes)
-    nodes: dict[str, NodeStream] = {}
-    provenance: dict[str, tuple[Touch, ...]] = {}
+    names: list[str] = []  # T-order, and each node's touches and entry
+    provenance: list[tuple[Touch, ...]] = []
+    nodes: list[NodeStream] = []
     attached, notes_from_labels = plan.attached.get, label_notes.get
     # Nodes noted alike (the same subgraph and note containers) on the same streams share
     # their touches and one (immutable) entry; keyed by the ids of containers the plan and
@@ -216,16 +217,17 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                                                       by_labels[i], own[i])
                 placed[keys[i]] = (touches, NodeStream(streams[i], rule, extra[i]))
         placed_here = list(map(placed.__getitem__, keys))
-        provenance.update(zip(members, map(_FIRST, placed_here), strict=True))
-        nodes.update(zip(members, map(_SECOND, placed_here), strict=True))
+        names += members
+        provenance += map(_FIRST, placed_here)
+        nodes += map(_SECOND, placed_here)
     main = plan.main_stream_num if plan.main_stream_num is not None else plan.next_stream
     return Allocation(graph=graph.name, mode="ge", rules=rules.name,
-                      nodes=MappingProxyType(nodes), main_stream_num=main,
+                      nodes=Columns(names, nodes), main_stream_num=main,
                       total_stream_num=max(plan.next_stream, main),
                       user_labels=MappingProxyType({  # the few nodes carrying one
                           name: tags.user_stream_label for name, tags in
                           compress(labels.items(), map(_USER_LABEL, labels.values()))}),
-                      provenance=MappingProxyType(provenance),
+                      provenance=Columns(names, provenance),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
 
