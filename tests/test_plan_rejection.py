@@ -198,12 +198,13 @@ def test_a_plan_read_from_a_pipe_is_read_once(good: dict[str, Any], tmp_path: Pa
     writer = subprocess.Popen([sys.executable, "-c", "import pathlib, sys; pathlib.Path(sys.argv["
                                "2]).write_bytes(pathlib.Path(sys.argv[1]).read_bytes())",
                                str(plan), str(pipe)])
-    signal.signal(signal.SIGALRM, _timed_out)
+    previous = signal.signal(signal.SIGALRM, _timed_out)
     signal.alarm(60)  # a second read of the pipe would wait for a writer for ever
     try:
         assert main(["emulate", str(GRAPH), str(pipe), "--json"]) == 0
     finally:
         signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
         writer.kill()
         writer.wait()
     assert json.loads(capsys.readouterr().out)["status"] == "ok"

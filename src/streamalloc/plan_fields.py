@@ -91,5 +91,6 @@ def plan_json(path: Path, data: bytes) -> Any:
         return decode_json(text)
     except json.JSONDecodeError as exc:
         before = text[:exc.pos].replace("\r\n", "\n").replace("\r", "\n")
-        raise InputError(f"{path}:{before.count(chr(10)) + 1}: not valid JSON ({exc.msg}); a "
-                         f"plan file is the JSON object described in {PLAN_DOC}") from None
+        line = before.count("\n") + 1
+        raise InputError(f"{path}:{line}: not valid JSON ({exc.msg}); a plan file is the JSON "
+                         f"object described in {PLAN_DOC}") from None

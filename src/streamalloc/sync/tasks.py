@@ -106,9 +106,8 @@ def _shared(counts: tuple[int, int, int]) -> tuple[int, int, int]:
 def _counts(graph: Graph, name: str, table: CountTable | None = None) -> tuple[int, int, int]:
     """A graph node's counts (the graph's `table` when the caller has it)."""
     found = (_table(graph) if table is None else table).get(name)
-    if found is None:  # its engine's default units, no explicit count
-        units = graph.engines.engines[graph.by_name[name].engine].default_task_count
-        return _shared((units, 0, 0))
+    if found is None:  # not counted one by one: no attributes, no task count
+        return _shared(_node_counts(graph, graph.by_name[name]))
     return found
 
 
