@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +79,26 @@ def test_free_memory_counts_bytes_between_the_free_pages_and_all_memory() -> Non
     available = background.free_memory()
     assert available is not None
     assert 0.9 * free_pages <= available <= total  # MemAvailable adds reclaimable cache
+
+
+def _sleeps_after_noting(marker: str) -> None:
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(60)
+
+
+def test_cancel_stops_the_child_and_does_not_run_the_call(tmp_path: Path) -> None:
+    if background.usable_cpus() < 2:
+        pytest.skip("a child runs only with a second CPU")
+    marker = tmp_path / "pid"
+    pending = Background(_sleeps_after_noting, str(marker))
+    for _ in range(3000):
+        if marker.exists() and marker.read_text():
+            break
+        time.sleep(0.01)
+    child = int(marker.read_text())
+    pending.cancel()
+    assert child != os.getpid()
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(child, 0)
+    pending.cancel()  # nothing left to stop
+    assert int(marker.read_text()) == child  # the call did not run here

@@ -13,7 +13,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
 from streamalloc.ir.partition import GraphPartition, partition_model
-from streamalloc.ir.serialize import dump_json, dump_yaml
+from streamalloc.ir.serialize import graph_file_text
 from streamalloc.optimal.options import FREE, OptimalOptions, SolverReport
 from streamalloc.outputs import write_atomic
 from streamalloc.passes import PassObserver
@@ -41,7 +41,7 @@ def convert_graph(model: str | Path, output: str | Path, *, fold: bool = True) -
 
 def write_graph(graph: Graph, output: Path) -> None:
     """Write a graph file (`.json` or YAML by suffix), atomically."""
-    write_atomic(output, dump_json(graph) if output.suffix == ".json" else dump_yaml(graph))
+    write_atomic(output, graph_file_text(graph, output))
 
 
 def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:

@@ -11,8 +11,10 @@ exception is the same either way: only the wall time differs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import threading
 from collections.abc import Callable
 from typing import Generic, ParamSpec, TypeVar
@@ -77,6 +79,17 @@ class Background(Generic[_R]):
                 result: _R = pickle.loads(data)
                 return result
         return self._call()
+
+    def cancel(self) -> None:
+        """Stop the child, if one runs, and reap it; the call is not run here. What the child
+        wrote before it stopped is the caller's to remove."""
+        child, self._child = self._child, None
+        if child is not None:
+            pid, read_end = child
+            os.close(read_end)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
 
 
 def _start(call: Callable[[], object]) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -115,10 +115,9 @@ def _allocate(args: argparse.Namespace) -> int:
     plan = api.synchronize(graph, allocation, sync=args.sync or "ge", observer=printer)
     with collector.paused():
         document = plan.to_json()
-        rules = given or api.default_rule_set(graph)
-        verify_plan(graph, document, rules=rules if args.mode == "ge" else None
-                    ).raise_for_failure()
-        _write_plan(args, graph, plan, document)
+        rules = (given or api.default_rule_set(graph)) if args.mode == "ge" else None
+        _write_plan(args, graph, plan, document,
+                    lambda: verify_plan(graph, document, rules=rules).raise_for_failure())
     collector.hold(graph, allocation, plan, document)
     return 0
 
@@ -132,8 +131,8 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     document = {**plan.to_json(), "solver": report.to_json()}
     # the rule set the plan records: the given one (`free` states no constraint), else GE's
     rules = given or api.default_rule_set(graph)
-    verify_plan(graph, document, rules=rules).raise_for_failure()
-    _write_plan(args, graph, plan, document)
+    _write_plan(args, graph, plan, document,
+                lambda: verify_plan(graph, document, rules=rules).raise_for_failure())
     if not args.json:
         sys.stdout.write(solver_summary(report.to_json(), time.perf_counter() - began))
     return 0
@@ -153,25 +152,15 @@ def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
 
 
 def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
-                document: dict[str, object]) -> None:
-    """Write what was asked for (only after the plan verified), then print the tables (or
-    the plan JSON with --json, or the per-node table with --nodes)."""
-    from streamalloc import api
-    from streamalloc.json_text import indented_json
-    from streamalloc.outputs import write_json_atomic
-    from streamalloc.report.allocation_report import node_table, stream_table, sync_summary
-    from streamalloc.sync.result import PLAIN_SECTIONS
-    if args.output:
-        write_json_atomic(Path(args.output), document, PLAIN_SECTIONS)
-    if args.graph_out:
-        api.write_graph(api.synced_graph(graph, plan), Path(args.graph_out))
-    if args.json:
-        sys.stdout.write(b"".join(indented_json(document, plain=PLAIN_SECTIONS)).decode() + "\n")
-        return
-    sys.stdout.write(stream_table(graph, plan.allocation))
-    if args.nodes:
-        sys.stdout.write("\n" + node_table(graph, plan))
-    sys.stdout.write(sync_summary(plan))
+                document: dict[str, object], verify: Callable[[], None]) -> None:
+    """Write what was asked for once the plan verified (`verify` raises when it does not),
+    then print the tables (or the plan JSON with --json, or the per-node table with
+    --nodes)."""
+    from streamalloc.commands.plan_outputs import PlanOutputs, verified_outputs
+    outputs = PlanOutputs(Path(args.output) if args.output else None,
+                          Path(args.graph_out) if args.graph_out else None, args.json,
+                          args.nodes)
+    sys.stdout.write(verified_outputs(graph, plan, document, outputs, verify))
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
@@ -13,15 +15,59 @@ from typing import Any, TextIO
 from streamalloc.errors import UsageError
 
 
+@dataclass(frozen=True)
+class Staged:
+    """An output written whole to its temporary file beside `path`, not yet in place: a
+    command stages its outputs while it checks what they hold, then commits or discards them."""
+
+    path: Path
+    tmp: Path
+
+    @classmethod
+    def of(cls, path: Path) -> Staged:
+        """The staging of `path`: its temporary file is `path` + ".tmp", beside it."""
+        return cls(path, path.with_name(path.name + ".tmp"))
+
+    def commit(self) -> None:
+        """Put the file in place (a rename: the old file, if any, is replaced whole)."""
+        try:
+            self.tmp.replace(self.path)
+        except OSError as exc:
+            self.discard()
+            raise _unwritable(self.path, exc) from None
+
+    def discard(self) -> None:
+        """Remove the temporary file."""
+        self.tmp.unlink(missing_ok=True)
+
+
+def stage_bytes(path: Path, chunks: Iterable[bytes]) -> Staged:
+    """Write `chunks` to `path`'s temporary file (`path` + ".tmp"); an unwritable path is a
+    usage error (exit 2), and leaves no temporary file."""
+    staged = Staged.of(path)
+    try:
+        with staged.tmp.open("wb") as out:
+            out.writelines(chunks)
+    except OSError as exc:
+        staged.discard()
+        raise _unwritable(path, exc) from None
+    return staged
+
+
+def stage_json(path: Path, document: Any, plain: Collection[str] = ()) -> Staged:
+    """`stage_bytes` of `json.dumps(document, indent=1) + "\n"` (`json_text`, `plain` as
+    there), piece by piece: a million-node plan never exists as one text."""
+    from streamalloc.json_text import indented_json
+    return stage_bytes(path, chain(indented_json(document, plain=plain), [b"\n"]))
+
+
+def _unwritable(path: Path, exc: OSError) -> UsageError:
+    return UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}")
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write via a temporary file and rename; an unwritable path is a usage error (exit 2)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None
+    stage_bytes(path, [data]).commit()
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -30,19 +76,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_json_atomic(path: Path, document: Any, plain: Collection[str] = ()) -> None:
-    """The bytes of `json.dumps(document, indent=1) + "\n"` (`json_text`, `plain` as there),
-    written piece by piece to a temporary file and renamed: a million-node plan never exists
-    as one text."""
-    from streamalloc.json_text import indented_json
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("wb") as out:
-            out.writelines(indented_json(document, plain=plain))
-            out.write(b"\n")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}") from None
+    """`stage_json`, committed."""
+    stage_json(path, document, plain).commit()
 
 
 class Progress:

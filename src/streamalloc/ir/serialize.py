@@ -9,6 +9,7 @@ type's default, engine table rows and op mappings only when they differ from the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -87,3 +88,8 @@ def dump_yaml(graph: Graph) -> str:
 def dump_json(graph: Graph) -> str:
     """The graph as JSON text, indented."""
     return json.dumps(graph_to_document(graph), indent=1, ensure_ascii=False) + "\n"
+
+
+def graph_file_text(graph: Graph, path: Path) -> str:
+    """The text of graph file `path`: JSON for a `.json` name, else YAML."""
+    return dump_json(graph) if path.suffix == ".json" else dump_yaml(graph)
