@@ -107,3 +107,19 @@ def test_an_unwritable_output_leaves_no_other(tmp_path: Path, in_child: None,
     assert code == 2 and out == ""
     assert err.startswith(f"streamalloc: error: {missing}: cannot write the output file")
     assert files == {}
+
+
+@pytest.mark.parametrize("serial", [False, True])
+def test_an_output_that_cannot_be_put_in_place_leaves_no_temporary_file(
+        tmp_path: Path, in_child: None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], serial: bool) -> None:
+    if serial:
+        monkeypatch.setenv(SERIAL_ENV, "1")
+    (tmp_path / "plan.json").mkdir()  # written beside it, but no file replaces a directory
+    argv = ["allocate", TRAIN, "-o", str(tmp_path / "plan.json"),
+            "--graph-out", str(tmp_path / "synced.yaml")]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"streamalloc: error: {tmp_path / 'plan.json'}: cannot write")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]

@@ -53,8 +53,13 @@ def verified_outputs(graph: Graph, plan: SyncPlan, document: dict[str, object],
         raise
     staged, text = pending.result() if pending is not None else \
         _staged(graph, plan, document, outputs)
-    for output in staged:
-        output.commit()
+    for k, output in enumerate(staged):
+        try:
+            output.commit()
+        except BaseException:
+            for rest in staged[k + 1:]:
+                rest.discard()
+            raise
     return text
 
 
