@@ -22,7 +22,8 @@ from streamalloc.outputs import Staged, stage_bytes, stage_json
 from streamalloc.sync.result import PLAIN_SECTIONS, SyncPlan
 
 # Plans of at least this many nodes are staged in a child while they are verified: below it a
-# fork costs about what the rendering takes.
+# fork costs about what the rendering takes (`allocate -o`, best of 9: 0.446 s either way at 5k
+# nodes, 0.562 -> 0.555 s at 10k, 2.88 -> 2.74 s at 100k).
 BACKGROUND_FROM = 5_000
 
 
