@@ -36,9 +36,13 @@ def values_of(mapping: Mapping[_K, _V], keys: Sequence[_K], default: Any = _REQU
 
     >>> values_of({"a": 1, "b": 2}, ["a", "b"]), values_of({"a": 1, "b": 2}, ["b", "c"], 0)
     ([1, 2], [2, 0])
+    >>> values_of({}, ["a", "b"], ())
+    [(), ()]
     """
     if len(mapping) == len(keys) and list(mapping) == list(keys):
         return list(mapping.values())
+    if not mapping and default is not _REQUIRED:  # a table of the few keys that have a value
+        return [default] * len(keys)
     if default is _REQUIRED:
         return list(map(mapping.__getitem__, keys))
     return list(map(mapping.get, keys, repeat(default)))

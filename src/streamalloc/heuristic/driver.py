@@ -40,7 +40,7 @@ from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_USER_LABEL = attrgetter("user_stream_label")
+_USER_LABEL, _NAME = attrgetter("user_stream_label"), attrgetter("name")
 
 
 @collector.pausing
@@ -193,7 +193,6 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     names: list[str] = []  # T-order, and each node's touches and entry
     provenance: list[tuple[Touch, ...]] = []
     nodes: list[NodeStream] = []
-    attached, notes_from_labels = plan.attached.get, label_notes.get
     # Nodes noted alike (the same subgraph and note containers) on the same streams share
     # their touches and one (immutable) entry; keyed by the ids of containers the plan and
     # `label_notes` keep alive meanwhile.
@@ -203,10 +202,10 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
         owners: Mapping[str, int] = partition.subgraph_of if partition is not None else {}
         # each node's key, a column at a time (`map` and `zip` run in C)
         indexes = list(map(owners.get, members))
-        by_labels = list(map(notes_from_labels, members, repeat(())))
+        by_labels = values_of(label_notes, members, ())
         own = values_of(graph_plan.notes, members)
         streams = values_of(graph_plan.streams, members)
-        extra = list(map(attached, members, repeat(())))
+        extra = values_of(plan.attached, members, ())
         keys = list(zip(repeat(graph_name), indexes, map(id, by_labels), map(id, own), streams,
                         extra))
         # the first node of each key (few) makes its entry; the rest are looked up in C
@@ -281,7 +280,7 @@ class _Provenance:
 def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:
     """T-order as runs of consecutive nodes of one graph: (graph, node names)."""
     if not graph.subgraphs:  # most models: one run
-        yield graph.root.name, [node.name for node in graph.root.nodes]
+        yield graph.root.name, list(map(_NAME, graph.root.nodes))
         return
     for graph_name, run in groupby(graph.all_nodes(), attrgetter("graph")):
         yield graph_name, [node.name for node in run]
