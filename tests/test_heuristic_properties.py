@@ -28,6 +28,7 @@ from streamalloc.ir.graph import Graph, PartitionEntry
 from streamalloc.ir.partition import partition_model
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.rules.labelling import default_labels
+from streamalloc.rules.loader import default_rule_set
 
 SETTINGS = settings(max_examples=120, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -192,6 +193,7 @@ def check_invariants(graph: Graph, allocation: Allocation, mode: str) -> None:
     assert allocation_text(allocate_ge(graph)) == allocation_text(allocation)
     attached = allocation.attached_stream_ids
     assert attached == tuple(range(allocation.main_stream_num, allocation.total_stream_num))
+    _deciding_rules(allocation, default_rule_set(graph).run_order())
     if mode == "dynamic":
         _dynamic_ranges(allocation)
         off = {k: v for k, v in graph.options.items() if k != "ENABLE_DYNAMIC_SHAPE_MULTI_STREAM"}
@@ -208,6 +210,17 @@ def check_invariants(graph: Graph, allocation: Allocation, mode: str) -> None:
     else:
         _user_labels_share(graph, allocation)
         _hccl_streams_clean(graph, allocation)
+
+
+def _deciding_rules(allocation: Allocation, run_order: Mapping[str, int]) -> None:
+    """A node's rule is that of its last touch (in run order) that decides, "initial" when
+    none does: the rule is made with the allocation, the touches when they are read."""
+    for name, entry in allocation.nodes.items():
+        touches = allocation.provenance[name]
+        order = [run_order.get(t.note.rule, -1) for t in touches]
+        assert order == sorted(order), name  # in run order
+        deciding = [t.note.rule for t in touches if t.note.decides]
+        assert entry.rule == (deciding[-1] if deciding else "initial"), name
 
 
 def _static_streams(graph: Graph, allocation: Allocation) -> None:

@@ -1,5 +1,6 @@
 """mappings: the values of a key list, from the table's own order when it matches
-(`values_of`); a table as two columns (`Columns`) that reads as the dict of its pairs."""
+(`values_of`); a table as two columns (`Columns`) that reads as the dict of its pairs; a
+column made as it is read (`Derived`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamalloc.mappings import Columns, own_dict, values_of
+from streamalloc.mappings import Columns, Derived, own_dict, values_of
 
 
 @given(table=st.dictionaries(st.text(max_size=3), st.integers(), max_size=8),
@@ -64,3 +65,29 @@ def test_columns_need_a_value_per_key() -> None:
         Columns(["a", "b"], [1])
     with pytest.raises(KeyError):
         Columns(["a"], [1])["b"]
+
+
+@given(tokens=st.lists(st.integers(), max_size=8), probe=st.integers(0, 7))
+def test_derived_reads_as_the_list_of_its_items_made_on_read(tokens: list[int],
+                                                             probe: int) -> None:
+    made: list[int] = []
+
+    def square(token: int) -> int:
+        made.append(token)
+        return token * token
+
+    derived = Derived(tokens, square)
+    assert made == [] and len(derived) == len(tokens)  # nothing made until read
+    if probe < len(tokens):
+        assert derived[probe] == tokens[probe] ** 2 and made == [tokens[probe]]
+    expected = [t * t for t in tokens]
+    assert list(derived) == expected and derived[1:3] == expected[1:3]
+    assert pickle.loads(pickle.dumps(derived)) == expected  # pickled as its items
+    assert Columns([str(t) for t in range(len(tokens))], derived) == \
+        {str(i): v for i, v in enumerate(expected)}
+
+
+def test_values_of_an_empty_table_with_a_default() -> None:
+    default: tuple[int, ...] = ()
+    found = values_of({}, ["a", "b"], default)
+    assert found == [(), ()] and all(value is default for value in found)

@@ -12,10 +12,10 @@ pass (graphs not reached yet on their initial streams), or the stream labels aft
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import compress, groupby, repeat
+from itertools import chain, compress, groupby, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any
@@ -31,7 +31,7 @@ from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.partition import GraphPartition, partition_model
-from streamalloc.mappings import Columns, values_of
+from streamalloc.mappings import Columns, Derived, values_of
 from streamalloc.passes import PassObserver, PassRecord, PassResult
 from streamalloc.rules import labelling
 from streamalloc.rules.conflicts import check_static
@@ -189,14 +189,14 @@ def _initial_model(graph: Graph) -> ModelPlan:
 def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelContext,
                 label_notes: Mapping[str, list[Note]]) -> Allocation:
     partitions, labels = model.partitions, model.labels
-    provenance_of = _Provenance(rules.run_order(), label_notes)
+    provenance_of = _Provenance(rules.run_order())
     names: list[str] = []  # T-order, and each node's touches and entry
-    provenance: list[tuple[Touch, ...]] = []
+    provenance: list[_Touches] = []
     nodes: list[NodeStream] = []
     # Nodes noted alike (the same subgraph and note containers) on the same streams share
     # their touches and one (immutable) entry; keyed by the ids of containers the plan and
     # `label_notes` keep alive meanwhile.
-    placed: dict[tuple[Any, ...], tuple[tuple[Touch, ...], NodeStream]] = {}
+    placed: dict[tuple[Any, ...], tuple[_Touches, NodeStream]] = {}
     for graph_name, members in _runs_by_graph(graph):
         graph_plan, partition = plan.graphs[graph_name], partitions.get(graph_name)
         owners: Mapping[str, int] = partition.subgraph_of if partition is not None else {}
@@ -212,8 +212,8 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
         for i in sorted(first.values()):
             if keys[i] not in placed:
-                touches, rule = provenance_of.touches(graph_plan, partition, indexes[i],
-                                                      by_labels[i], own[i])
+                touches, rule = provenance_of.of(graph_plan, partition, indexes[i],
+                                                 by_labels[i], own[i])
                 placed[keys[i]] = (touches, NodeStream(streams[i], rule, extra[i]))
         placed_here = list(map(placed.__getitem__, keys))
         names += members
@@ -226,7 +226,7 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                       user_labels=MappingProxyType({  # the few nodes carrying one
                           name: tags.user_stream_label for name, tags in
                           compress(labels.items(), map(_USER_LABEL, labels.values()))}),
-                      provenance=Columns(names, provenance),
+                      provenance=Columns(names, Derived(provenance, _Touches.value)),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
 
@@ -238,43 +238,79 @@ class _Provenance:
     node taking its subgraph's stream and compaction renames choose none ("initial").
 
     Passes share one note among the nodes it explains, and a plan one tuple of notes among
-    the nodes noted alike, so nodes of one subgraph mostly carry the same tuple: the ordered
-    touches are kept per subgraph and per pair of note containers."""
+    the nodes noted alike, so nodes of one subgraph mostly carry the same tuple: the deciding
+    rule and the touches are kept per subgraph and per pair of note containers. The touches
+    are made when first read (`explain` and messages read them, the plan does not): a
+    100k-node model has thousands of subgraphs."""
 
-    def __init__(self, order: Mapping[str, int], label_notes: Mapping[str, list[Note]]) -> None:
+    def __init__(self, order: Mapping[str, int]) -> None:
         self.order = order
-        self.label_notes = label_notes
         self.scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
         # keyed by the ids of note containers the plan (or `label_notes`) keeps alive meanwhile
-        self.known: dict[tuple[str, int | None, int, int], tuple[tuple[Touch, ...], str]] = {}
+        self.known: dict[tuple[str, int | None, int, int], tuple[_Touches, str]] = {}
 
-    def touches(self, plan: GraphPlan, partition: GraphPartition | None, index: int | None,
-                labels: Sequence[Note], own: Sequence[Note]) -> tuple[tuple[Touch, ...], str]:
-        """A node's touches in run order and its deciding rule, from its subgraph's `index`,
-        its label notes and its own notes."""
+    def of(self, plan: GraphPlan, partition: GraphPartition | None, index: int | None,
+           labels: Sequence[Note], own: Sequence[Note]) -> tuple[_Touches, str]:
+        """A node's touches (made when read) and its deciding rule, from its subgraph's
+        `index`, its label notes and its own notes."""
         key = (plan.graph, index, id(labels), id(own))
         known = self.known.get(key)
         if known is None:
-            scoped = self._scoped(plan, partition, index)
-            touches = [Touch("labels", n) for n in labels]
-            touches += scoped
-            touches += [Touch("node", n) for n in own]
-            ordered = _in_run_order(touches, self.order) if labels or own else scoped
-            known = self.known[key] = (ordered, _deciding(ordered))
+            notes: tuple[Note, ...]
+            scope, notes = "", ()  # no subgraph (a node outside the partition)
+            if partition is not None and index is not None and index < len(plan.sg_notes):
+                scope, notes = f"subgraph {partition.subgraphs[index].id}", plan.sg_notes[index]
+            known = self.known[key] = (_Touches(self, ((plan.graph, index), scope, notes),
+                                                tuple(labels), tuple(own)),
+                                       self._deciding(chain(labels, notes, own)))
         return known
 
-    def _scoped(self, plan: GraphPlan, partition: GraphPartition | None, index: int | None
-                ) -> tuple[Touch, ...]:
-        """The notes of the node's subgraph, shared by its nodes."""
-        key = (plan.graph, index)
-        if key not in self.scoped:
-            found: tuple[Touch, ...] = ()
-            if partition is not None and index is not None and index < len(plan.sg_notes):
-                scope = f"subgraph {partition.subgraphs[index].id}"
-                found = _in_run_order([Touch(scope, n) for n in plan.sg_notes[index]],
-                                      self.order)
-            self.scoped[key] = found
-        return self.scoped[key]
+    def _deciding(self, notes: Iterable[Note]) -> str:
+        """The rule of the last deciding note once the notes are in run order: the latest
+        rule in run order, the last of its notes given (a stable sort keeps them so)."""
+        rule, latest = "initial", None
+        for note in notes:
+            if note.decides:
+                at = self.order.get(note.rule, -1)
+                if latest is None or at >= latest:
+                    rule, latest = note.rule, at
+        return rule
+
+    def scoped_touches(self, key: tuple[str, int | None], scope: str,
+                       notes: tuple[Note, ...]) -> tuple[Touch, ...]:
+        """The touches of a subgraph's notes in run order, shared by its nodes."""
+        found = self.scoped.get(key)
+        if found is None:
+            found = self.scoped[key] = _in_run_order([Touch(scope, n) for n in notes],
+                                                     self.order) if scope else ()
+        return found
+
+
+_Subgraph = tuple[tuple[str, int | None], str, tuple[Note, ...]]  # key, scope, notes
+
+
+class _Touches:
+    """The touches of the nodes noted alike, in run order, made on first read."""
+
+    __slots__ = ("_made", "_of", "_subgraph", "labels", "own")
+
+    def __init__(self, of: _Provenance, subgraph: _Subgraph, labels: tuple[Note, ...],
+                 own: tuple[Note, ...]) -> None:
+        self._of, self._subgraph, self.labels, self.own = of, subgraph, labels, own
+        self._made: tuple[Touch, ...] | None = None
+
+    def value(self) -> tuple[Touch, ...]:
+        """The touches: label notes, the subgraph's, the node's own, in run order."""
+        if self._made is None:
+            scoped = self._of.scoped_touches(*self._subgraph)
+            if self.labels or self.own:
+                touches = [Touch("labels", n) for n in self.labels]
+                touches += scoped
+                touches += [Touch("node", n) for n in self.own]
+                self._made = _in_run_order(touches, self._of.order)
+            else:
+                self._made = scoped
+        return self._made
 
 
 def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:
@@ -284,11 +320,6 @@ def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:
         return
     for graph_name, run in groupby(graph.all_nodes(), attrgetter("graph")):
         yield graph_name, [node.name for node in run]
-
-
-def _deciding(touches: tuple[Touch, ...]) -> str:
-    deciding = [t.note.rule for t in touches if t.note.decides]
-    return deciding[-1] if deciding else "initial"
 
 
 def _in_run_order(touches: list[Touch], order: Mapping[str, int]) -> tuple[Touch, ...]:
