@@ -67,8 +67,7 @@ def emulate_command(graph_path: str | Path | Graph, plan_path: str | Path | None
     graph = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
     accepted = _accepted  # raises when the verifier rejects the plan
     if plan_path is None:  # allocate in ge mode (and verify) first, as `allocate` would
-        graph = graph.with_options(settings or {})
-        check_options(graph)
+        graph = _under_options(graph, None, settings or {})
         plan: Plan | dict[str, Any] = ge_plan(graph)
     else:
         plan_file = Path(plan_path)
@@ -124,8 +123,7 @@ def _plan_to_run(graph: Graph, path: Path, settings: Mapping[str, str], verify: 
         _raise_rejected(path, verdict.result())
 
     try:
-        graph = graph.with_options({**(run.get("options") or {}), **settings})
-        check_options(graph)
+        graph = _under_options(graph, run.get("options"), settings)
         return graph, plan_from_dict(run, source=str(path)), accepted
     except Exception:
         accepted()  # the child's verdict on the plan comes first, as when it ran first
@@ -144,13 +142,19 @@ def _listed_tasks(run: Mapping[str, Any]) -> int:
 def _checked_document(graph: Graph, path: Path, raw: bytes, settings: Mapping[str, str]
                       ) -> tuple[Graph, dict[str, Any]]:
     """The plan document (`raw`: the bytes of file `path`), validated against the plan schema,
-    and the graph under the options it records (strings, by the schema), the given ones
-    winning; the merged options checked."""
+    and the graph under the options it records (`_under_options`)."""
     data = plan_json(path, raw)
     validate_plan(data, str(path))
-    graph = graph.with_options({**(data.get("options") or {}), **settings})
+    return _under_options(graph, data.get("options"), settings), data
+
+
+def _under_options(graph: Graph, recorded: Mapping[str, str] | None,
+                   settings: Mapping[str, str]) -> Graph:
+    """The graph under the options a plan records (strings, by the schema), the given ones
+    winning; the merged options checked."""
+    graph = graph.with_options({**(recorded or {}), **settings})
     check_options(graph)
-    return graph, data
+    return graph
 
 
 def _checked_and_verified(graph: Graph, path: Path, raw: bytes, settings: Mapping[str, str]

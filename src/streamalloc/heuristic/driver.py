@@ -292,21 +292,21 @@ _Subgraph = tuple[tuple[str, int | None], str, tuple[Note, ...]]  # key, scope, 
 class _Touches:
     """The touches of the nodes noted alike, in run order, made on first read."""
 
-    __slots__ = ("_made", "_of", "_subgraph", "labels", "own")
+    __slots__ = ("_labels", "_made", "_of", "_own", "_subgraph")
 
     def __init__(self, of: _Provenance, subgraph: _Subgraph, labels: tuple[Note, ...],
                  own: tuple[Note, ...]) -> None:
-        self._of, self._subgraph, self.labels, self.own = of, subgraph, labels, own
+        self._of, self._subgraph, self._labels, self._own = of, subgraph, labels, own
         self._made: tuple[Touch, ...] | None = None
 
     def value(self) -> tuple[Touch, ...]:
         """The touches: label notes, the subgraph's, the node's own, in run order."""
         if self._made is None:
             scoped = self._of.scoped_touches(*self._subgraph)
-            if self.labels or self.own:
-                touches = [Touch("labels", n) for n in self.labels]
+            if self._labels or self._own:
+                touches = [Touch("labels", n) for n in self._labels]
                 touches += scoped
-                touches += [Touch("node", n) for n in self.own]
+                touches += [Touch("node", n) for n in self._own]
                 self._made = _in_run_order(touches, self._of.order)
             else:
                 self._made = scoped
