@@ -253,3 +253,11 @@ def test_cli_train_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "nope.onnx" in capsys.readouterr().err and not missing.exists()
     assert main(["train-step", str(model), "-o", str(missing), "--bucket", "0"]) == 2
     assert not missing.exists()
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_write_graph_takes_a_path_string_and_reads_back(tmp_path: Path, suffix: str) -> None:
+    model = small_model()
+    target = str(tmp_path / f"model{suffix}")
+    api.write_graph(model, target)
+    assert dump_yaml(api.read_graph(target)) == dump_yaml(model)

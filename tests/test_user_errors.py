@@ -342,6 +342,19 @@ def test_version_and_help_import_nothing_heavy() -> None:
     assert version.stdout.startswith("streamalloc ")
 
 
+def test_ge_allocate_imports_only_what_it_runs(tmp_path: Path) -> None:
+    """allocate in ge mode needs neither the emulator, the variable manager nor the solver."""
+    unused = ("streamalloc.runtime_emu.emulator", "streamalloc.memory",
+              "streamalloc.optimal.driver", "ortools", "onnx")
+    script = ("import sys\nfrom streamalloc.cli import main\n"
+              f"main(['allocate', {TRAIN!r}, '-o', {str(tmp_path / 'plan.json')!r}])\n"
+              f"print(sorted(m for m in {unused!r} if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=_env(), check=True)
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "plan.json").is_file()
+
+
 def test_the_cli_choices_are_the_modules_constants() -> None:
     from streamalloc.commands.compare import MODES as COMPARE_MODES
     from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET

@@ -35,12 +35,13 @@ def convert_graph(model: str | Path, output: str | Path, *, fold: bool = True) -
     """Load any supported model and write it as our graph format (`.json` or YAML by suffix);
     `fold=False` keeps an ONNX model's constant-only nodes as written (`load_graph`)."""
     graph = load_graph(model, fold=fold)
-    write_graph(graph, Path(output))
+    write_graph(graph, output)
     return graph
 
 
-def write_graph(graph: Graph, output: Path) -> None:
+def write_graph(graph: Graph, output: str | Path) -> None:
     """Write a graph file (`.json` or YAML by suffix), atomically."""
+    output = Path(output)
     write_atomic(output, graph_file_text(graph, output))
 
 

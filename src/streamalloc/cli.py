@@ -194,7 +194,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _emulate(args: argparse.Namespace) -> int:
-    from streamalloc.commands import emulate_command
+    from streamalloc.commands.emulate import emulate_command
     text, code = emulate_command(_loaded_graph(args.graph), args.plan, json_out=args.json,
                                  trace=args.trace, gantt=args.gantt, cost=args.cost,
                                  verify=args.verify, settings=_settings(args.set))
