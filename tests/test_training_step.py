@@ -261,3 +261,10 @@ def test_write_graph_takes_a_path_string_and_reads_back(tmp_path: Path, suffix: 
     target = str(tmp_path / f"model{suffix}")
     api.write_graph(model, target)
     assert dump_yaml(api.read_graph(target)) == dump_yaml(model)
+
+
+def test_write_atomic_takes_a_path_string(tmp_path: Path) -> None:
+    target = tmp_path / "note.txt"
+    api.write_atomic(str(target), "text\n")
+    assert target.read_text() == "text\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["note.txt"]  # no temporary file left

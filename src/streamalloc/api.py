@@ -41,8 +41,7 @@ def convert_graph(model: str | Path, output: str | Path, *, fold: bool = True) -
 
 def write_graph(graph: Graph, output: str | Path) -> None:
     """Write a graph file (`.json` or YAML by suffix), atomically."""
-    output = Path(output)
-    write_atomic(output, graph_file_text(graph, output))
+    write_atomic(output, graph_file_text(graph, Path(output)))
 
 
 def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:

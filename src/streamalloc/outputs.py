@@ -24,8 +24,9 @@ class Staged:
     tmp: Path
 
     @classmethod
-    def of(cls, path: Path) -> Staged:
+    def of(cls, path: str | Path) -> Staged:
         """The staging of `path`: its temporary file is `path` + ".tmp", beside it."""
+        path = Path(path)
         return cls(path, path.with_name(path.name + ".tmp"))
 
     def commit(self) -> None:
@@ -41,7 +42,7 @@ class Staged:
         self.tmp.unlink(missing_ok=True)
 
 
-def stage_bytes(path: Path, chunks: Iterable[bytes]) -> Staged:
+def stage_bytes(path: str | Path, chunks: Iterable[bytes]) -> Staged:
     """Write `chunks` to `path`'s temporary file (`path` + ".tmp"); an unwritable path is a
     usage error (exit 2), and leaves no temporary file."""
     staged = Staged.of(path)
@@ -54,28 +55,28 @@ def stage_bytes(path: Path, chunks: Iterable[bytes]) -> Staged:
     return staged
 
 
-def stage_json(path: Path, document: Any, plain: Collection[str] = ()) -> Staged:
+def stage_json(path: str | Path, document: Any, plain: Collection[str] = ()) -> Staged:
     """`stage_bytes` of `json.dumps(document, indent=1) + "\n"` (`json_text`, `plain` as
     there), piece by piece: a million-node plan never exists as one text."""
     from streamalloc.json_text import indented_json
     return stage_bytes(path, chain(indented_json(document, plain=plain), [b"\n"]))
 
 
-def _unwritable(path: Path, exc: OSError) -> UsageError:
+def _unwritable(path: str | Path, exc: OSError) -> UsageError:
     return UsageError(f"{path}: cannot write the output file: {exc.strerror or exc}")
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Write via a temporary file and rename; an unwritable path is a usage error (exit 2)."""
     stage_bytes(path, [data]).commit()
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: str | Path, text: str) -> None:
     """`write_bytes_atomic` for UTF-8 text."""
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_json_atomic(path: Path, document: Any, plain: Collection[str] = ()) -> None:
+def write_json_atomic(path: str | Path, document: Any, plain: Collection[str] = ()) -> None:
     """`stage_json`, committed."""
     stage_json(path, document, plain).commit()
 
