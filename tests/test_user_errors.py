@@ -355,6 +355,34 @@ def test_ge_allocate_imports_only_what_it_runs(tmp_path: Path) -> None:
     assert (tmp_path / "plan.json").is_file()
 
 
+@pytest.mark.parametrize("given", [None, "2"])
+def test_the_program_starts_openblas_with_one_thread_unless_told(given: str | None) -> None:
+    """console_main sets OPENBLAS_NUM_THREADS before any command imports numpy; a value the
+    user gave stands."""
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    script = ("import os\nfrom streamalloc import cli\n"
+              "def main():\n"
+              "    print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+              "    return 0\n"
+              "cli.main = main\ncli.console_main()\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=env, check=True)
+    assert result.stdout.strip() == (given or "1")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux's thread count")
+def test_numpy_after_single_threaded_blas_starts_no_thread() -> None:
+    env = {k: v for k, v in _env().items() if k != "OPENBLAS_NUM_THREADS"}
+    script = ("from streamalloc import cli\ncli.single_threaded_blas()\nimport numpy\n"
+              "print(next(line.split()[1] for line in open('/proc/self/status')\n"
+              "           if line.startswith('Threads:')))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=env, check=True)
+    assert result.stdout.strip() == "1"
+
+
 def test_the_cli_choices_are_the_modules_constants() -> None:
     from streamalloc.commands.compare import MODES as COMPARE_MODES
     from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET

@@ -530,12 +530,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
 
 
+def single_threaded_blas() -> None:
+    """Start numpy's OpenBLAS with one thread, unless the user chose a number: no command
+    multiplies matrices, and the thread OpenBLAS starts per CPU spins for a while after
+    numpy is imported (0.1-0.2 s of CPU), on the CPU where a command's own child process runs
+    (`allocate`'s outputs, `emulate`'s verifier, `sweep`'s jobs)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def console_main() -> NoReturn:
     """The `streamalloc` program: `main`, then exit at once. Letting the interpreter free a
     100k-node graph's millions of objects one by one takes about half a second after the work
     is done; the operating system takes the memory back at once (mypy ends the same way).
     Every command closed its files; the two standard streams are flushed here."""
     from streamalloc import collector
+    single_threaded_blas()
     collector.hold_until_exit()
     code = main()
     for stream in (sys.stdout, sys.stderr):
