@@ -1,5 +1,6 @@
-"""The pass protocol and its instruments: every heuristic pass and sync stage is a frozen
-dataclass with a name and one `apply` returning a `PassResult`; `allocate --print-after`,
+"""The pass protocol and its instruments: every heuristic pass and sync stage is immutable
+(a frozen dataclass, or a stage without options and without instance attributes), with a name
+and one `apply` returning a `PassResult`; `allocate --print-after`,
 `--dump-dir` and `rules list` show the passes and the plan text after them."""
 
 from __future__ import annotations
@@ -104,7 +105,11 @@ def test_every_sync_stage_follows_the_protocol() -> None:
     for strategy in ("ge", "minimal"):
         stages = sync_stages(strategy)
         assert tuple(s.name for s in stages) == SYNC_STAGE_NAMES
-        assert all(isinstance(s, Pass) and is_frozen_dataclass(s) for s in stages)
+        for stage in stages:
+            assert isinstance(stage, Pass), stage.name
+            assert is_frozen_dataclass(stage) or not hasattr(stage, "__dict__"), stage.name
+            with pytest.raises(AttributeError):
+                stage.name = "renamed"  # type: ignore[misc]
     assert len(set(SYNC_STAGE_NAMES)) == len(SYNC_STAGE_NAMES)
     assert SYNC_STAGE_NAMES[:3] == ("activate", "insert", "eliminate")
     assert SYNC_STAGE_NAMES[-2:] == ("split", "limits")

@@ -58,9 +58,10 @@ def dynamic_graphs(graph: Graph) -> list[str]:
                                if is_unknown_shape(graph, graph.subgraphs[g]))]
 
 
-@dataclass(frozen=True, slots=True)
 class DynamicEngineStreams(RulePass):
     """dynamic-engine-streams (DynamicStreamAllocator): streams per engine and label."""
+
+    __slots__ = ()
 
     def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
         """Spec 4.3 for every dynamic graph; ids are not final until `dynamic-renumber`."""
@@ -173,9 +174,10 @@ def _could_reuse(ctx: GraphContext, sg: EngineSubgraph, peer: EngineSubgraph,
     return root is not None and ctx.subgraphs[root].engine_name == sg.engine_name
 
 
-@dataclass(frozen=True, slots=True)
 class DynamicRenumber(RulePass):
     """dynamic-renumber (DynamicStreamAllocator's renumbering); matched nodes: main stream."""
+
+    __slots__ = ()
 
     def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
         """Spec 4.4 steps 1-3: engines by (cost, name), then labels by name; forced main

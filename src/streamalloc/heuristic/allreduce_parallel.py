@@ -7,8 +7,6 @@ label); `fusion` must be > 0. All transitive data descendants with a matching la
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.facts import ALLREDUCE_TYPES
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
@@ -17,9 +15,10 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass(frozen=True, slots=True)
 class AllReduceParallel(RulePass):
     """allreduce-parallel (AllReduceParallelPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Collect successors of every fused AllReduce, then renumber them per old stream."""

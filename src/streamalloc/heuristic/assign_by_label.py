@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
@@ -11,9 +9,10 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass(frozen=True, slots=True)
 class AssignByLabel(RulePass):
     """assign-by-label (AssignByLabelPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """First occurrence of a label in L-order takes the next id."""

@@ -8,7 +8,7 @@ group -> (key, count) -> nodes; keys ascending get consecutive ids.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 
@@ -23,9 +23,10 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass(frozen=True, slots=True)
 class AttachedStreams(RulePass):
     """attached-streams (AssignAttachedStreamPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
         """Assign per graph in the order the per-graph stage ran (root, then R-order)."""

@@ -6,7 +6,7 @@ an unknown-shape root only its direct nodes count. The result is `main_stream_nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 
 from streamalloc.heuristic.context import ModelContext
@@ -25,9 +25,10 @@ def counted_graphs(graph: Graph, plan: ModelPlan) -> list[str]:
     return list(plan.graphs)
 
 
-@dataclass(frozen=True, slots=True)
 class Compact(RulePass):
     """compact (GE's RefreshContinuousStreams)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
         """Rank the used ids; nodes keep their relative allocation order."""

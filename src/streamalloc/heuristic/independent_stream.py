@@ -6,8 +6,6 @@ only a user label keeps an independent subgraph on the shared label stream.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
@@ -15,9 +13,10 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass(frozen=True, slots=True)
 class IndependentStream(RulePass):
     """independent-stream (IndependentStreamPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """One id per (engine, stream label) key, by first occurrence in L-order."""

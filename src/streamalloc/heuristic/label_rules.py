@@ -7,17 +7,16 @@ allocators read; this pass runs it as one step of the heuristic's fold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.heuristic.rule_pass import Labels, RulePass
 from streamalloc.ir.graph import Graph
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules import labelling
 
 
-@dataclass(frozen=True, slots=True)
 class LabelRule(RulePass):
     """One label rule (options of `stream-label`: `label`, `user`, read by `labelling`)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: Graph, plan: Labels) -> PassResult[Labels]:
         """Every node's labels after this rule."""

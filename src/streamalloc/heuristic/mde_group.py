@@ -6,8 +6,6 @@ the advanced stream counter (the ids vanish at compaction).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import GraphPlan, Note
@@ -18,9 +16,10 @@ from streamalloc.rules.model import Rule
 NEW_STREAM_ID = "NewStreamId"
 
 
-@dataclass(frozen=True, slots=True)
 class MdeGroup(RulePass):
     """mde-group (UpdateForMdeGroupPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Bucket matched nodes by their current stream; one new id per (stream, group)."""

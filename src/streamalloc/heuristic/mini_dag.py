@@ -87,9 +87,10 @@ def _writable(node: Node, stream: int, dag_node: DagNode) -> bool:
             and dag_node.weighted and stream != INVALID)
 
 
-@dataclass(frozen=True, slots=True)
 class MiniDagStream(RulePass):
     """mini-dag (MiniDAGStreamPass); its mode comes from the graph (`parse_dag_mode`)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: ModelContext, plan: ModelPlan) -> PassResult[ModelPlan]:
         """Replace engine-based streams by DAG streams when a DAG mode is set.

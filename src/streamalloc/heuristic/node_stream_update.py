@@ -8,7 +8,6 @@ in the root graph; the NetOutput of a While body in an unknown-shape graph gets 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from streamalloc.errors import InternalError
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
@@ -21,9 +20,10 @@ from streamalloc.rules.model import Rule
 RTS_LABEL_NODE = "_rts_label_node"
 
 
-@dataclass(frozen=True, slots=True)
 class NodeStreamUpdate(RulePass):
     """node-stream-update (NodeStreamUpdatePass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Reset every direct node, then copy subgraph streams to their nodes."""

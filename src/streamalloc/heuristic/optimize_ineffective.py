@@ -8,7 +8,6 @@ largest qualifying stream id); updates are progressive; HCCL nodes are not prote
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 
@@ -28,9 +27,10 @@ _PINNED_ATTRS = ("NewStreamId", "_parallel_group")
 _NAME, _PRESENT = attrgetter("name"), attrgetter("present")
 
 
-@dataclass(frozen=True, slots=True)
 class OptimizeIneffective(RulePass):
     """optimize-ineffective (OptimizeIneffectiveMultiStreamPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Visit nodes in G-order and move those that qualify."""

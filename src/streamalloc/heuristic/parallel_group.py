@@ -6,8 +6,6 @@ one; otherwise it falls back to a group stream.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
@@ -19,9 +17,10 @@ from streamalloc.rules.model import Rule
 PARALLEL_GROUP = "_parallel_group"
 
 
-@dataclass(frozen=True, slots=True)
 class ParallelGroup(RulePass):
     """parallel-group (UpdateForParallelGroupPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Bucket matched nodes by stream (ascending), then by group name within a bucket."""

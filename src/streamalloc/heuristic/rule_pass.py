@@ -28,7 +28,9 @@ ModelPass = Pass[ModelContext, ModelPlan]
 
 @dataclass(frozen=True, slots=True)
 class RulePass:
-    """A pass made from `rule`: named after it; subclasses add their typed options."""
+    """A pass made from `rule`: named after it; subclasses add their typed options (as a
+    frozen dataclass). A subclass without options declares `__slots__ = ()` instead: it
+    inherits these methods, and the decorator would generate them again at import."""
 
     rule: Rule
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.errors import OptionError
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
@@ -13,9 +11,10 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass(frozen=True, slots=True)
 class SingleStream(RulePass):
     """single-stream (SingleStreamPass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Give every unassigned subgraph the single stream; labels are GE's error E10055."""

@@ -7,8 +7,6 @@ Decisions see earlier updates (G-order, progressive).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
@@ -17,9 +15,10 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass(frozen=True, slots=True)
 class SkippedEngine(RulePass):
     """skipped-engine (UpdateForSkippedEnginePass)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Fold candidates in G-order."""

@@ -46,9 +46,10 @@ class _Grouped(RulePass):
         return cls(rule, None if value is None else str(value))
 
 
-@dataclass(frozen=True, slots=True)
 class SameStream(_Grouped):
     """same-stream: one stream per `group_by` value (None: one for all matched nodes)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Each group joins the stream of its first node."""
@@ -60,9 +61,10 @@ class SameStream(_Grouped):
         return outcome(plan, plan.set_nodes(changes))
 
 
-@dataclass(frozen=True, slots=True)
 class DedicatedStream(_Grouped):
     """dedicated-stream: one stream per `group_by` value (None: one per matched node)."""
+
+    __slots__ = ()
 
     def apply(self, ctx: GraphContext, plan: GraphPlan) -> PassResult[GraphPlan]:
         """Each matched node (or group) gets a fresh stream that nothing else uses."""

@@ -2,9 +2,10 @@
 numbering, attached-stream dependency events, switch and loop activation, attached-stream
 NetOutput events, the task order with Send/Recv, attached sync resources.
 
-Each stage is a pass (`streamalloc.passes`): a frozen dataclass with a `name`, its typed
-options as fields, and `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that
-works on its own copies of what it changes. Phase B (`split`, `limits`) is in `physical.py`.
+Each stage is a pass (`streamalloc.passes`): an immutable object with a `name` and
+`apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that works on its own copies
+of what it changes; a stage with typed options is a frozen dataclass of them, one without is a
+plain class with empty `__slots__` (no dataclass methods to generate at import). Phase B (`split`, `limits`) is in `physical.py`.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ ELIMINATION: Mapping[str, Eliminator] = {"ge": optimize, "minimal": minimize}
 SYNC_STRATEGIES = tuple(ELIMINATION)
 
 
-@dataclass(frozen=True)
 class Activate:
     """A3, A4 (spec 6.1, 6.2): activation by label and for subgraphs."""
+
+    __slots__ = ()
 
     name = "activate"
 
@@ -62,9 +64,10 @@ class Activate:
         return outcome(plan, replace(plan, labels=labels, activation=activation))
 
 
-@dataclass(frozen=True)
 class Insert:
     """A6 (spec 2.1-2.3): one pair per cross-stream edge, subgraph boundaries included."""
+
+    __slots__ = ()
 
     name = "insert"
 
@@ -95,9 +98,10 @@ class Eliminate:
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-@dataclass(frozen=True)
 class Renumber:
     """4.1: continuous ids in sender name order."""
+
+    __slots__ = ()
 
     name = "renumber"
 
@@ -108,9 +112,10 @@ class Renumber:
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-@dataclass(frozen=True)
 class MultiDimsReuse:
     """4.2: ids used inside one dim of a multi-batch Case are shared with the other dims."""
+
+    __slots__ = ()
 
     name = "multi-dims-reuse"
 
@@ -138,11 +143,12 @@ class Multiplex:
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-@dataclass(frozen=True)
 class AttachedDependencies:
     """A11 (spec 2.6): events from the producers an attached stream's work depends on. The
     events of this and the later stages are numbered after Phase A's (from 0 in notify mode,
     whose pairs are notifies)."""
+
+    __slots__ = ()
 
     name = "attached-dependencies"
 
@@ -155,9 +161,10 @@ class AttachedDependencies:
                           bool(made) or bool(events.ids()) or bool(events.recv))
 
 
-@dataclass(frozen=True)
 class Switch:
     """6.3 (A12): StreamSwitch branch activation through new StreamActive nodes."""
+
+    __slots__ = ()
 
     name = "switch"
 
@@ -170,9 +177,10 @@ class Switch:
                                      stream_num=plan.stream_num + len(made)))
 
 
-@dataclass(frozen=True)
 class LoopActivation:
     """6.4: the loop activator starts the streams nobody else does; events to the switch."""
+
+    __slots__ = ()
 
     name = "loop-activation"
 
@@ -184,9 +192,10 @@ class LoopActivation:
         return outcome(plan, replace(plan, activation=activation, events=events))
 
 
-@dataclass(frozen=True)
 class AttachedEvents:
     """A13 (spec 2.7): the last user of each attached stream signals its graph's NetOutput."""
+
+    __slots__ = ()
 
     name = "attached-events"
 
@@ -198,10 +207,11 @@ class AttachedEvents:
                                      attached_sync=(*plan.attached_sync, *sends)))
 
 
-@dataclass(frozen=True)
 class SyncTasks:
     """A14 (spec 7): every graph node as a task, its Recvs before it, its Sends after it; the
     StreamActive nodes of 6.3 after the last task of their graph."""
+
+    __slots__ = ()
 
     name = "sync-tasks"
 
@@ -260,10 +270,11 @@ def _made(namer: Namer, peer: tuple[str, str], kind: str, ids: list[tuple[int, i
     return [sync_task(namer, kind, x, stream, peer) for x, stream in ids]
 
 
-@dataclass(frozen=True)
 class AttachedResources:
     """A16 (spec 4.5): the event and notify ids kernels reserve: attached notify resources
     after the notifies, then attached event resources after every Phase A event."""
+
+    __slots__ = ()
 
     name = "attached-resources"
 
