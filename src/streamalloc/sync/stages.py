@@ -5,7 +5,8 @@ NetOutput events, the task order with Send/Recv, attached sync resources.
 Each stage is a pass (`streamalloc.passes`): an immutable object with a `name` and
 `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that works on its own copies
 of what it changes; a stage with typed options is a frozen dataclass of them, one without is a
-plain class with empty `__slots__` (no dataclass methods to generate at import). Phase B (`split`, `limits`) is in `physical.py`.
+plain class with empty `__slots__` (no dataclass methods to generate at import). Phase B
+(`split`, `limits`) is in `physical.py`.
 """
 
 from __future__ import annotations
