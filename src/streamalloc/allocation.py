@@ -17,13 +17,14 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
+
 from streamalloc.facts import INVALID
 
 _STREAM, _ATTACHED = attrgetter("stream"), attrgetter("attached")
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(msgspec.Struct, frozen=True):
     """One decision: `rule` put the node (or its subgraph) on `stream` because of `reason`.
 
     `decides` is False for bookkeeping that does not choose a stream: a node taking its
@@ -36,8 +37,7 @@ class Note:
     decides: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class NodeStream:
+class NodeStream(msgspec.Struct, frozen=True):
     """Where one node runs."""
 
     stream: int
@@ -45,16 +45,14 @@ class NodeStream:
     attached: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Touch:
+class Touch(msgspec.Struct, frozen=True):
     """One note in context: which rule, on what (the node, its subgraph or its labels)."""
 
     scope: str
     note: Note
 
 
-@dataclass(frozen=True, slots=True)
-class LogicalStreamInfo:
+class LogicalStreamInfo(msgspec.Struct, frozen=True):
     """GE's LogicalStreamAllocationInfo: one logical stream, its nodes and labels."""
 
     stream: int

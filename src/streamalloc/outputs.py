@@ -6,17 +6,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
+import msgspec
+
 from streamalloc.errors import UsageError
 
 
-@dataclass(frozen=True)
-class Staged:
+class Staged(msgspec.Struct, frozen=True):
     """An output written whole to its temporary file beside `path`, not yet in place: a
     command stages its outputs while it checks what they hold, then commits or discards them."""
 

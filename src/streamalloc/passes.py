@@ -1,7 +1,8 @@
 """The pass protocol of both allocators' drivers and the sync layer, and the instrument that
 observes a run.
 
-A pass is a frozen dataclass with a `name`, its typed options as fields and one
+A pass is an immutable object (a frozen dataclass or msgspec struct, or a class with empty
+`__slots__`) with a `name`, its typed options as fields and one
 `apply(ctx, plan) -> PassResult`: `ctx` is what the pass reads and never changes during a run,
 `plan` the state it transforms. It returns the new plan and whether it changed, and never
 mutates the plan it was given (xDSL `ModulePass`, torch.fx `PassResult`). Drivers fold their
@@ -21,6 +22,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TextIO, TypeVar, runtime_checkable
+
+import msgspec
 
 from streamalloc.errors import UsageError
 
@@ -57,8 +60,7 @@ class Pass(Protocol[C_contra, P]):
         ...
 
 
-@dataclass(frozen=True)
-class PassRecord:
+class PassRecord(msgspec.Struct, frozen=True):
     """One application of a pass, as a driver reports it to its observer.
 
     `graph` names the graph a per-graph heuristic pass ran on ("" for passes over the whole

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
+
 from streamalloc import api
 from streamalloc.errors import UsageError
 from streamalloc.ir.graph import Graph
@@ -62,7 +64,7 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
         if settings.frontier:
             frontier += [{"input": Path(path).stem, "graph": graph.name, "slack": slack,
                           **_row(
-                graph, "optimal", replace(settings, optimal=replace(
+                graph, "optimal", replace(settings, optimal=msgspec.structs.replace(
                     settings.optimal, makespan_slack=slack)))} for slack in FRONTIER_SLACKS]
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
 

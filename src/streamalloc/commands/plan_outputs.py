@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from streamalloc.background import Background, can_fork, free_memory
 from streamalloc.ir.graph import Graph
@@ -27,8 +28,7 @@ from streamalloc.sync.result import PLAIN_SECTIONS, SyncPlan
 BACKGROUND_FROM = 5_000
 
 
-@dataclass(frozen=True)
-class PlanOutputs:
+class PlanOutputs(msgspec.Struct, frozen=True):
     """What the command was asked to write (None: not asked) and to print."""
 
     plan: Path | None

@@ -15,9 +15,11 @@ import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from msgspec.structs import replace
 
 from streamalloc import api
 from streamalloc.commands.compare import CompareSettings, graph_rows

@@ -11,8 +11,10 @@ own numbering; they are left on their initial stream here.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.errors import InputError, OptionError
 from streamalloc.facts import (
@@ -31,13 +33,12 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 
-@dataclass
-class _Owners:
+class _Owners(msgspec.Struct):
     """Model-wide stream owners, handing out ids in first-sight order."""
 
     next_stream: int = 0
-    engines: dict[str, int] = field(default_factory=dict)
-    labels: dict[str, int] = field(default_factory=dict)
+    engines: dict[str, int] = msgspec.field(default_factory=dict)
+    labels: dict[str, int] = msgspec.field(default_factory=dict)
 
     def engine(self, name: str) -> int:
         if name not in self.engines:

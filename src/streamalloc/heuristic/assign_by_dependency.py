@@ -7,8 +7,11 @@ default stream the counter steps back by one even if nothing fresh was handed ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Self
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
@@ -21,14 +24,13 @@ MEMORY_PRIORITY = "MemoryPriority"
 _COST_CEILING = 10  # GE's starting best cost in the ranking: a cost-10 candidate wins only first
 
 
-@dataclass
-class _State:
+class _State(msgspec.Struct):
     streams: list[int]
     reused: list[int | None]
-    engine_next: dict[str, int] = field(default_factory=dict)
-    engine_count: dict[str, int] = field(default_factory=dict)
-    roots: list[int] = field(default_factory=list)
-    pairs: list[tuple[int, int]] = field(default_factory=list)
+    engine_next: dict[str, int] = msgspec.field(default_factory=dict)
+    engine_count: dict[str, int] = msgspec.field(default_factory=dict)
+    roots: list[int] = msgspec.field(default_factory=list)
+    pairs: list[tuple[int, int]] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

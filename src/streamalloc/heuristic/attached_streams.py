@@ -8,9 +8,10 @@ group -> (key, count) -> nodes; keys ascending get consecutive ids.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
+
+from msgspec.structs import replace
 
 from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
 from streamalloc.heuristic.context import ModelContext

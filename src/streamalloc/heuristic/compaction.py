@@ -6,8 +6,9 @@ an unknown-shape root only its direct nodes count. The result is `main_stream_nu
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import MappingProxyType
+
+from msgspec.structs import replace
 
 from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import GraphPlan, ModelPlan, Note

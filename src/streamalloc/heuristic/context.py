@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+import msgspec
+
 from streamalloc.heuristic.plan import INVALID
 from streamalloc.ir.graph import UNKNOWN_SHAPE_ATTR, ComputeGraph, Graph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels
@@ -87,8 +89,7 @@ class GraphContext:
         return rule.match is match_all or all(rule.matches(self.compute.node(n)) for n in sg.nodes)
 
 
-@dataclass(frozen=True)
-class ModelContext:
+class ModelContext(msgspec.Struct, frozen=True):
     """The whole model as the model-scope passes see it (read-only).
 
     `forced_main` is the rule set's `dynamic-renumber` rule, whose matches mini-dag's

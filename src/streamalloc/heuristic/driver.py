@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain, compress, groupby, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc import collector
 from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
@@ -69,8 +71,7 @@ def allocate_ge(graph: Graph, rules: RuleSet | None = None,
     return allocation
 
 
-@dataclass(frozen=True)
-class _Run:
+class _Run(msgspec.Struct, frozen=True):
     """One allocation: the graph, its rule set, the observer; after the label passes, what the
     graph and model passes read and the label rules' notes."""
 
@@ -78,7 +79,7 @@ class _Run:
     rules: RuleSet
     observer: PassObserver | None
     model: ModelContext | None = None
-    label_notes: Mapping[str, list[Note]] = field(default_factory=dict)
+    label_notes: Mapping[str, list[Note]] = msgspec.field(default_factory=dict)
 
     @property
     def context(self) -> ModelContext:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.errors import OptionError
 from streamalloc.heuristic.allocate_dynamic import dynamic_graphs
@@ -54,8 +56,7 @@ def parse_dag_mode(graph: Graph) -> tuple[str, int] | None:
     return found.group(1), int(found.group(2))
 
 
-@dataclass(frozen=True)
-class _Run:
+class _Run(msgspec.Struct, frozen=True):
     """What every graph of one run shares: the rule, the mode, labels and profile."""
 
     rule: Rule

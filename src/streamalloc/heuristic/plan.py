@@ -3,16 +3,18 @@
 `GraphPlan` is one graph's state during its pass chain: stream ids of its partition subgraphs
 and of its direct nodes, the reuse roots of AssignByDependency, the stream counter and the
 default stream. `ModelPlan` is the whole model after the per-graph stage. Passes
-(`rule_pass.py`) return new plans (`dataclasses.replace`) in a `PassResult`; every stream they
+(`rule_pass.py`) return new plans (`msgspec.structs.replace`) in a `PassResult`; every stream they
 set is recorded as a `Note`, which `streamalloc explain` shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from itertools import repeat
 from types import MappingProxyType
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.allocation import Note
 from streamalloc.facts import INVALID
@@ -21,8 +23,7 @@ from streamalloc.mappings import own_dict
 __all__ = ["INVALID", "GraphPlan", "ModelPlan", "Note", "initial_graph_plan"]
 
 
-@dataclass(frozen=True, slots=True)
-class GraphPlan:
+class GraphPlan(msgspec.Struct, frozen=True):
     """One graph's streams while its pass chain runs."""
 
     graph: str
@@ -99,14 +100,14 @@ def initial_graph_plan(graph: str, nodes: Mapping[str, int], subgraphs: int,
                      sg_notes=((),) * subgraphs)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelPlan:
+class ModelPlan(msgspec.Struct, frozen=True):
     """All graphs' plans, the stream counter, and the model-wide results."""
 
     graphs: Mapping[str, GraphPlan]
     next_stream: int
     main_stream_num: int | None = None
-    attached: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    attached: Mapping[str, tuple[int, ...]] = msgspec.field(
+        default_factory=lambda: MappingProxyType({}))
     custom_stream_ids: tuple[int, ...] = ()
     # dynamic flow: the model-wide streams of engines and labels, as (kind, key, stream)
     owners: tuple[tuple[str, str, int], ...] = ()

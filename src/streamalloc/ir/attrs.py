@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, cast
+
+import msgspec
 
 from streamalloc.ir.tensor import TensorDesc
 
@@ -27,24 +28,21 @@ LIST_KINDS = (
 ATTR_KINDS: tuple[str, ...] = SCALAR_KINDS + STRUCT_KINDS + LIST_KINDS
 
 
-@dataclass(frozen=True, slots=True)
-class NamedAttrs:
+class NamedAttrs(msgspec.Struct, frozen=True):
     """GE `NamedAttrs`: a named bundle of attributes (e.g. the AIPP config)."""
 
     name: str
     attrs: Mapping[str, AttrValue]
 
 
-@dataclass(frozen=True, slots=True)
-class TensorValue:
+class TensorValue(msgspec.Struct, frozen=True):
     """GE `TensorDef`: a tensor description with its raw bytes."""
 
     desc: TensorDesc
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class AttrValue:
+class AttrValue(msgspec.Struct, frozen=True):
     """One attribute value with its GE kind; lists are tuples, `graph` is a serialized GraphDef."""
 
     kind: str

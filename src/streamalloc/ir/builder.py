@@ -16,10 +16,11 @@ import sys
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
 from types import MappingProxyType
+
+import msgspec
 
 from streamalloc.errors import GraphLoadError, OptionError
 from streamalloc.facts import LOOP_BACK_TYPES
@@ -68,15 +69,14 @@ def parse_ref(text: str) -> DataInput:
     return DataInput(sys.intern(text), 0)
 
 
-@dataclass
-class _GraphDraft:
+class _GraphDraft(msgspec.Struct):
     name: str
-    nodes: list[Node] = field(default_factory=list)
+    nodes: list[Node] = msgspec.field(default_factory=list)
     origin: Origin = ""
-    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+    attrs: Mapping[str, AttrValue] = msgspec.field(default_factory=dict)
     # (position of its first node, origin of its k-th node) per `add_nodes` call: node origins
     # are only made for messages
-    runs: list[tuple[int, Callable[[int], Origin]]] = field(default_factory=list)
+    runs: list[tuple[int, Callable[[int], Origin]]] = msgspec.field(default_factory=list)
 
     def origin_of(self, name: str) -> Origin:
         """Where node `name` of this graph came from (a linear search: messages only)."""
@@ -347,8 +347,7 @@ class GraphBuilder:
                                  f"{sorted(graphs)}")
 
 
-@dataclass
-class _Positions:
+class _Positions(msgspec.Struct):
     """What one walk over a graph's node list finds: node positions, control successors in
     link order, the data producer of every input slot by position (-1: unconnected, or not
     yet known: `late`), the sources and slots (flat index) of the data edges from the node

@@ -8,10 +8,10 @@ Merging keeps the smaller name, so index b refers to cluster s after merge(s, b)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import accumulate, compress, pairwise, repeat
 from operator import attrgetter, eq
 
+import msgspec
 import numpy as np
 
 from streamalloc.ir.graph import ComputeGraph, Node
@@ -27,8 +27,7 @@ _STREAM_LABEL = attrgetter("stream_label")
 ENABLE_CV_PARALLEL = "_enable_cv_parallel"
 
 
-@dataclass(slots=True)
-class Cluster:
+class Cluster(msgspec.Struct):
     """A cluster that remains after merging: member node indices (ascending), engine, labels."""
 
     nodes: list[int]

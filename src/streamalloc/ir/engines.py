@@ -6,13 +6,14 @@ The default table ships as package data (`engines.yaml`); graph files add to or 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
 import yaml
+from msgspec.structs import replace
 
 from streamalloc.facts import YAML_LOADER
 
@@ -20,8 +21,7 @@ ENGINE_FIELDS = ("name", "independent", "attach", "skip_assign_stream", "schedul
                  "compute_cost", "default_task_count")
 
 
-@dataclass(frozen=True, slots=True)
-class Engine:
+class Engine(msgspec.Struct, frozen=True):
     """One engine row: GE's flags (1.3), its scheduler, compute cost (lower wins) and task count.
 
     `compute_cost` None: the engine has no registered cost (a row in a graph file without one);
@@ -41,8 +41,7 @@ class Engine:
         return {f: getattr(self, f) for f in ENGINE_FIELDS if getattr(self, f) is not None}
 
 
-@dataclass(frozen=True, slots=True)
-class EngineTable:
+class EngineTable(msgspec.Struct, frozen=True):
     """Engines by name, the op-type map and the engine of unmapped op types."""
 
     engines: Mapping[str, Engine]

@@ -248,8 +248,7 @@ def linked_consumers(nodes: Iterable[Node]) -> dict[str, tuple[Consumer, ...]]:
     return cast("dict[str, tuple[Consumer, ...]]", consumers)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionEntry:
+class PartitionEntry(msgspec.Struct, frozen=True):
     """One engine subgraph given explicitly in the graph file (formats.md section 1)."""
 
     id: str

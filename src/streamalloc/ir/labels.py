@@ -12,7 +12,8 @@ shipped GE rule sets run both on every node, which is what GE does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.ir.graph import Node
 
@@ -21,8 +22,7 @@ USER_STREAM_LABEL = "_user_stream_label"
 ENABLE_INNER_PARALLEL = "_enable_inner_parallel"
 
 
-@dataclass(frozen=True, slots=True)
-class NodeLabels:
+class NodeLabels(msgspec.Struct, frozen=True):
     """A node's stream label and user stream label; `present`: GE's attribute-presence test."""
 
     stream_label: str = ""

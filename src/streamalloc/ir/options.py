@@ -14,8 +14,9 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from streamalloc.errors import InputWarning, OptionError
 
@@ -26,8 +27,7 @@ if TYPE_CHECKING:
 Check = Callable[[str, "Graph"], "str | None"]
 
 
-@dataclass(frozen=True)
-class OptionSpec:
+class OptionSpec(msgspec.Struct, frozen=True):
     """One option: its key, its valid values as README shows them (default first), its effect,
     and the check of a value."""
 

@@ -11,11 +11,11 @@ in the listed order; then only the pred/succ relation is computed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
 
+import msgspec
 import numpy as np
 
 from streamalloc.arrays import sorted_distinct
@@ -30,8 +30,7 @@ _ATTRS = attrgetter("attrs")
 NO_NEED_PARTITION = "_no_need_partition"
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSubgraph:
+class EngineSubgraph(msgspec.Struct, frozen=True):
     """One partition subgraph: a group of same-engine, same-label nodes of one graph."""
 
     index: int
@@ -52,8 +51,7 @@ class EngineSubgraph:
         return self.engine.name
 
 
-@dataclass(frozen=True, slots=True)
-class GraphPartition:
+class GraphPartition(msgspec.Struct, frozen=True):
     """The L-ordered subgraph list of one graph and the nodes left outside every subgraph."""
 
     graph: str

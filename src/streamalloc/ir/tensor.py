@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from streamalloc.ir.dtypes import DTYPE_BITS
 
@@ -17,14 +18,13 @@ def _no_attrs() -> Mapping[str, AttrValue]:
     return MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class TensorDesc:
+class TensorDesc(msgspec.Struct, frozen=True):
     """Shape (None = unknown; -1 = unknown dim), dtype name, format string and GE tensor attrs."""
 
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
     format: str | None = None
-    attrs: Mapping[str, AttrValue] = field(default_factory=_no_attrs)
+    attrs: Mapping[str, AttrValue] = msgspec.field(default_factory=_no_attrs)
 
     def elements(self) -> int | None:
         """Number of elements, or None when the shape is unknown or dynamic."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from streamalloc.runtime_emu.cost_table import CostTable
 
@@ -20,8 +21,7 @@ TIME_SCALE = 10  # schedule time unit: 0.1 us
 CAPACITY_SHARE = 0.9  # of a stream's free units: room for the Send/Recv tasks events add
 
 
-@dataclass(frozen=True)
-class OptimalOptions:
+class OptimalOptions(msgspec.Struct, frozen=True):
     """The optimal mode's settings (CLI: --objective, --concurrency, ...)."""
 
     objective: str = "events"
@@ -36,8 +36,7 @@ class OptimalOptions:
     window: int = 8
 
 
-@dataclass(frozen=True)
-class SolverReport:
+class SolverReport(msgspec.Struct, frozen=True):
     """The plan's `solver` block (formats: plan file)."""
 
     status: str

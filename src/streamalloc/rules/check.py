@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import repeat
 
+import msgspec
 import numpy as np
 
 from streamalloc.facts import INVALID
@@ -26,8 +26,7 @@ from streamalloc.rules.constraints import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(msgspec.Struct, frozen=True):
     """Logical stream and attached streams per node (INVALID: no stream)."""
 
     streams: Mapping[str, int]
@@ -38,8 +37,7 @@ class Placement:
         return self.streams.get(node, INVALID)
 
 
-@dataclass(frozen=True, slots=True)
-class Broken:
+class Broken(msgspec.Struct, frozen=True):
     """A constraint that does not hold: what is wrong and the nodes that break it."""
 
     constraint: Constraint

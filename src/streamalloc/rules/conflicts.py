@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+import msgspec
 
 from streamalloc.errors import RuleConflictError
 from streamalloc.ir.graph import Graph
@@ -37,8 +38,7 @@ from streamalloc.rules.kinds import USER_KINDS
 from streamalloc.rules.model import RuleSet
 
 
-@dataclass(frozen=True, slots=True)
-class Conflict:
+class Conflict(msgspec.Struct, frozen=True):
     """Rules `first` and `second` cannot both hold: `why`, on the nodes named there."""
 
     first: str

@@ -11,6 +11,8 @@ from functools import cached_property
 from itertools import compress
 from operator import attrgetter
 
+import msgspec
+
 from streamalloc.ir.attached import DISABLE, requests
 from streamalloc.ir.clusters import task_nodes
 from streamalloc.ir.engines import Engine
@@ -29,8 +31,7 @@ RTS_LABEL = "_rts_label_node"
 _STREAM_LABEL = attrgetter("stream_label")
 
 
-@dataclass(frozen=True, slots=True)
-class LabelGroup:
+class LabelGroup(msgspec.Struct, frozen=True):
     """Nodes that assign-by-label (and independent-stream) put on one stream."""
 
     nodes: tuple[str, ...]
@@ -38,8 +39,7 @@ class LabelGroup:
     independent: bool      # split off per independent engine
 
 
-@dataclass(frozen=True, slots=True)
-class RuleLabels:
+class RuleLabels(msgspec.Struct, frozen=True):
     """The labels after the label rules, and per node they changed the last rule that did."""
 
     labels: Mapping[str, NodeLabels]

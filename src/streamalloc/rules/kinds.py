@@ -9,8 +9,9 @@ rules run once after all graphs. Each kind also states itself as constraints
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 MATCH_REF = {"$ref": "#/$defs/match"}
 # The constraint text of a kind that only chooses among allowed allocations, orders or numbers.
@@ -20,15 +21,14 @@ _LABEL_GROUPS = ("SameStream per graph and stream label over the nodes it labels
                  "assign-by-label runs and the DAG allocator does not")
 
 
-@dataclass(frozen=True, slots=True)
-class KindSpec:
+class KindSpec(msgspec.Struct, frozen=True):
     """One rule kind: its scope, what it does (GE's pass name where it is one), its options."""
 
     name: str
     scope: str
     summary: str
     ge_pass: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
     required: tuple[str, ...] = ()
     constraint: str = NO_CONSTRAINT
 

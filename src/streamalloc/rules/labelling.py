@@ -8,9 +8,10 @@ GE's own steps (`cmo-label`, `user-stream-label`, spec 1.5) and the user policy 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from operator import attrgetter
 from types import MappingProxyType
+
+from msgspec.structs import replace
 
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.ir.labels import NO_LABELS, NodeLabels, cmo_label, raw_labels, transfer_user_label

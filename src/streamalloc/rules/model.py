@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
 
 from streamalloc.ir.graph import Node
 from streamalloc.rules.kinds import KINDS, KindSpec
@@ -37,8 +38,7 @@ def _empty() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     """One rule: a kind from the vocabulary, its match and gating predicates, options, origin."""
 
     name: str
@@ -46,11 +46,11 @@ class Rule:
     priority: int
     match: NodePredicate
     when: OptionPredicate
-    options: Mapping[str, Any] = field(default_factory=_empty)
+    options: Mapping[str, Any] = msgspec.field(default_factory=_empty)
     # match-valued options (e.g. separate-streams' `from`), compiled at load like `match`
-    option_matches: Mapping[str, NodePredicate] = field(default_factory=_empty)
-    match_block: Mapping[str, Any] = field(default_factory=_empty)
-    when_block: Mapping[str, Any] = field(default_factory=_empty)
+    option_matches: Mapping[str, NodePredicate] = msgspec.field(default_factory=_empty)
+    match_block: Mapping[str, Any] = msgspec.field(default_factory=_empty)
+    when_block: Mapping[str, Any] = msgspec.field(default_factory=_empty)
     after: tuple[str, ...] = ()
     before: tuple[str, ...] = ()
     description: str = ""
@@ -81,8 +81,7 @@ class Rule:
         return self.when(options)
 
 
-@dataclass(frozen=True, slots=True)
-class RuleSet:
+class RuleSet(msgspec.Struct, frozen=True):
     """Rules in execution order (after/before constraints, then (priority, name))."""
 
     name: str

@@ -8,13 +8,13 @@ replaces it with another file of the same schema. Every mistake is an `InputErro
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
 import yaml
 
 from streamalloc.errors import InputError
@@ -34,8 +34,7 @@ OPTIONAL_ENGINE_KEYS = ("min_core_us",)
 TOP_KEYS = ("format", "device", "engines", "default_engine", "ops", "default_formula")
 
 
-@dataclass(frozen=True, slots=True)
-class EngineParams:
+class EngineParams(msgspec.Struct, frozen=True):
     """One engine: units and per-unit throughput, bandwidth, fallback time.
 
     `min_core_us` is the least work per unit worth splitting a kernel for: a task takes
@@ -50,8 +49,7 @@ class EngineParams:
     min_core_us: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class OpFormula:
+class OpFormula(msgspec.Struct, frozen=True):
     """How an op type's execution time is computed (see `cost_model`); `block_dim`, when set,
     is the op's block dim (else the node's attribute or the engine's `min_core_us` decide)."""
 
@@ -62,8 +60,7 @@ class OpFormula:
     block_dim: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CostTable:
+class CostTable(msgspec.Struct, frozen=True):
     """The whole table. `engine(name)` falls back to `default_engine` for unlisted engines."""
 
     source: str

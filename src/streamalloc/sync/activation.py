@@ -9,8 +9,9 @@ its own `copy()` of an `Activation`, never the one in the state it was given.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
+
+import msgspec
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID
@@ -19,29 +20,27 @@ from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, Task
 
 
-@dataclass(frozen=True)
-class LabelActivation:
+class LabelActivation(msgspec.Struct, frozen=True):
     """Fixed by 6.1 and 6.2: the streams of each stream label (a label some node activates but
     none carries has none), the nodes activating each label, the activators of each stream,
     and each subgraph's first-active node."""
 
-    labeled_streams: Mapping[str, frozenset[int]] = field(
+    labeled_streams: Mapping[str, frozenset[int]] = msgspec.field(
         default_factory=lambda: MappingProxyType({}))
-    activated_labels: Mapping[str, tuple[str, ...]] = field(
+    activated_labels: Mapping[str, tuple[str, ...]] = msgspec.field(
         default_factory=lambda: MappingProxyType({}))
-    stream_activators: Mapping[int, tuple[str, ...]] = field(
+    stream_activators: Mapping[int, tuple[str, ...]] = msgspec.field(
         default_factory=lambda: MappingProxyType({}))
-    first_active: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    first_active: Mapping[str, str] = msgspec.field(default_factory=lambda: MappingProxyType({}))
 
 
-@dataclass
-class Activation:
+class Activation(msgspec.Struct):
     """The activation lists (`active_stream_list`: activator -> streams it starts), the streams
     some node activates, and the StreamActive nodes 6.3 made (name -> task)."""
 
-    active_stream_list: dict[str, list[int]] = field(default_factory=dict)
-    activated_streams: set[int] = field(default_factory=set)
-    generated: dict[str, Task] = field(default_factory=dict)
+    active_stream_list: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    activated_streams: set[int] = msgspec.field(default_factory=set)
+    generated: dict[str, Task] = msgspec.field(default_factory=dict)
 
     def copy(self) -> Activation:
         """A copy the caller owns (the generated tasks are shared)."""
@@ -168,8 +167,7 @@ def _iteration_switch(model: SyncModel, name: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _AfterSplit:
+class _AfterSplit(msgspec.Struct, frozen=True):
     """What 6.5 reads besides the activation it extends."""
 
     model: SyncModel

@@ -16,8 +16,9 @@ stream are `AttachedSync` records, placed by `sync-tasks` after the main ones (s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
+
+import msgspec
 
 from streamalloc.errors import AllocationInfeasible, InputError
 from streamalloc.facts import INVALID, NO_ATTACHED_SOURCE_TYPES, VARIABLE_LIKE_TYPES
@@ -27,8 +28,7 @@ from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps
 
 
-@dataclass(frozen=True, slots=True)
-class AttachedSync:
+class AttachedSync(msgspec.Struct, frozen=True):
     """A Send (`send`) or Recv of event `id` on `node`'s attached stream `stream`; `explicit`
     for the NetOutput events of 2.7 (GE's explicit-stream lists, generated after 2.6's)."""
 
@@ -39,12 +39,12 @@ class AttachedSync:
     explicit: bool = False
 
 
-@dataclass(frozen=True)
-class Resources:
+class Resources(msgspec.Struct, frozen=True):
     """4.5: the ids each node reserves, per id space, and how many in all."""
 
-    events: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
-    notifies: Mapping[str, tuple[int, ...]] = field(
+    events: Mapping[str, tuple[int, ...]] = msgspec.field(
+        default_factory=lambda: MappingProxyType({}))
+    notifies: Mapping[str, tuple[int, ...]] = msgspec.field(
         default_factory=lambda: MappingProxyType({}))
     event_count: int = 0
     notify_count: int = 0

@@ -8,11 +8,11 @@ canonical sync-state text (`state_text.py`).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 
 import numpy as np
+from msgspec.structs import replace
 
 from streamalloc import collector
 from streamalloc.allocation import Allocation

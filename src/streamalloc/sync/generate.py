@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+import msgspec
 
 from streamalloc.errors import InternalError
 from streamalloc.sync.model import Task
 
 
-@dataclass
-class Namer:
+class Namer(msgspec.Struct):
     """GE's sync node names with the `_Reuse_<k>` suffix for repeats (`count`: names given)."""
 
     root: str
-    count: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    count: dict[str, int] = msgspec.field(default_factory=lambda: defaultdict(int))
 
     def copy(self) -> Namer:
         """A copy the caller owns."""

@@ -8,8 +8,8 @@ removes the redundant ones.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from streamalloc.arrays import sorted_distinct
@@ -24,8 +24,7 @@ THREAD_SCOPE = "_thread_scope_id"
 SUBGRAPH_END = "_subgraph_end_node"
 
 
-@dataclass(frozen=True)
-class _Insertion:
+class _Insertion(msgspec.Struct, frozen=True):
     """What insertion reads, and the maps it fills."""
 
     model: SyncModel

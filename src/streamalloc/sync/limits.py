@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from streamalloc.errors import OptionError
 from streamalloc.facts import LIMIT_DEFAULTS as DEFAULTS
 from streamalloc.ir.graph import Graph
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """The limits a plan must respect."""
 
     max_streams: int

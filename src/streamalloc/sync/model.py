@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import compress
 from types import MappingProxyType
+
+import msgspec
 
 from streamalloc.errors import InternalError
 from streamalloc.ir.graph import Node
@@ -23,8 +24,7 @@ RECV_TYPES = frozenset({"Recv", "RecvNotify", "RecvMem"})
 SEND_TYPES = frozenset({"Send", "SendNotify"})
 
 
-@dataclass(slots=True)
-class Task:
+class Task(msgspec.Struct):
     """A task the sync layer made (a Send/Recv, or a StreamActive of 6.3), or a view of any
     row of a task order (`task_at`).
 
@@ -49,8 +49,7 @@ class Task:
                     self.units, self.sync_id, self.sync_kind, self.peer, self.is_sync)
 
 
-@dataclass(frozen=True)
-class TaskTable:
+class TaskTable(msgspec.Struct, frozen=True):
     """The task order as columns: row r's name, stream and attached streams; `made` holds the
     record of each row the sync layer made (its `stream` and `attached` equal the columns').
     A graph node's row has the node's type and graph. Columns, not a task object per row:
@@ -98,8 +97,7 @@ def task_at(rows: Rows, row: int, nodes: Mapping[str, Node]) -> Task:
     return Task(node.name, node.type, node.graph, rows.streams[row], rows.attached[row])
 
 
-@dataclass
-class TaskColumns:
+class TaskColumns(msgspec.Struct):
     """A stage's own, changeable columns of a task order (`TaskTable.editable`)."""
 
     names: list[str]
@@ -165,12 +163,11 @@ def in_n_order(names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda n: n.encode("utf-8"))
 
 
-@dataclass
-class SyncMaps:
+class SyncMaps(msgspec.Struct):
     """Send and receive id lists per node for one id space (events or notifies)."""
 
-    send: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    recv: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    send: dict[str, list[int]] = msgspec.field(default_factory=lambda: defaultdict(list))
+    recv: dict[str, list[int]] = msgspec.field(default_factory=lambda: defaultdict(list))
     counter: int = 0
 
     def pair(self, sender: str, receiver: str) -> int:

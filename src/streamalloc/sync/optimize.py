@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from streamalloc.facts import LOOP_BACK_TYPES
 from streamalloc.sync.activation import Activation, LabelActivation
@@ -13,8 +14,7 @@ from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, in_n_order
 
 
-@dataclass(frozen=True)
-class _Order:
+class _Order(msgspec.Struct, frozen=True):
     """What the activation optimisation reads: the facts, the streams, each stream's
     activators (spec 6.1)."""
 

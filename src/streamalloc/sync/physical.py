@@ -10,8 +10,10 @@ counts against the device limits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from types import MappingProxyType
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.facts import INVALID, PROFILING_UNITS, RESERVED_UNITS, UNLIMITED_DEPTH
@@ -28,8 +30,7 @@ from streamalloc.sync.switch import SwitchState, handle_switches, place_after_gr
 from streamalloc.sync.tasks import assigned, collect, home_streamless, stream_units, task_units
 
 
-@dataclass
-class _Owned:
+class _Owned(msgspec.Struct):
     """The split stage's own copies of what it changes: the task order's columns (with copies
     of its made records; the activation's generated StreamActive tasks are among them)."""
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from streamalloc.allocation import Allocation
 
@@ -17,8 +18,7 @@ PLAIN_SECTIONS = frozenset({"nodes", "streams", "events", "sync_nodes", "tasks",
                             "stream_activations", "huge_streams"})
 
 
-@dataclass(frozen=True, slots=True)
-class SyncEvent:
+class SyncEvent(msgspec.Struct, frozen=True):
     """One event or notify id: recorded after `send`, waited before `recv`."""
 
     id: int
@@ -29,8 +29,7 @@ class SyncEvent:
     recv_stream: int
 
 
-@dataclass(frozen=True, slots=True)
-class SyncNode:
+class SyncNode(msgspec.Struct, frozen=True):
     """A generated Send/Recv task (the new graph's Send/Recv node)."""
 
     name: str
@@ -40,8 +39,7 @@ class SyncNode:
     peer: str
 
 
-@dataclass(frozen=True)
-class SyncPlan:
+class SyncPlan(msgspec.Struct, frozen=True):
     """Everything after logical allocation, for the plan file and the emulator."""
 
     allocation: Allocation

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+
+import msgspec
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
@@ -25,8 +26,7 @@ NO_SPLIT_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex"})
 CONTINUOUS_LABEL = "_continuous_stream_label"
 
 
-@dataclass
-class SplitEvent:
+class SplitEvent(msgspec.Struct):
     """One split event: from row `pre` (on stream `old`) to row `recv` (first on `new`)."""
 
     id: int
@@ -37,20 +37,19 @@ class SplitEvent:
     attached: bool
 
 
-@dataclass
-class SplitResult:
+class SplitResult(msgspec.Struct):
     """What the split produced."""
 
     stream_num: int
     split_streams: list[set[int]]
     split_to_logic: dict[int, int]
-    opened_by: dict[int, int] = field(default_factory=dict)  # new stream -> the row opening it
-    events: list[SplitEvent] = field(default_factory=list)
+    # new stream -> the row opening it
+    opened_by: dict[int, int] = msgspec.field(default_factory=dict)
+    events: list[SplitEvent] = msgspec.field(default_factory=list)
     event_num: int = 0
 
 
-@dataclass
-class _Walk:
+class _Walk(msgspec.Struct):
     graph: Graph
     rows: TaskColumns
     max_task: int
@@ -58,14 +57,14 @@ class _Walk:
     event_num: int
     explicit: dict[str, tuple[int, int]]  # ASSIGNED (main, attached) of the nodes giving one
     labels: dict[str, str]  # the continuous stream label of each node carrying one
-    count: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    latest: dict[int, int] = field(default_factory=dict)
-    added: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    prev: dict[int, int] = field(default_factory=dict)
-    label_nodes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    count: dict[int, int] = msgspec.field(default_factory=lambda: defaultdict(int))
+    latest: dict[int, int] = msgspec.field(default_factory=dict)
+    added: dict[int, int] = msgspec.field(default_factory=lambda: defaultdict(int))
+    prev: dict[int, int] = msgspec.field(default_factory=dict)
+    label_nodes: dict[str, list[int]] = msgspec.field(default_factory=lambda: defaultdict(list))
     # (label member's row, stream) -> the row counted on that stream just before the member
     # (None for the stream's first task): all 5.8 reads of a stream's earlier tasks
-    label_prev: dict[tuple[int, int], int | None] = field(default_factory=dict)
+    label_prev: dict[tuple[int, int], int | None] = msgspec.field(default_factory=dict)
 
 
 def split_streams(model: SyncModel, rows: TaskColumns, units: RowUnits,

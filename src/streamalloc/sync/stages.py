@@ -4,18 +4,20 @@ NetOutput events, the task order with Send/Recv, attached sync resources.
 
 Each stage is a pass (`streamalloc.passes`): an immutable object with a `name` and
 `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that works on its own copies
-of what it changes; a stage with typed options is a frozen dataclass of them, one without is a
-plain class with empty `__slots__` (no dataclass methods to generate at import). Phase B
-(`split`, `limits`) is in `physical.py`.
+of what it changes; a stage with typed options is a frozen msgspec struct of them, one without
+is a plain class with empty `__slots__` (docs/architecture.md: no methods to generate at
+import). Phase B (`split`, `limits`) is in `physical.py`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from functools import partial
 from itertools import repeat
+
+import msgspec
+from msgspec.structs import replace
 
 from streamalloc.errors import UsageError
 from streamalloc.mappings import values_of
@@ -79,8 +81,7 @@ class Insert:
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-@dataclass(frozen=True)
-class Eliminate:
+class Eliminate(msgspec.Struct, frozen=True):
     """A7 (spec 3): redundant pairs go; `strategy` "ge" (GE's four optimisations) or
     "minimal" (only the pairs no other ordering implies)."""
 
@@ -127,8 +128,7 @@ class MultiDimsReuse:
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-@dataclass(frozen=True)
-class Multiplex:
+class Multiplex(msgspec.Struct, frozen=True):
     """4.3: `_event_multiplexing` sharing when the events number over `threshold` (events
     only: nothing in notify mode)."""
 

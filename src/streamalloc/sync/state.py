@@ -1,7 +1,7 @@
 """The records the sync stages share: what every stage reads (`SyncInputs`) and the state they
 hand each other (`SyncState`).
 
-`SyncState` is frozen. A stage returns a new one (`dataclasses.replace`) and never changes the
+`SyncState` is frozen. A stage returns a new one (`msgspec.structs.replace`) and never changes the
 containers of the state it was given: it works on its own `copy()` of what it changes, so every
 intermediate state stays as it was when the stage finished (and can be printed later).
 """
@@ -9,7 +9,8 @@ intermediate state stays as it was when the stage finished (and can be printed l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph
@@ -22,8 +23,7 @@ from streamalloc.sync.model import SyncMaps, TaskTable
 from streamalloc.sync.switch import SwitchState
 
 
-@dataclass(frozen=True)
-class SyncInputs:
+class SyncInputs(msgspec.Struct, frozen=True):
     """What the stages read and none changes: the graph's facts, the logical allocation, the
     device limits, and whether Phase A makes notifies (`ge.event: notify`) instead of events."""
 
@@ -44,8 +44,7 @@ class SyncInputs:
         return self.model.graph
 
 
-@dataclass(frozen=True)
-class Physical:
+class Physical(msgspec.Struct, frozen=True):
     """What the split decided: each new stream's logical stream, the event count after the
     split events, the huge streams, the capacity the split used (the huge one in single-stream
     mode with a huge stream) and the task units each physical stream holds in the end (its
@@ -58,8 +57,7 @@ class Physical:
     counted: Mapping[int, int]
 
 
-@dataclass(frozen=True)
-class SyncState:
+class SyncState(msgspec.Struct, frozen=True):
     """The sync layer's state between stages.
 
     `streams`: each graph node's stream (logical; physical after `split`); `stream_num`: the
@@ -75,13 +73,13 @@ class SyncState:
     stream_num: int
     namer: Namer
     notify: bool = False  # Phase A's pairs are notifies (`ge.event: notify`)
-    labels: LabelActivation = field(default_factory=LabelActivation)
-    activation: Activation = field(default_factory=Activation)
-    pairs: SyncMaps = field(default_factory=SyncMaps)
-    events: SyncMaps = field(default_factory=SyncMaps)
+    labels: LabelActivation = msgspec.field(default_factory=LabelActivation)
+    activation: Activation = msgspec.field(default_factory=Activation)
+    pairs: SyncMaps = msgspec.field(default_factory=SyncMaps)
+    events: SyncMaps = msgspec.field(default_factory=SyncMaps)
     attached_sync: tuple[AttachedSync, ...] = ()
-    resources: Resources = field(default_factory=Resources)
-    switches: SwitchState = field(default_factory=SwitchState)
+    resources: Resources = msgspec.field(default_factory=Resources)
+    switches: SwitchState = msgspec.field(default_factory=SwitchState)
     tasks: TaskTable | None = None
     physical: Physical | None = None
 

@@ -9,7 +9,8 @@ The created nodes get no events: sync insertion has already run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.ir.graph import Graph
@@ -18,13 +19,12 @@ from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import Task, TaskColumns
 
 
-@dataclass
-class SwitchState:
+class SwitchState(msgspec.Struct):
     """Per switch, across both calls: its current label list, labels done, labels created."""
 
-    labels: dict[str, list[str]] = field(default_factory=dict)
-    done: dict[str, set[str]] = field(default_factory=dict)
-    created: dict[str, set[str]] = field(default_factory=dict)
+    labels: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    done: dict[str, set[str]] = msgspec.field(default_factory=dict)
+    created: dict[str, set[str]] = msgspec.field(default_factory=dict)
 
     def copy(self) -> SwitchState:
         """A copy the caller owns."""

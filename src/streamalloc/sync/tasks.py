@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, or_
 
+import msgspec
 import numpy as np
 
 from streamalloc.arrays import sorted_distinct
@@ -171,8 +171,7 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
 StreamUnits = tuple[tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
-class RowUnits:
+class RowUnits(msgspec.Struct, frozen=True):
     """Each row's units (`single`, on its stream; 0 for a row without a stream) and the
     (stream, units) pairs of the rows on more than one stream (`multi`)."""
 

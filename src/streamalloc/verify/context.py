@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
 from operator import attrgetter
 
+import msgspec
 import numpy as np
 
 from streamalloc.ir.graph import Graph, Node
@@ -21,8 +21,7 @@ from streamalloc.verify.plan_input import PlanView, SyncEntry
 from streamalloc.verify.report import ViolationLog
 
 
-@dataclass(frozen=True)
-class TaskTable:
+class TaskTable(msgspec.Struct, frozen=True):
     """Every listed task: stream index k (dense, ascending stream id), position, global id.
 
     `owner[gid]` is the task's stream index; lookups by gid are O(1). `stream_of` holds every
@@ -93,8 +92,7 @@ def _first_places(names: list[str]) -> tuple[dict[str, int], dict[str, tuple[int
     return where, {name: tuple(gids) for name, gids in repeats.items()}
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """Shared read-only inputs of the checks, plus the log they write to.
 
     `nodes` holds every graph node (root and subgraphs) by name, `order` the same nodes in

@@ -24,11 +24,11 @@ subgraph boundaries are walked one by one.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
 from typing import NamedTuple
 
+import msgspec
 import numpy as np
 
 from streamalloc.facts import ENTER_TYPES, LOOP_BACK_TYPES
@@ -61,8 +61,7 @@ class Dependency(NamedTuple):
         return f"{self.kind} edge {self.src} -> {self.dst}{through}"
 
 
-@dataclass(frozen=True)
-class Dependencies:
+class Dependencies(msgspec.Struct, frozen=True):
     """The orderings to check, in check order, as parallel arrays of T-order node indices."""
 
     src: np.ndarray

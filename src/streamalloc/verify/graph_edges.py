@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from streamalloc.ir.graph import Graph
@@ -12,8 +11,7 @@ KIND_NAMES = ("data", "control", "subgraph entry", "subgraph exit")
 DATA, CONTROL = 0, 1
 
 
-@dataclass(frozen=True)
-class Edges:
+class Edges(msgspec.Struct, frozen=True):
     """Parallel arrays: producer, consumer (T-order node indices) and kind of each edge."""
 
     src: np.ndarray

@@ -33,13 +33,12 @@ from __future__ import annotations
 import heapq
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
-class Blocked:
+class Blocked(msgspec.Struct, frozen=True):
     """A stream that can never advance: its head task waits for a task that never runs."""
 
     stream: int
@@ -47,8 +46,7 @@ class Blocked:
     waits_for: int
 
 
-@dataclass(frozen=True)
-class SweepResult:
+class SweepResult(msgspec.Struct, frozen=True):
     """Answers to the queries (u happens before v?), deadlock cycles, tasks that ran."""
 
     answers: np.ndarray

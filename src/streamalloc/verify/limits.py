@@ -22,7 +22,7 @@ Streams counted against `max_streams`: physical_stream_count + attached_stream_c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from streamalloc.errors import InputError
 from streamalloc.facts import LIMIT_DEFAULTS as DEFAULTS
@@ -31,8 +31,7 @@ from streamalloc.ir.graph import Graph, Node
 from streamalloc.verify.context import Context
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """The device limits a plan is checked against."""
 
     streams: int

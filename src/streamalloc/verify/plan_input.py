@@ -10,11 +10,13 @@ job and gives violations, not exceptions.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
+
+import msgspec
 
 from streamalloc.errors import InputError
 from streamalloc.plan_fields import PLAN_DOC, PlanFields, read_plan_json
@@ -107,8 +109,7 @@ class EventEntry(NamedTuple):
         return f"events[{self.list_index}] ({self.kind} {self.id}, {self.send} -> {self.recv})"
 
 
-@dataclass(frozen=True)
-class PlanView:
+class PlanView(msgspec.Struct, frozen=True):
     """A plan as the verifier reads it. `streams` is sorted by stream id.
 
     The mappings are plain dicts (faster than read-only proxies); nothing writes to them.
@@ -128,7 +129,7 @@ class PlanView:
     logical_stream_count: int | None = None
     tasks: Mapping[int, int] | None = None
     huge_streams: tuple[int, ...] | None = None
-    attached: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    attached: Mapping[str, tuple[int, ...]] = msgspec.field(default_factory=dict)
     options: Mapping[str, str] | None = None  # the options the plan was made with
     rules: RulesRef | None = None             # the rule set it was made with
 

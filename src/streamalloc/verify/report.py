@@ -12,14 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import msgspec
+
 from streamalloc.errors import LimitExceeded, PlanVerifyError
 
 DEFAULT_CAP = 20
 LIMIT_PREFIX = "limit-"
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(msgspec.Struct, frozen=True):
     """One thing wrong with the plan. `kind` is a stable name such as `dependency`."""
 
     kind: str
@@ -34,8 +35,7 @@ class Violation:
         return f"{self.kind}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
-class VerifyStats:
+class VerifyStats(msgspec.Struct, frozen=True):
     """What was looked at: tasks, streams, sync ids in use, graph dependencies checked.
 
     `unchecked` counts dependencies that could not be decided because a deadlock blocks one
@@ -121,7 +121,7 @@ class VerifyReport:
                 "exit_code": self.exit_code, "total": self.total,
                 "violations": [{"kind": v.kind, "message": v.message} for v in self.violations],
                 "counts": dict(self.counts),
-                "stats": {f: getattr(self.stats, f) for f in VerifyStats.__slots__}}
+                "stats": {f: getattr(self.stats, f) for f in VerifyStats.__struct_fields__}}
 
     def __reduce__(self) -> tuple[object, ...]:
         # pickled by `background.Background` (a verifier run in a child process); a mapping

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
+
+import msgspec
 
 from streamalloc.heuristic.dag import load_balance, main_stream
 from streamalloc.heuristic.dag.model import MiniDag
@@ -24,8 +25,7 @@ WEIGHTED = "WeightedLoadBalance"
 MAIN_STREAM = "MainStream"
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """Where one unit went and why: its candidates' scores (empty when forced)."""
 
     unit: int
@@ -40,8 +40,7 @@ class Decision:
                                      for s in self.scores)
 
 
-@dataclass(frozen=True, slots=True)
-class DagStreams:
+class DagStreams(msgspec.Struct, frozen=True):
     """One graph's DAG result: per topo id its offset from the base id, and why."""
 
     strategy: str
@@ -101,8 +100,7 @@ def merge(strategy: str, units: Sequence[Unit], residual: Residual,
     return decisions
 
 
-@dataclass(frozen=True, slots=True)
-class _Merger:
+class _Merger(msgspec.Struct, frozen=True):
     """One strategy's choice of stream for a unit."""
 
     strategy: str

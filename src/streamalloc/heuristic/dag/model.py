@@ -10,7 +10,8 @@ rules) is *serial*, keyed by its label. Edges: per node in G-order, data edges b
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from streamalloc.heuristic.dag.profiling import Profile
 from streamalloc.heuristic.plan import INVALID
@@ -21,8 +22,7 @@ DEFAULT_TIME = -1.0  # GE's default execution time: weighted, cost unknown
 NON_WEIGHT = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class DagNode:
+class DagNode(msgspec.Struct, frozen=True):
     """One mini DAG node."""
 
     name: str
@@ -37,8 +37,7 @@ class DagNode:
         return self.time != NON_WEIGHT
 
 
-@dataclass(frozen=True, slots=True)
-class MiniDag:
+class MiniDag(msgspec.Struct, frozen=True):
     """Nodes by topo id and their successors (topo ids, in edge order)."""
 
     nodes: tuple[DagNode, ...]

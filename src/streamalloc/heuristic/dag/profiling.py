@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+
+import msgspec
 
 from streamalloc.errors import InputError
 from streamalloc.ir.graph import Graph
@@ -23,11 +24,10 @@ NAME_COLUMNS = ("Op Name", "op_name", "name")
 TIME_COLUMNS = ("Task Duration(us)", "task_duration_us", "duration_us", "time_us")
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     """Profiled execution time (µs) per op name."""
 
-    times: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    times: Mapping[str, float] = msgspec.field(default_factory=lambda: MappingProxyType({}))
 
     def lookup(self, name: str) -> float | None:
         """The time of node `name`: its full name first, then the part after the last '/'.

@@ -8,13 +8,12 @@ and listed per source in discovery order: depth-first along the mini DAG's edge 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from streamalloc.heuristic.dag.model import MiniDag
 
 
-@dataclass(frozen=True, slots=True)
-class Residual:
+class Residual(msgspec.Struct, frozen=True):
     """Residual nodes (topo ids), their successors (residual indices) and levels."""
 
     members: tuple[int, ...]

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from streamalloc.heuristic.dag.residual import Residual
 
@@ -22,8 +23,7 @@ TOLERANCE = 1e-9
 DEFAULT_LIMIT = 8  # GE's stream limit when the mode gives no N
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
+class Unit(msgspec.Struct, frozen=True):
     """One route to place: residual nodes, level histogram, size, earliest level."""
 
     index: int
@@ -77,13 +77,12 @@ def processing_order(units: Sequence[Unit]) -> list[Unit]:
                                         u.earliest, u.index))
 
 
-@dataclass
-class Layout:
+class Layout(msgspec.Struct):
     """The streams built so far: per stream its level loads and size; per node its stream."""
 
-    loads: list[dict[int, float]] = field(default_factory=list)
-    sizes: list[float] = field(default_factory=list)
-    stream_of: dict[int, int] = field(default_factory=dict)
+    loads: list[dict[int, float]] = msgspec.field(default_factory=list)
+    sizes: list[float] = msgspec.field(default_factory=list)
+    stream_of: dict[int, int] = msgspec.field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -131,8 +130,7 @@ def cross_edges(weights: Counter[int], stream: int) -> int:
     return sum(w for s, w in weights.items() if s != stream)
 
 
-@dataclass(frozen=True, slots=True)
-class Score:
+class Score(msgspec.Struct, frozen=True):
     """One candidate stream's score: the weighted total and the raw components."""
 
     stream: int

@@ -18,9 +18,11 @@ transfers as we reconstructed them from its `formats/format_transfers` sources (
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar
+
+from msgspec.structs import replace
 
 from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.graph import DataInput, Graph
