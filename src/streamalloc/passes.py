@@ -1,14 +1,13 @@
 """The pass protocol of both allocators' drivers and the sync layer, and the instrument that
 observes a run.
 
-A pass is an immutable object (a frozen dataclass or msgspec struct, or a class with empty
-`__slots__`) with a `name`, its typed options as fields and one
-`apply(ctx, plan) -> PassResult`: `ctx` is what the pass reads and never changes during a run,
-`plan` the state it transforms. It returns the new plan and whether it changed, and never
-mutates the plan it was given (xDSL `ModulePass`, torch.fx `PassResult`). Drivers fold their
-passes over the plan and report every application to an optional `PassObserver` as a
-`PassRecord`, whose `text()` renders the canonical text of the whole state after the pass on
-demand; `PassPrinter` is the observer behind `allocate --print-after` and `--dump-dir`.
+A pass is an immutable object (a frozen dataclass or msgspec struct) with a `name`, its typed
+options as fields and one `apply(ctx, plan) -> PassResult`: `ctx` is what the pass reads and never
+changes during a run, `plan` the state it transforms. It returns the new plan and whether it
+changed, and never mutates the plan it was given (xDSL `ModulePass`, torch.fx `PassResult`). Drivers
+fold their passes over the plan and report every application to an optional `PassObserver` as a
+`PassRecord`, whose `text()` renders the canonical text of the whole state after the pass on demand;
+`PassPrinter` is the observer behind `allocate --print-after` and `--dump-dir`.
 
 The protocol sits in the base layer (docs/architecture.md) because the allocators and the sync
 layer all use it: the heuristic must not import sync (a layer above it), and sync must not

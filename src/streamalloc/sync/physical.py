@@ -53,10 +53,9 @@ class _Owned(msgspec.Struct):
                    plan.namer.copy())
 
 
-class Split:
+class Split(msgspec.Struct, frozen=True):
     """B1-B6 (spec 5.2-5.8, 6.5): physical streams by task capacity, and their events."""
 
-    __slots__ = ()
 
     name = "split"
 
@@ -144,14 +143,13 @@ def _capacity(ctx: SyncInputs, rows: TaskColumns) -> tuple[int, tuple[int, ...]]
     return limits.max_task_per_stream, ()
 
 
-class CheckLimits:
+class CheckLimits(msgspec.Struct, frozen=True):
     """The device limits (`streamalloc.max_*` options): streams, events, notifies, and the task
     units of each physical stream (its tasks, GE's explicit counts included, and the work on it
     as an attached stream) with the 7 profiling units the runtime adds, against the stream's
     depth (the huge depth for a huge stream). The 20 spare units of GE's reserve (5.6) are
     room GE keeps for itself, not a device limit: a stream GE fills to its limit is valid."""
 
-    __slots__ = ()
 
     name = "limits"
 

@@ -4,9 +4,9 @@ NetOutput events, the task order with Send/Recv, attached sync resources.
 
 Each stage is a pass (`streamalloc.passes`): an immutable object with a `name` and
 `apply(ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]` that works on its own copies
-of what it changes; a stage with typed options is a frozen msgspec struct of them, one without
-is a plain class with empty `__slots__` (docs/architecture.md: no methods to generate at
-import). Phase B (`split`, `limits`) is in `physical.py`.
+of what it changes; a stage is a frozen msgspec struct of its typed options, if any
+(docs/architecture.md: no methods to generate at import). Phase B (`split`, `limits`) is in
+`physical.py`.
 """
 
 from __future__ import annotations
@@ -54,10 +54,9 @@ ELIMINATION: Mapping[str, Eliminator] = {"ge": optimize, "minimal": minimize}
 SYNC_STRATEGIES = tuple(ELIMINATION)
 
 
-class Activate:
+class Activate(msgspec.Struct, frozen=True):
     """A3, A4 (spec 6.1, 6.2): activation by label and for subgraphs."""
 
-    __slots__ = ()
 
     name = "activate"
 
@@ -67,10 +66,9 @@ class Activate:
         return outcome(plan, replace(plan, labels=labels, activation=activation))
 
 
-class Insert:
+class Insert(msgspec.Struct, frozen=True):
     """A6 (spec 2.1-2.3): one pair per cross-stream edge, subgraph boundaries included."""
 
-    __slots__ = ()
 
     name = "insert"
 
@@ -100,10 +98,9 @@ class Eliminate(msgspec.Struct, frozen=True):
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-class Renumber:
+class Renumber(msgspec.Struct, frozen=True):
     """4.1: continuous ids in sender name order."""
 
-    __slots__ = ()
 
     name = "renumber"
 
@@ -114,10 +111,9 @@ class Renumber:
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-class MultiDimsReuse:
+class MultiDimsReuse(msgspec.Struct, frozen=True):
     """4.2: ids used inside one dim of a multi-batch Case are shared with the other dims."""
 
-    __slots__ = ()
 
     name = "multi-dims-reuse"
 
@@ -144,12 +140,11 @@ class Multiplex(msgspec.Struct, frozen=True):
         return outcome(plan, replace(plan, pairs=pairs))
 
 
-class AttachedDependencies:
+class AttachedDependencies(msgspec.Struct, frozen=True):
     """A11 (spec 2.6): events from the producers an attached stream's work depends on. The
     events of this and the later stages are numbered after Phase A's (from 0 in notify mode,
     whose pairs are notifies)."""
 
-    __slots__ = ()
 
     name = "attached-dependencies"
 
@@ -162,10 +157,9 @@ class AttachedDependencies:
                           bool(made) or bool(events.ids()) or bool(events.recv))
 
 
-class Switch:
+class Switch(msgspec.Struct, frozen=True):
     """6.3 (A12): StreamSwitch branch activation through new StreamActive nodes."""
 
-    __slots__ = ()
 
     name = "switch"
 
@@ -178,10 +172,9 @@ class Switch:
                                      stream_num=plan.stream_num + len(made)))
 
 
-class LoopActivation:
+class LoopActivation(msgspec.Struct, frozen=True):
     """6.4: the loop activator starts the streams nobody else does; events to the switch."""
 
-    __slots__ = ()
 
     name = "loop-activation"
 
@@ -193,10 +186,9 @@ class LoopActivation:
         return outcome(plan, replace(plan, activation=activation, events=events))
 
 
-class AttachedEvents:
+class AttachedEvents(msgspec.Struct, frozen=True):
     """A13 (spec 2.7): the last user of each attached stream signals its graph's NetOutput."""
 
-    __slots__ = ()
 
     name = "attached-events"
 
@@ -208,11 +200,10 @@ class AttachedEvents:
                                      attached_sync=(*plan.attached_sync, *sends)))
 
 
-class SyncTasks:
+class SyncTasks(msgspec.Struct, frozen=True):
     """A14 (spec 7): every graph node as a task, its Recvs before it, its Sends after it; the
     StreamActive nodes of 6.3 after the last task of their graph."""
 
-    __slots__ = ()
 
     name = "sync-tasks"
 
@@ -271,11 +262,10 @@ def _made(namer: Namer, peer: tuple[str, str], kind: str, ids: list[tuple[int, i
     return [sync_task(namer, kind, x, stream, peer) for x, stream in ids]
 
 
-class AttachedResources:
+class AttachedResources(msgspec.Struct, frozen=True):
     """A16 (spec 4.5): the event and notify ids kernels reserve: attached notify resources
     after the notifies, then attached event resources after every Phase A event."""
 
-    __slots__ = ()
 
     name = "attached-resources"
 
