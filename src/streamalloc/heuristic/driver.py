@@ -200,9 +200,8 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
     placed: dict[tuple[Any, ...], tuple[_Touches, NodeStream]] = {}
     for graph_name, members in _runs_by_graph(graph):
         graph_plan, partition = plan.graphs[graph_name], partitions.get(graph_name)
-        owners: Mapping[str, int] = partition.subgraph_of if partition is not None else {}
         # each node's key, a column at a time (`map` and `zip` run in C)
-        indexes = list(map(owners.get, members))
+        indexes = _owners(graph.graph(graph_name), partition, members)
         by_labels = values_of(label_notes, members, ())
         own = values_of(graph_plan.notes, members)
         streams = values_of(graph_plan.streams, members)
@@ -312,6 +311,18 @@ class _Touches:
             else:
                 self._made = scoped
         return self._made
+
+
+def _owners(compute: ComputeGraph, partition: GraphPartition | None, members: list[str]
+            ) -> list[int | None]:
+    """Each member's subgraph index (None: outside every subgraph, or no partition); read in
+    G-order when the members are the whole graph (a graph's nodes come in G-order)."""
+    if partition is None:
+        return [None] * len(members)
+    at = partition.owner_at
+    if len(members) != len(at):
+        at = tuple(map(at.__getitem__, map(compute.index.__getitem__, members)))
+    return [None if k < 0 else k for k in at]
 
 
 def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import compress
 from operator import attrgetter
-from types import MappingProxyType
 
 import msgspec
 import numpy as np
@@ -24,6 +23,7 @@ from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, seed_clusters
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.labels import NodeLabels
+from streamalloc.mappings import Columns
 
 FORCE_ATTACH = "_force_attach_stream"
 _ATTRS = attrgetter("attrs")
@@ -52,12 +52,17 @@ class EngineSubgraph(msgspec.Struct, frozen=True):
 
 
 class GraphPartition(msgspec.Struct, frozen=True):
-    """The L-ordered subgraph list of one graph and the nodes left outside every subgraph."""
+    """The L-ordered subgraph list of one graph and the nodes left outside every subgraph.
+
+    `owner_at` gives each node's subgraph by the node's G-order position (-1: outside), the
+    form the per-node passes read in order; `subgraph_of` the same by name, for the nodes of
+    a subgraph (its index is made on the first lookup)."""
 
     graph: str
     subgraphs: tuple[EngineSubgraph, ...]
     outside: tuple[str, ...]
     subgraph_of: Mapping[str, int]
+    owner_at: tuple[int, ...]
 
 
 def parse_max_parallel(text: str, source: str = "") -> dict[str, int]:
@@ -136,9 +141,9 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
                                          not forced.isdisjoint(g.nodes)))
         for k, g in enumerate(kept))
     inside = owner_at >= 0
-    owner = dict(zip(compress(names, inside.tolist()), owner_at[inside].tolist(), strict=True))
+    owner = Columns(list(compress(names, inside.tolist())), owner_at[inside].tolist())
     outside = tuple(map(names.__getitem__, np.flatnonzero(~inside).tolist()))
-    return GraphPartition(compute.name, subgraphs, outside, MappingProxyType(owner))
+    return GraphPartition(compute.name, subgraphs, outside, owner, tuple(owner_at.tolist()))
 
 
 def _neighbour_subgraphs(compute: ComputeGraph, owner_at: np.ndarray, count: int

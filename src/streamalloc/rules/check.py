@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from itertools import repeat
 
 import msgspec
 import numpy as np
@@ -99,7 +98,7 @@ def _openers(compute: ComputeGraph, streams: Mapping[str, int], order: Mapping[s
     names = list(compute.index)  # G-order
     stream = np.array(values_of(streams, names, INVALID), np.int64)
     placed = np.flatnonzero(stream != INVALID)
-    rank = np.fromiter(map(order.get, names, repeat(-1)), np.int64, len(names))[placed]
+    rank = np.array(values_of(order, names, -1), np.int64)[placed]
     ordered = placed[np.lexsort((placed, rank, stream[placed]))]
     on = stream[ordered]
     first = np.ones(len(ordered), bool)

@@ -16,9 +16,10 @@ import msgspec
 from streamalloc.ir.attached import DISABLE, requests
 from streamalloc.ir.clusters import task_nodes
 from streamalloc.ir.engines import Engine
-from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.graph import ComputeGraph, Graph, Node
 from streamalloc.ir.labels import NodeLabels
 from streamalloc.ir.partition import GraphPartition, auto_multistream_mode, partition_model
+from streamalloc.mappings import Columns
 from streamalloc.rules import labelling
 from streamalloc.rules.model import Rule, RuleSet
 from streamalloc.rules.predicates import match_all
@@ -138,7 +139,8 @@ class Inputs:
         in G-order, spec 2.4.3), and a later pass moves a node onto a stream only after a node
         it depends on (optimize-ineffective, 2.10), so the node of least rank opened the
         stream. Every engine cap of a graph shares its order."""
-        return {graph: _subgraph_ranks(p) for graph, p in self.partitions.items()}
+        return {graph: _subgraph_ranks(self.graph.graph(graph), p)
+                for graph, p in self.partitions.items()}
 
     def requests_attached(self, node: Node) -> bool:
         """Static flow: the node asks for at least one attached stream (spec 5.1)."""
@@ -169,8 +171,10 @@ class Inputs:
                      for (_, engine, _), members in groups.items())
 
 
-def _subgraph_ranks(partition: GraphPartition) -> dict[str, int]:
-    """Kahn's algorithm over the subgraphs' predecessors, the lowest L-order index first."""
+def _subgraph_ranks(compute: ComputeGraph, partition: GraphPartition) -> Columns[str, int]:
+    """Kahn's algorithm over the subgraphs' predecessors, the lowest L-order index first; per
+    node of the graph in G-order, its subgraph's rank (-1 outside every subgraph): columns,
+    which `rules.check` reads in that order without a lookup per node."""
     subgraphs = partition.subgraphs
     missing = [len(sg.preds) for sg in subgraphs]
     ready = [sg.index for sg in subgraphs if not sg.preds]
@@ -185,8 +189,8 @@ def _subgraph_ranks(partition: GraphPartition) -> dict[str, int]:
             missing[succ] -= 1
             if not missing[succ]:
                 heapq.heappush(ready, succ)
-    owners = partition.subgraph_of
-    return dict(zip(owners.keys(), map(rank_of.__getitem__, owners.values()), strict=True))
+    rank_of.append(-1)  # owner -1 (outside) reads the last entry
+    return Columns(list(compute.index), list(map(rank_of.__getitem__, partition.owner_at)))
 
 
 def rule_labels(rules: RuleSet, graph: Graph) -> RuleLabels:
