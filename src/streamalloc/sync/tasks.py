@@ -25,10 +25,11 @@ from streamalloc.arrays import sorted_distinct
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.recent import Recent
-from streamalloc.sync.model import Rows, Task, TaskColumns, task_at
+from streamalloc.sync.model import Rows, Task, TaskColumns, node_mask, task_at
 
 ACTIVE = "StreamActive"
 _ENGINE, _ATTRS, _TASK_COUNT = attrgetter("engine"), attrgetter("attrs"), attrgetter("task_count")
+_NAME = attrgetter("name")
 
 
 def own_units(graph: Graph, node: Node) -> int:
@@ -56,7 +57,7 @@ CountTable = dict[str, tuple[int, int, int]]
 
 # Per graph (by its node table): the split and the plan ask for every task's units several times.
 _COUNTS: Recent[CountTable] = Recent(4)
-_SINGLE: Recent[dict[str, int]] = Recent(4)
+_T_UNITS: Recent[tuple[list[str], list[int]]] = Recent(4)
 _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
@@ -68,21 +69,36 @@ def _table(graph: Graph) -> CountTable:
     return table
 
 
-def _single_table(graph: Graph) -> dict[str, int]:
-    """Each graph node's units on its main stream (ASSIGNED main if given, else its own):
-    what a task without attached streams issues, looked up by name at C speed."""
-    single = _SINGLE.get(id(graph.by_name), graph.by_name)
-    if single is None:
-        names, nodes = graph.by_name.keys(), graph.by_name.values()
+def _t_units(graph: Graph) -> tuple[list[str], list[int]]:
+    """Each graph node's units on its main stream (ASSIGNED main if given, else its own), in
+    T-order beside the names: what a task without attached streams issues."""
+    found = _T_UNITS.get(id(graph.by_name), graph.by_name)
+    if found is None:
+        nodes = graph.t_ordered_nodes()
         defaults = {name: engine.default_task_count
                     for name, engine in graph.engines.engines.items()}
-        single = dict(zip(names, map(defaults.__getitem__, map(_ENGINE, nodes)), strict=True))
+        units = list(map(defaults.__getitem__, map(_ENGINE, nodes)))
         table = _table(graph)
-        for node in _counted_one_by_one(nodes):
-            own, main, _ = table[node.name]
-            single[node.name] = main if main > 0 else own
-        _SINGLE.put(id(graph.by_name), (graph.by_name,), single)
-    return single
+        for i in _counted_one_by_one_at(nodes):
+            own, main, _ = table[nodes[i].name]
+            units[i] = main if main > 0 else own
+        found = _T_UNITS.put(id(graph.by_name), (graph.by_name,),
+                             (list(map(_NAME, nodes)), units))
+    return found
+
+
+def _node_row_units(graph: Graph, rows: Rows) -> list[int]:
+    """Per row, the units of its graph node on its main stream (0 for a made row). The graph
+    nodes' rows keep T-order among the made ones: their units are then a column read in
+    order, without a lookup per name; otherwise they are looked up by name."""
+    keep = node_mask(rows)
+    names, units = _t_units(graph)
+    if list(compress(rows.names, keep)) == names:
+        column = np.zeros(len(keep), np.int64)
+        column[np.frombuffer(keep, np.bool_)] = units
+        return column.tolist()
+    by_name = dict(zip(names, units, strict=True))
+    return [by_name.get(name, 0) if k else 0 for name, k in zip(rows.names, keep, strict=True)]
 
 
 def _count_table(graph: Graph) -> CountTable:
@@ -95,8 +111,13 @@ def _counted_one_by_one(nodes: Iterable[Node]) -> Iterator[Node]:
     """The nodes whose counts are not their engine's default: those with attributes or a task
     count (few), selected at C speed."""
     nodes = list(nodes)
-    return compress(nodes, map(or_, map(bool, map(_ATTRS, nodes)),
-                               map(is_not, map(_TASK_COUNT, nodes), repeat(None))))
+    return map(nodes.__getitem__, _counted_one_by_one_at(nodes))
+
+
+def _counted_one_by_one_at(nodes: Sequence[Node]) -> Iterator[int]:
+    """The positions of `_counted_one_by_one`'s nodes."""
+    return compress(range(len(nodes)), map(or_, map(bool, map(_ATTRS, nodes)),
+                                           map(is_not, map(_TASK_COUNT, nodes), repeat(None))))
 
 
 def _shared(counts: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -181,7 +202,7 @@ class RowUnits(msgspec.Struct, frozen=True):
 
 def _row_units(graph: Graph, rows: Rows) -> RowUnits:
     """Units by row, as GE counts them (5.4), before the StreamActive override."""
-    single = list(map(_single_table(graph).get, rows.names, repeat(0)))
+    single = _node_row_units(graph, rows)
     for row, task in rows.made.items():
         single[row] = SYNC_UNITS.get(task.type, 1)
     table = _table(graph)
