@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 import msgspec
+import numpy as np
 from msgspec.structs import replace
 
 from streamalloc import collector
@@ -206,19 +207,23 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
         own = values_of(graph_plan.notes, members)
         streams = values_of(graph_plan.streams, members)
         extra = values_of(plan.attached, members, ())
-        keys = list(zip(repeat(graph_name), indexes, map(id, by_labels), map(id, own), streams,
-                        extra))
-        # the first node of each key (few) makes its entry; the rest are looked up in C
-        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
-        for i in sorted(first.values()):
-            if keys[i] not in placed:
-                touches, rule = provenance_of.of(graph_plan, partition, indexes[i],
-                                                 by_labels[i], own[i])
-                placed[keys[i]] = (touches, NodeStream(streams[i], rule, extra[i]))
-        placed_here = list(map(placed.__getitem__, keys))
+        # nodes noted alike come in runs (a subgraph's nodes, in order): the first node of a
+        # run finds or makes the entry, which the run repeats
+        starts = _run_starts((indexes, streams), (by_labels, own, extra))
+        entries = []
+        for i in starts:
+            key = (graph_name, indexes[i], id(by_labels[i]), id(own[i]), streams[i], extra[i])
+            entry = placed.get(key)
+            if entry is None:
+                index = indexes[i] if indexes[i] >= 0 else None
+                touches, rule = provenance_of.of(graph_plan, partition, index, by_labels[i],
+                                                 own[i])
+                entry = placed[key] = (touches, NodeStream(streams[i], rule, extra[i]))
+            entries.append(entry)
+        lengths = np.diff([*starts, len(members)]).tolist()
         names += members
-        provenance += map(_FIRST, placed_here)
-        nodes += map(_SECOND, placed_here)
+        provenance += chain.from_iterable(map(repeat, map(_FIRST, entries), lengths))
+        nodes += chain.from_iterable(map(repeat, map(_SECOND, entries), lengths))
     main = plan.main_stream_num if plan.main_stream_num is not None else plan.next_stream
     return Allocation(graph=graph.name, mode="ge", rules=rules.name,
                       nodes=Columns(names, nodes), main_stream_num=main,
@@ -314,15 +319,28 @@ class _Touches:
 
 
 def _owners(compute: ComputeGraph, partition: GraphPartition | None, members: list[str]
-            ) -> list[int | None]:
-    """Each member's subgraph index (None: outside every subgraph, or no partition); read in
+            ) -> Sequence[int]:
+    """Each member's subgraph index (-1: outside every subgraph, or no partition); read in
     G-order when the members are the whole graph (a graph's nodes come in G-order)."""
     if partition is None:
-        return [None] * len(members)
+        return [-1] * len(members)
     at = partition.owner_at
-    if len(members) != len(at):
-        at = tuple(map(at.__getitem__, map(compute.index.__getitem__, members)))
-    return [None if k < 0 else k for k in at]
+    if len(members) == len(at):
+        return at
+    return tuple(map(at.__getitem__, map(compute.index.__getitem__, members)))
+
+
+def _run_starts(numbers: Sequence[Sequence[int]], objects: Sequence[Sequence[object]]
+                ) -> list[int]:
+    """Where the runs of equal keys start: a value of a column of `numbers` changes, or an
+    object of a column of `objects` (compared by identity)."""
+    count = len(numbers[0])
+    columns = [np.fromiter(column, np.int64, count) for column in numbers]
+    columns += [np.fromiter(map(id, column), np.int64, count) for column in objects]
+    changed = np.ones(count, bool)
+    if count > 1:
+        changed[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in columns])
+    return np.flatnonzero(changed).tolist()
 
 
 def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:

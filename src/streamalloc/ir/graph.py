@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import NamedTuple, cast
@@ -156,11 +157,13 @@ class ComputeGraph:
     def _index_consumers(self) -> tuple[list[int], list[int]]:
         """Per position, its data consumers' positions in `data_consumers` order (CSR)."""
         src, dst = self.producers.data_edges()
-        ports = np.fromiter((ref.port for node in self.nodes for ref in node.inputs
-                             if ref is not None), np.int64, len(src))
-        link = np.empty(len(self.nodes), np.int64)  # link order: the given node list's
-        link[np.fromiter(map(self.index.__getitem__, self.list_order), np.int64,
-                         len(self.nodes))] = np.arange(len(self.nodes))
+        ports = np.fromiter(map(_PORT_OF, filter(None, chain.from_iterable(map(_INPUTS,
+                                                                              self.nodes)))),
+                            np.int64, len(src))
+        link = np.arange(len(self.nodes))  # link order: the given node list's
+        if self.list_order != tuple(self.index):  # the list was not G-order: sorted on load
+            link[np.fromiter(map(self.index.__getitem__, self.list_order), np.int64,
+                             len(self.nodes))] = np.arange(len(self.nodes))
         # a node's slots come in order in the edge arrays: the edge's place breaks ties
         order = np.lexsort((np.arange(len(src)), link[dst], ports, src))
         starts = np.searchsorted(src[order], np.arange(len(self.nodes) + 1))
@@ -220,6 +223,7 @@ def _counts(nodes: Sequence[Node], field: Callable[[Node], tuple[object, ...]]) 
 
 
 _INPUTS, _CONTROLS = attrgetter("inputs"), attrgetter("control_inputs")
+_PORT_OF = attrgetter("port")  # DataInput.port
 _new_tuple = tuple.__new__  # a named tuple without its Python-level __new__: once per edge
 _PORT = itemgetter(0)  # Consumer.port
 
