@@ -8,7 +8,15 @@ few readers ask for can be made as they read it (`Derived`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from itertools import repeat
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -87,6 +95,9 @@ class Columns(Mapping[_K, _V]):
     def __len__(self) -> int:
         return len(self._keys)
 
+    def keys(self) -> KeysView[_K]:
+        return _ColumnKeys(self)
+
     def values(self) -> ValuesView[_V]:
         return _ColumnValues(self)
 
@@ -95,6 +106,16 @@ class Columns(Mapping[_K, _V]):
 
     def __repr__(self) -> str:
         return f"Columns({dict(self.items())!r})"
+
+
+class _ColumnKeys(KeysView[_K]):
+    """The keys column as a view (iterated at C speed: `Mapping`'s view iterates by a
+    generator)."""
+
+    _mapping: Columns[_K, object]
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._mapping._keys)
 
 
 class _ColumnValues(ValuesView[_V]):
