@@ -179,31 +179,50 @@ class ClusterSet:
         cluster_of, outs = self.cluster_of, self.outs
         engines, labels, users = self.engines, self.labels, self.users
         for child, preds in enumerate(self.preds):
-            if len(preds) != 1:
+            if len(preds) == 1:
+                if preds[0] >= child:
+                    continue
+                parent = cluster_of[preds[0]]
+            else:
                 parents = {cluster_of[j] for j in preds if j < child}
-                current = child
-                for parent in sorted(parents, key=lambda p: (len(outs[p]), p)) \
-                        if len(parents) > 1 else parents:
-                    if self._mergeable(parent, current, upper=child):
-                        current = self._merge(parent, current)
-                continue
-            # one input, the common case: `_mergeable`, then `_merge` of a seed cluster into
-            # its input's cluster (no other predecessor to rename, only later successors)
-            if preds[0] >= child:
-                continue
-            parent = cluster_of[preds[0]]
+                if len(parents) != 1:
+                    self._merge_into_parents(child, parents)
+                    continue
+                (parent,) = parents
+            # one parent cluster, the common case: `_mergeable`, then `_merge` of a seed
+            # cluster into it (no other predecessor to rename, only later successors)
             if not users[parent] or users[parent] != users[child]:
                 if engines[parent] != engines[child] or labels[parent] != labels[child]:
                     continue
                 if min(outs[parent], default=child) < child and \
                         self._reachable_without_edge(parent, child, child):
                     continue
-            cluster_of[child] = parent
-            self.members.setdefault(parent, [parent]).append(child)
-            out = self._own_out(parent)
-            out.discard(child)
-            out.update(outs[child])
-            outs[child] = []
+            self._join(parent, child)
+
+    def _join(self, parent: int, child: int) -> None:
+        """`_merge` of a seed cluster whose predecessors all are in `parent`."""
+        self.cluster_of[child] = parent
+        joined = self.members.get(parent)
+        if joined is None:
+            self.members[parent] = [parent, child]
+        else:
+            joined.append(child)
+        outs = self.outs
+        out = outs[parent]
+        if type(out) is not set:  # `_own_out`, inline
+            out = outs[parent] = set(out)
+        out.discard(child)
+        out.update(outs[child])
+        outs[child] = []
+
+    def _merge_into_parents(self, child: int, parents: set[int]) -> None:
+        """A node joins those of its several parent clusters that it may, the one with the
+        fewest successors first."""
+        outs = self.outs
+        current = child
+        for parent in sorted(parents, key=lambda p: (len(outs[p]), p)):
+            if self._mergeable(parent, current, upper=child):
+                current = self._merge(parent, current)
 
     def _merge_consecutive(self) -> None:
         ids = [i for i, engine in enumerate(self.engines) if engine != ENGINE_DEFAULT_DATA]
