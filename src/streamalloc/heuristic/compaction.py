@@ -39,7 +39,8 @@ class Compact(RulePass):
 def _compact(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     limit = plan.next_stream
     names = counted_graphs(graph, plan)
-    used = sorted({s for g in names for s in plan.graphs[g].streams.values() if 0 <= s < limit})
+    ids = set().union(*(plan.graphs[g].streams.values() for g in names))  # at C speed
+    used = sorted(s for s in ids if 0 <= s < limit)
     remap = {old: new for new, old in enumerate(used)}
     graphs = own_dict(plan.graphs)
     for g in names:
@@ -52,5 +53,7 @@ def _renamed(rule: Rule, plan: GraphPlan, remap: dict[int, int]) -> GraphPlan:
     # one note per renamed id, shared by its nodes (notes are immutable)
     renamed = {s: (new, Note(rule.name, new, f"stream {s} renumbered", decides=False))
                for s, new in remap.items() if new != s}
+    if not renamed:  # ids already compact (most graphs): no node to look at
+        return plan
     changes = {n: renamed[s] for n, s in plan.streams.items() if s in renamed}
     return plan.set_nodes(changes)
