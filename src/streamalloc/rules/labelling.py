@@ -25,7 +25,10 @@ LABEL_KINDS = frozenset({"cmo-label", "user-stream-label", "stream-label"})
 def initial_labels(graph: Graph) -> Mapping[str, NodeLabels]:
     """Every node's labels from its own attributes."""
     nodes = graph.t_ordered_nodes()
-    labels = dict.fromkeys(map(attrgetter("name"), nodes), NO_LABELS)  # most nodes have none
+    # most nodes have none; without subgraphs T-order is the root's index order (made from a
+    # dict without reading a node)
+    names = graph.root.index if not graph.subgraphs else map(attrgetter("name"), nodes)
+    labels = dict.fromkeys(names, NO_LABELS)
     labels.update({n.name: raw_labels(n) for n in nodes if n.attrs})  # labels are attributes
     return MappingProxyType(labels)
 
