@@ -22,7 +22,7 @@ ENGINE_DEFAULT_DATA = "ENGINE_DEFAULT_DATA"
 DATA_LIKE_TYPES = frozenset({"Data", "RefData", "AippData", "AnnData", "Const", "Constant",
                              "Variable", "VariableV2"})
 CV_CORE_TYPE = "_cube_vector_core_type"
-_NAME, _USER_LABEL, _TYPE = attrgetter("name"), attrgetter("user_stream_label"), attrgetter("type")
+_USER_LABEL, _TYPE = attrgetter("user_stream_label"), attrgetter("type")
 _STREAM_LABEL = attrgetter("stream_label")
 ENABLE_CV_PARALLEL = "_enable_cv_parallel"
 
@@ -99,7 +99,7 @@ def seed_clusters(compute: ComputeGraph, labels: Mapping[str, NodeLabels],
     """One cluster per node (1.6.1), after "cv" marking when `cv_mode` (1.6.2)."""
     nodes = compute.nodes
     engines = _cluster_engines(nodes, cv_parallel_nodes(compute) if cv_mode else set())
-    names = list(map(_NAME, nodes))
+    names = list(compute.index)  # G-order, without reading a node
     tags = values_of(labels, names, NO_LABELS)
     users = list(map(_USER_LABEL, tags))
     for i in compress(range(len(engines)), map(eq, engines, repeat(ENGINE_DEFAULT_DATA))):

@@ -11,7 +11,7 @@ in the listed order; then only the pred/succ relation is computed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import compress
+from itertools import chain, compress
 from operator import attrgetter
 
 import msgspec
@@ -26,7 +26,7 @@ from streamalloc.ir.labels import NodeLabels
 from streamalloc.mappings import Columns
 
 FORCE_ATTACH = "_force_attach_stream"
-_ATTRS = attrgetter("attrs")
+_ATTRS, _MEMBERS = attrgetter("attrs"), attrgetter("nodes")
 NO_NEED_PARTITION = "_no_need_partition"
 
 
@@ -124,14 +124,16 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     if graph.partition is None:  # L-order: by first node (1.6.4); a given list is GE's L-order
         kept.sort(key=lambda g: g.nodes[0])
     owner_at = np.full(len(compute.nodes), -1, np.int64)  # subgraph by node position, -1: none
-    for k, group in enumerate(kept):
-        owner_at[group.nodes] = k
+    if kept:  # one assignment for all groups
+        sizes = list(map(len, map(_MEMBERS, kept)))
+        owner_at[np.fromiter(chain.from_iterable(map(_MEMBERS, kept)), np.int64, sum(sizes))] = \
+            np.repeat(np.arange(len(kept)), sizes)
     preds = _neighbour_subgraphs(compute, owner_at, len(kept))
     succs: list[set[int]] = [set() for _ in kept]
     for k, ps in enumerate(preds):
         for p in ps:
             succs[p].add(k)
-    names = [node.name for node in compute.nodes]
+    names = list(compute.index)  # G-order, without reading a node
     nodes = compute.nodes
     forced = {i for i in compress(range(len(nodes)), map(bool, map(_ATTRS, nodes)))
               if FORCE_ATTACH in nodes[i].attrs}  # few nodes have attributes
