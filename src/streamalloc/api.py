@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import compress
+from operator import attrgetter
 from pathlib import Path
 
 from streamalloc.allocation import Allocation
@@ -29,6 +31,8 @@ __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverRe
            "load_graph", "load_rule_set", "optimal_plan",
            "partition_model", "plan", "read_graph", "synced_graph", "synchronize", "with_options",
            "write_atomic", "write_graph"]
+
+_TYPE = attrgetter("type")
 
 
 def convert_graph(model: str | Path, output: str | Path, *, fold: bool = True) -> Graph:
@@ -114,7 +118,8 @@ def _check_assigning(graph: Graph, rules: RuleSet) -> None:
 def _check_allocatable(graph: Graph) -> None:
     """A graph that already carries its Send/Recv tasks (`allocate --graph-out`, a built GE
     graph) cannot be allocated again: its sync nodes would be synchronized a second time."""
-    synced = [n.name for n in graph.all_nodes() if n.type in SYNC_TYPES]
+    nodes = graph.t_ordered_nodes()
+    synced = [n.name for n in compress(nodes, map(SYNC_TYPES.__contains__, map(_TYPE, nodes)))]
     if synced:
         raise InputError(
             f"{graph.source or graph.name}: graph {graph.name!r} already has {len(synced)} "

@@ -43,7 +43,7 @@ from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_USER_LABEL, _NAME = attrgetter("user_stream_label"), attrgetter("name")
+_USER_LABEL = attrgetter("user_stream_label")
 
 
 @collector.pausing
@@ -346,7 +346,7 @@ def _run_starts(numbers: Sequence[Sequence[int]], objects: Sequence[Sequence[obj
 def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:
     """T-order as runs of consecutive nodes of one graph: (graph, node names)."""
     if not graph.subgraphs:  # most models: one run
-        yield graph.root.name, list(map(_NAME, graph.root.nodes))
+        yield graph.root.name, list(graph.root.index)
         return
     for graph_name, run in groupby(graph.all_nodes(), attrgetter("graph")):
         yield graph_name, [node.name for node in run]

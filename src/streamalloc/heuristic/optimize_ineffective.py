@@ -24,7 +24,7 @@ from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
 _PINNED_ATTRS = ("NewStreamId", "_parallel_group")
-_NAME, _PRESENT = attrgetter("name"), attrgetter("present")
+_PRESENT = attrgetter("present")
 
 
 class OptimizeIneffective(RulePass):
@@ -39,7 +39,7 @@ class OptimizeIneffective(RulePass):
 
 def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = own_dict(plan.streams)
-    at = np.array(values_of(streams, list(map(_NAME, ctx.nodes))), np.int64)  # by position
+    at = np.array(values_of(streams, list(ctx.compute.index)), np.int64)  # by position
     by_stream: defaultdict[int, SortedList] = defaultdict(SortedList, _positions_by_stream(at))
     labels, here = ctx.labels, ctx.compute.index
     # labelled nodes are few: found over the labels at C speed, kept when in this graph

@@ -286,7 +286,7 @@ class Graph:
         if not self.by_name:
             index: dict[str, Node] = {}
             for graph in self.graphs():
-                index.update(zip(map(attrgetter("name"), graph.nodes), graph.nodes, strict=True))
+                index.update(zip(graph.index, graph.nodes, strict=True))  # both in G-order
             object.__setattr__(self, "by_name", MappingProxyType(index))
 
     def graphs(self) -> Iterator[ComputeGraph]:
@@ -312,6 +312,13 @@ class Graph:
         """`all_nodes` as a tuple: the root's own node tuple when the model has no subgraphs
         (most models), so the hot paths of large graphs skip the generator walk."""
         return tuple(self.all_nodes()) if self.subgraphs else self.root.nodes
+
+    def t_ordered_names(self) -> tuple[str, ...]:
+        """The names of `t_ordered_nodes`: without subgraphs, the root's index keys (read from
+        a dict instead of from every node)."""
+        if self.subgraphs:
+            return tuple(node.name for node in self.all_nodes())
+        return tuple(self.root.index)
 
     def t_producers(self) -> Producers:
         """`Producers` of every node in T-order, producers by T-order index: the root's own

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
 from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
@@ -30,7 +29,7 @@ class SyncModel:
     def of(cls, graph: Graph, attached: Mapping[str, tuple[int, ...]]) -> SyncModel:
         """The facts of `graph` with the attached streams of its allocation."""
         nodes = graph.t_ordered_nodes()
-        order = tuple(map(attrgetter("name"), nodes))
+        order = graph.t_ordered_names()
         # without subgraphs T-order is the root's G-order, which the root indexes already
         ids = graph.root.index if not graph.subgraphs else \
             MappingProxyType({name: i for i, name in enumerate(order)})

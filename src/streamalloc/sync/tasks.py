@@ -29,7 +29,6 @@ from streamalloc.sync.model import Rows, Task, TaskColumns, node_mask, task_at
 
 ACTIVE = "StreamActive"
 _ENGINE, _ATTRS, _TASK_COUNT = attrgetter("engine"), attrgetter("attrs"), attrgetter("task_count")
-_NAME = attrgetter("name")
 
 
 def own_units(graph: Graph, node: Node) -> int:
@@ -83,7 +82,7 @@ def _t_units(graph: Graph) -> tuple[list[str], list[int]]:
             own, main, _ = table[nodes[i].name]
             units[i] = main if main > 0 else own
         found = _T_UNITS.put(id(graph.by_name), (graph.by_name,),
-                             (list(map(_NAME, nodes)), units))
+                             (list(graph.t_ordered_names()), units))
     return found
 
 

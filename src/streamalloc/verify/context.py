@@ -10,7 +10,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping
 from itertools import accumulate, chain, repeat
-from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -123,7 +122,7 @@ class Context(msgspec.Struct, frozen=True):
 def make_context(graph: Graph, plan: PlanView, log: ViolationLog) -> Context:
     """Index the graph and the plan once for all checks."""
     order, t_index = _t_order(graph)
-    names = tuple(map(attrgetter("name"), order))
+    names = graph.t_ordered_names()
     sync: dict[str, SyncEntry] = {}
     for entry in plan.sync_nodes:
         sync.setdefault(entry.name, entry)
