@@ -104,7 +104,9 @@ class GraphBuilder:
         self.engines = engines or default_engine_table()
         self.dynamic_shape = dynamic_shape
         self._graphs: dict[str, _GraphDraft] = {name: _GraphDraft(name, origin=source)}
-        self._graph_of: dict[str, str] = {}  # node -> its graph
+        # every node by name, in the order added: the model's `by_name` when that order is
+        # the final one (one graph, its list topological)
+        self._node_of: dict[str, Node] = {}
         self._partition: list[tuple[PartitionEntry, Origin]] | None = None
 
     def add_subgraph(self, name: str, origin: Origin = "",
@@ -140,25 +142,25 @@ class GraphBuilder:
         nodes: list[Node] = draft.nodes if draft else []
         if draft:
             draft.runs.append((len(nodes), origin_at))
-        graph_of = self._graph_of
+        node_of = self._node_of
         engine_of, default_engine = self.engines.op_engines.get, self.engines.default_engine
         no_attrs = freeze_attrs(None)
         for k, (text, type, engine, inputs, control_inputs, attrs, outputs, input_descs,
                 subgraphs, stream_id, task_count, cost_us) in enumerate(rows):
             # one string object per name (refs are interned too): lookups compare identities
             name = sys.intern(text)
-            if draft is None or name in graph_of:
+            if draft is None or name in node_of:
                 self._reject_node(name, graph, origin_at(k))
-            graph_of[name] = graph
-            nodes.append(Node(name, sys.intern(type), engine or engine_of(type, default_engine),
-                              graph, inputs, control_inputs,
-                              freeze_attrs(attrs) if attrs else no_attrs, outputs, input_descs,
-                              subgraphs, stream_id, task_count, cost_us))
+            node = Node(name, sys.intern(type), engine or engine_of(type, default_engine), graph,
+                        inputs, control_inputs, freeze_attrs(attrs) if attrs else no_attrs,
+                        outputs, input_descs, subgraphs, stream_id, task_count, cost_us)
+            node_of[name] = node
+            nodes.append(node)
 
     def _reject_node(self, name: str, graph: str, origin: Origin) -> None:
         if graph not in self._graphs:
             raise GraphLoadError(f"{origin}: node {name!r} is placed in unknown graph {graph!r}")
-        first = self._graphs[self._graph_of[name]].origin_of(name)
+        first = self._graphs[self._node_of[name].graph].origin_of(name)
         raise GraphLoadError(f"{origin}: duplicate node name {name!r} (first defined at "
                              f"{first}); node names must be unique across all graphs")
 
@@ -177,10 +179,15 @@ class GraphBuilder:
         graphs = {name: self._finish(draft, parents.get(name), mode)
                   for name, draft in self._graphs.items()}
         root = graphs.pop(self.name)
+        # without subgraphs, nodes kept in the order added are `by_name` as Graph would make it
+        # (the builder keeps a copy: it may go on adding nodes)
+        in_order = not graphs and tuple(self._node_of.values()) == root.nodes
+        by_name, self._node_of = self._node_of, dict(self._node_of)
         return Graph(name=self.name, root=root, subgraphs=MappingProxyType(graphs),
                      options=MappingProxyType(dict(self.options)), engines=self.engines,
                      dynamic_shape=self.dynamic_shape, partition=self._checked_partition(),
-                     node_order=order, source=self.source)
+                     node_order=order, source=self.source,
+                     by_name=MappingProxyType(by_name if in_order else {}))
 
     def _sort_mode(self, order: str) -> str:
         value = self.options.get("ge.topoSortingMode", "")
@@ -226,7 +233,7 @@ class GraphBuilder:
         for sub in parents:
             seen, graph = [sub], sub
             while graph in parents:
-                graph = self._graph_of[parents[graph]]
+                graph = self._node_of[parents[graph]].graph
                 if graph in seen:
                     raise GraphLoadError(f"{self.source}: subgraphs own each other in a loop: "
                                          + " -> ".join([*seen, graph]))
@@ -291,7 +298,8 @@ class GraphBuilder:
                    nodes: Mapping[str, int]) -> None:
         if src in nodes:
             return
-        graph = self._graph_of.get(src)
+        found = self._node_of.get(src)
+        graph = found.graph if found is not None else None
         detail = (f"{src!r} is in graph {graph!r}; edges cannot cross graphs" if graph
                   else f"no node named {src!r}")
         raise GraphLoadError(f"{draft.origin_of(node.name)}: node {node.name!r} {what} in graph "
@@ -334,14 +342,14 @@ class GraphBuilder:
                                  f"engine {entry.engine!r}; known: {known}")
         graphs = set()
         for name in entry.nodes:
-            if name not in self._graph_of:
+            if name not in self._node_of:
                 raise GraphLoadError(f"{origin}: partition {entry.id!r} lists unknown node "
                                      f"{name!r}")
             if name in seen:
                 raise GraphLoadError(f"{origin}: node {name!r} is in partitions {seen[name]!r} "
                                      f"and {entry.id!r}")
             seen[name] = entry.id
-            graphs.add(self._graph_of[name])
+            graphs.add(self._node_of[name].graph)
         if len(graphs) > 1:
             raise GraphLoadError(f"{origin}: partition {entry.id!r} mixes nodes of graphs "
                                  f"{sorted(graphs)}")
