@@ -228,7 +228,7 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> TaskColumn
               for name, ids in side.items() if ids} | {name for name, _ in attached}
     names = list(model.order)
     streams = values_of(plan.streams, names)
-    columns = TaskColumns(names, streams, list(map(model.attached.get, names, repeat(()))), {})
+    columns = TaskColumns(names, streams, values_of(model.attached, names, ()), {})
     inserts: list[tuple[int, Task]] = []
     for row in sorted(map(model.ids.__getitem__, synced)):  # T-order
         name, stream = names[row], streams[row]

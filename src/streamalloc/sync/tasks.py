@@ -180,7 +180,7 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
     if INVALID not in rows.streams:  # most models
         return
     table = _table(graph)
-    for row in [r for r, s in enumerate(rows.streams) if s == INVALID]:
+    for row in list(compress(range(len(rows.streams)), map(INVALID.__eq__, rows.streams))):
         if row in rows.made or _counts(graph, rows.names[row], table)[0] > 0:
             rows.set_stream(row, 0)
 
