@@ -2,7 +2,8 @@
 (`json_text.decode_json`), the builder's consumer lists, a graph's producer and consumer arrays
 (what the partition, the verifier, the emulator and the passes read instead of name lookups),
 the distinct values of integer arrays by a sort (`arrays.sorted_distinct`) in the verifier's
-one-logical-stream-per-physical-stream check, and copies of read-only mappings."""
+one-logical-stream-per-physical-stream check, copies of read-only mappings, the split's task
+units read as a T-order column, and the heuristic's runs of nodes noted alike."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from hypothesis import strategies as st
 
 from streamalloc import json_text
 from streamalloc.arrays import sorted_distinct
-from streamalloc.ir import DataInput, GraphBuilder
+from streamalloc.heuristic.driver import _run_starts
+from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.clusters import in_positions
 from streamalloc.ir.graph import Consumer
 from streamalloc.mappings import own_dict
+from streamalloc.sync.model import Task, TaskColumns
+from streamalloc.sync.tasks import _counts, _node_row_units
 from streamalloc.verify.node_columns import NodeColumns
 
 _SCALARS = st.one_of(
@@ -154,3 +158,45 @@ def test_own_dict_copies_a_proxy_and_a_mapping() -> None:
         copy = own_dict(source)
         copy["c"] = 3
         assert list(copy) == ["a", "b", "c"] and inner == {"a": 1, "b": 2}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["Relu", "HcomAllReduce", "NonZero", "Identity"]),
+                          st.sampled_from([None, 0, 2]), st.booleans()), min_size=1, max_size=12),
+       st.lists(st.integers(0, 13), max_size=5), st.permutations(range(13)))
+def test_row_units_in_t_order_or_by_name(nodes: list[tuple[str, int | None, bool]],
+                                          made_at: list[int], order: list[int]) -> None:
+    # a chain of nodes, some with a task count or an explicit count (an attribute); Send rows
+    # made between them; the node rows in T-order (read as a column) or in another order (by
+    # name): each row's units are its node's ASSIGNED main count, else its own units
+    builder = GraphBuilder("g")
+    builder.add_node("n0", "Data")
+    for i, (op, count, explicit) in enumerate(nodes, 1):
+        builder.add_node(f"n{i}", op, inputs=[DataInput(f"n{i - 1}")], task_count=count,
+                         attrs={"_node_sqe_num": AttrValue("int", 5)} if explicit else None)
+    graph = builder.build()
+    names = list(graph.t_ordered_names())
+    shuffled = [names[k] for k in order if k < len(names)]
+    for listed in (names, shuffled):
+        rows = TaskColumns(list(listed), [0] * len(listed), [()] * len(listed), {}).inserted(
+            sorted(((at % (len(listed) + 1), Task(f"s{k}", "Send", "g", 0, is_sync=True))
+                    for k, at in enumerate(made_at)), key=lambda insert: insert[0]))
+        expected = []
+        for row, name in enumerate(rows.names):
+            if row in rows.made:
+                expected.append(0)
+                continue
+            own, main, _ = _counts(graph, name)
+            expected.append(main if main > 0 else own)
+        assert _node_row_units(graph, rows) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 2), st.integers(0, 2), st.integers(0, 2)),
+                max_size=30))
+def test_run_starts_where_a_key_changes(keys: list[tuple[int, int, int]]) -> None:
+    objects = [(), ("a",), ("b",)]  # compared by identity
+    numbers = [k[0] for k in keys], [k[1] for k in keys]
+    column = [objects[k[2]] for k in keys]
+    expected = [i for i in range(len(keys)) if i == 0 or keys[i] != keys[i - 1]]
+    assert _run_starts(numbers, (column,)) == expected
