@@ -56,7 +56,6 @@ class _Owned(msgspec.Struct):
 class Split(msgspec.Struct, frozen=True):
     """B1-B6 (spec 5.2-5.8, 6.5): physical streams by task capacity, and their events."""
 
-
     name = "split"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
@@ -149,7 +148,6 @@ class CheckLimits(msgspec.Struct, frozen=True):
     as an attached stream) with the 7 profiling units the runtime adds, against the stream's
     depth (the huge depth for a huge stream). The 20 spare units of GE's reserve (5.6) are
     room GE keeps for itself, not a device limit: a stream GE fills to its limit is valid."""
-
 
     name = "limits"
 

@@ -57,7 +57,6 @@ SYNC_STRATEGIES = tuple(ELIMINATION)
 class Activate(msgspec.Struct, frozen=True):
     """A3, A4 (spec 6.1, 6.2): activation by label and for subgraphs."""
 
-
     name = "activate"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
@@ -68,7 +67,6 @@ class Activate(msgspec.Struct, frozen=True):
 
 class Insert(msgspec.Struct, frozen=True):
     """A6 (spec 2.1-2.3): one pair per cross-stream edge, subgraph boundaries included."""
-
 
     name = "insert"
 
@@ -101,7 +99,6 @@ class Eliminate(msgspec.Struct, frozen=True):
 class Renumber(msgspec.Struct, frozen=True):
     """4.1: continuous ids in sender name order."""
 
-
     name = "renumber"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
@@ -113,7 +110,6 @@ class Renumber(msgspec.Struct, frozen=True):
 
 class MultiDimsReuse(msgspec.Struct, frozen=True):
     """4.2: ids used inside one dim of a multi-batch Case are shared with the other dims."""
-
 
     name = "multi-dims-reuse"
 
@@ -145,7 +141,6 @@ class AttachedDependencies(msgspec.Struct, frozen=True):
     events of this and the later stages are numbered after Phase A's (from 0 in notify mode,
     whose pairs are notifies)."""
 
-
     name = "attached-dependencies"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
@@ -159,7 +154,6 @@ class AttachedDependencies(msgspec.Struct, frozen=True):
 
 class Switch(msgspec.Struct, frozen=True):
     """6.3 (A12): StreamSwitch branch activation through new StreamActive nodes."""
-
 
     name = "switch"
 
@@ -175,7 +169,6 @@ class Switch(msgspec.Struct, frozen=True):
 class LoopActivation(msgspec.Struct, frozen=True):
     """6.4: the loop activator starts the streams nobody else does; events to the switch."""
 
-
     name = "loop-activation"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
@@ -188,7 +181,6 @@ class LoopActivation(msgspec.Struct, frozen=True):
 
 class AttachedEvents(msgspec.Struct, frozen=True):
     """A13 (spec 2.7): the last user of each attached stream signals its graph's NetOutput."""
-
 
     name = "attached-events"
 
@@ -203,7 +195,6 @@ class AttachedEvents(msgspec.Struct, frozen=True):
 class SyncTasks(msgspec.Struct, frozen=True):
     """A14 (spec 7): every graph node as a task, its Recvs before it, its Sends after it; the
     StreamActive nodes of 6.3 after the last task of their graph."""
-
 
     name = "sync-tasks"
 
@@ -265,7 +256,6 @@ def _made(namer: Namer, peer: tuple[str, str], kind: str, ids: list[tuple[int, i
 class AttachedResources(msgspec.Struct, frozen=True):
     """A16 (spec 4.5): the event and notify ids kernels reserve: attached notify resources
     after the notifies, then attached event resources after every Phase A event."""
-
 
     name = "attached-resources"
 

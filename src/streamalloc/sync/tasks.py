@@ -78,7 +78,7 @@ def _t_units(graph: Graph) -> tuple[list[str], list[int]]:
                     for name, engine in graph.engines.engines.items()}
         units = list(map(defaults.__getitem__, map(_ENGINE, nodes)))
         table = _table(graph)
-        for i in _counted_one_by_one_at(nodes):
+        for i in _counted_one_by_one(nodes):
             own, main, _ = table[nodes[i].name]
             units[i] = main if main > 0 else own
         found = _T_UNITS.put(id(graph.by_name), (graph.by_name,),
@@ -102,19 +102,14 @@ def _node_row_units(graph: Graph, rows: Rows) -> list[int]:
 
 def _count_table(graph: Graph) -> CountTable:
     """The counts of the nodes counted one by one (`_counts` gives the others')."""
-    return {node.name: _shared(_node_counts(graph, node))
-            for node in _counted_one_by_one(graph.by_name.values())}
+    nodes = list(graph.by_name.values())
+    return {nodes[i].name: _shared(_node_counts(graph, nodes[i]))
+            for i in _counted_one_by_one(nodes)}
 
 
-def _counted_one_by_one(nodes: Iterable[Node]) -> Iterator[Node]:
-    """The nodes whose counts are not their engine's default: those with attributes or a task
-    count (few), selected at C speed."""
-    nodes = list(nodes)
-    return map(nodes.__getitem__, _counted_one_by_one_at(nodes))
-
-
-def _counted_one_by_one_at(nodes: Sequence[Node]) -> Iterator[int]:
-    """The positions of `_counted_one_by_one`'s nodes."""
+def _counted_one_by_one(nodes: Sequence[Node]) -> Iterator[int]:
+    """The positions of the nodes whose counts are not their engine's default: those with
+    attributes or a task count (few), selected at C speed."""
     return compress(range(len(nodes)), map(or_, map(bool, map(_ATTRS, nodes)),
                                            map(is_not, map(_TASK_COUNT, nodes), repeat(None))))
 
