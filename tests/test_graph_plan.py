@@ -15,7 +15,8 @@ NAMES = [f"n{i}" for i in range(12)]
 
 def _plan_with_history(history: list[list[int]]):
     """A plan whose nodes carry notes from earlier passes: pass k notes the nodes it lists."""
-    plan = initial_graph_plan("g", dict.fromkeys(NAMES, 0), 0, INVALID, 1)
+    plan = initial_graph_plan("g", {n: i for i, n in enumerate(NAMES)}, [0] * len(NAMES),
+                              subgraphs=0, default_stream=INVALID, next_stream=1)
     for k, nodes in enumerate(history):
         note = Note(f"earlier{k}", k, f"pass {k}")
         plan = plan.set_nodes({NAMES[i]: (k, note) for i in nodes})

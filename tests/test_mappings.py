@@ -60,6 +60,25 @@ def test_columns_read_as_the_dict_of_their_pairs(table: dict[str, int],
     assert repr(columns) == f"Columns({table!r})"
 
 
+@given(table=st.dictionaries(st.text(max_size=3), st.integers(-2, 2), max_size=8),
+       values=st.lists(st.integers(-2, 2), max_size=8), reorder=st.booleans())
+def test_columns_with_other_values_compare_as_dicts(table: dict[str, int], values: list[int],
+                                                    reorder: bool) -> None:
+    """A table with the same keys and new values (`with_column`, as a plan's next state) and
+    a table of the same pairs in another key order compare as the dicts of their pairs."""
+    columns = Columns(list(table), list(table.values()))
+    values = [values[i % len(values)] if values else 0 for i in range(len(table))]
+    other = columns.with_column(values)
+    assert dict(other) == dict(zip(table, values, strict=True))
+    assert other.keyed_by(list(table)) and columns.keyed_by(list(table))
+    assert (other == columns) == (dict(other) == table)
+    keys = list(reversed(table)) if reorder else list(table)
+    shuffled = Columns(keys, [table[k] for k in keys])
+    assert shuffled == columns and shuffled.keyed_by(list(table)) == (keys == list(table))
+    assert values_of(other, keys) == [dict(other)[k] for k in keys]
+    assert other.positions() == {k: i for i, k in enumerate(table)}
+
+
 def test_columns_need_a_value_per_key() -> None:
     with pytest.raises(ValueError, match="2 keys but 1 values"):
         Columns(["a", "b"], [1])

@@ -32,21 +32,22 @@ from streamalloc.rules.model import Rule
 
 def _every_node(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     """The pass as spec 2.10 states it: every node in G-order."""
-    streams = own_dict(plan.streams)
-    at = np.array([streams[n.name] for n in ctx.nodes], np.int64)
+    named = own_dict(plan.streams)
+    streams = [named[n.name] for n in ctx.nodes]  # by position, as `_targets` reads them
+    at = np.array(streams, np.int64)
     by_stream: defaultdict[int, SortedList] = defaultdict(SortedList,
                                                           oi._positions_by_stream(at))
     labels, here = ctx.labels, ctx.compute.index
-    label_streams = {streams[n] for n in compress(labels.keys(),
-                                                  map(attrgetter("present"), labels.values()))
-                     if n in here and streams[n] != INVALID}
+    label_streams = {named[n] for n in compress(labels.keys(),
+                                                map(attrgetter("present"), labels.values()))
+                     if n in here and named[n] != INVALID}
     changes: dict[str, tuple[int, Note]] = {}
     for me, node in enumerate(ctx.nodes):
-        if not rule.matches(node) or oi._pinned(ctx, node, streams[node.name]):
+        if not rule.matches(node) or oi._pinned(ctx, node, streams[me]):
             continue
         for stream in oi._targets(ctx, node, streams, by_stream, label_streams):
-            oi._move(by_stream, me, streams[node.name], stream)
-            streams[node.name] = stream
+            oi._move(by_stream, me, streams[me], stream)
+            streams[me] = stream
             changes[node.name] = (stream, Note(rule.name, stream, "isolated between two "
                                                f"consecutive nodes of stream {stream}"))
     return plan.set_nodes(changes)

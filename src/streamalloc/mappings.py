@@ -35,6 +35,8 @@ def own_dict(mapping: Mapping[_K, _V]) -> dict[_K, _V]:
     """
     if isinstance(mapping, MappingProxyType):
         return mapping.copy()  # the dict behind the proxy, copied at C speed
+    if isinstance(mapping, Columns):
+        return dict(zip(mapping._keys, mapping._values, strict=True))
     return dict(mapping)
 
 
@@ -49,6 +51,8 @@ def values_of(mapping: Mapping[_K, _V], keys: Sequence[_K], default: Any = _REQU
     >>> values_of({}, ["a", "b"], ())
     [(), ()]
     """
+    if isinstance(mapping, Columns) and mapping.keyed_by(keys):
+        return list(mapping._values)
     if len(mapping) == len(keys) and list(mapping) == list(keys):
         return list(mapping.values())
     if not mapping and default is not _REQUIRED:  # a table of the few keys that have a value
@@ -71,17 +75,46 @@ class Columns(Mapping[_K, _V]):
 
     __slots__ = ("_index", "_keys", "_values")
 
-    def __init__(self, keys: Sequence[_K], values: Sequence[_V]) -> None:
+    def __init__(self, keys: Sequence[_K], values: Sequence[_V],
+                 index: Mapping[_K, int] | None = None) -> None:
+        """`index`, when the caller has it: each key's position (made on the first lookup
+        otherwise)."""
         if len(keys) != len(values):
             raise ValueError(f"{len(keys)} keys but {len(values)} values")
         self._keys, self._values = keys, values
-        self._index: dict[_K, int] | None = None
+        self._index = index
 
-    def _position(self) -> dict[_K, int]:
+    def _position(self) -> Mapping[_K, int]:
         index = self._index
         if index is None:
             index = self._index = dict(zip(self._keys, range(len(self._keys)), strict=True))
         return index
+
+    def positions(self) -> Mapping[_K, int]:
+        """Each key's position in the columns."""
+        return self._position()
+
+    def column(self) -> Sequence[_V]:
+        """The values, in key order (not to be changed: tables share their columns)."""
+        return self._values
+
+    def with_column(self, values: Sequence[_T]) -> Columns[_K, _T]:
+        """The same keys (and their index) with other values."""
+        return Columns(self._keys, values, self._index)
+
+    def keyed_by(self, keys: Sequence[object]) -> bool:
+        """Are `keys` this table's keys, in its order?"""
+        mine = self._keys
+        if mine is keys:
+            return True
+        return len(mine) == len(keys) and _as_list(mine) == _as_list(keys)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Columns) and other.keyed_by(self._keys):
+            return _as_list(self._values) == _as_list(other._values)  # one order: by column
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a dict
 
     def __getitem__(self, key: _K) -> _V:
         return self._values[self._position()[key]]
@@ -106,6 +139,10 @@ class Columns(Mapping[_K, _V]):
 
     def __repr__(self) -> str:
         return f"Columns({dict(self.items())!r})"
+
+
+def _as_list(items: Sequence[_T]) -> list[_T]:
+    return items if type(items) is list else list(items)
 
 
 class _ColumnKeys(KeysView[_K]):

@@ -100,8 +100,8 @@ def _one_graph(rule: Rule, ctx: GraphContext, owners: _Owners, ac_parallel: bool
     for sg in sgs:
         if streams[sg.index] == INVALID and not sg.engine.skip_assign_stream:
             streams[sg.index] = owners.engine(sg.engine_name)
-    unplaced = dict.fromkeys((n.name for n in ctx.nodes), INVALID)
-    plan = initial_graph_plan(ctx.compute.name, unplaced, len(sgs), INVALID, 0)
+    plan = initial_graph_plan(ctx.compute.name, ctx.compute.index, [INVALID] * len(ctx.nodes),
+                              subgraphs=len(sgs), default_stream=INVALID, next_stream=0)
     changes = {n: (streams[sg.index], Note(rule.name, streams[sg.index],
                                            f"{sg.engine_name} stream of the model"))
                for sg in sgs if streams[sg.index] != INVALID for n in sg.nodes}

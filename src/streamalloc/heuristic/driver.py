@@ -43,7 +43,7 @@ from streamalloc.rules.loader import default_rule_set
 from streamalloc.rules.model import Rule, RuleSet
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_USER_LABEL = attrgetter("user_stream_label")
+_USER_LABEL, _STREAM_ID = attrgetter("user_stream_label"), attrgetter("stream_id")
 
 
 @collector.pausing
@@ -164,8 +164,10 @@ def _static_graphs(run: _Run, passes: list[GraphPass]) -> ModelPlan:
             raise InputError(f"{graph.source}: graph {name!r} has no engine partition (it is "
                              "flagged _no_need_partition); GE's static allocator cannot find it")
         ctx = GraphContext(graph, graph.graph(name), model.partitions[name], model.labels)
-        plan = initial_graph_plan(name, _initial_streams(ctx.compute), len(ctx.subgraphs),
-                                  _default_stream(graph, plans, name), next_stream)
+        plan = initial_graph_plan(name, ctx.compute.index, _initial_streams(ctx.compute),
+                                  subgraphs=len(ctx.subgraphs),
+                                  default_stream=_default_stream(graph, plans, name),
+                                  next_stream=next_stream)
         for graph_pass in passes:
             result = graph_pass.apply(ctx, plan)
             plan = result.plan
@@ -175,16 +177,19 @@ def _static_graphs(run: _Run, passes: list[GraphPass]) -> ModelPlan:
     return ModelPlan(MappingProxyType(plans), next_stream)
 
 
-def _initial_streams(compute: ComputeGraph) -> dict[str, int]:
-    """The graph's nodes on their initial streams (GE op descriptors start on stream 0)."""
-    return {n.name: 0 if n.stream_id is None else n.stream_id for n in compute.nodes}
+def _initial_streams(compute: ComputeGraph) -> list[int]:
+    """The initial stream of each node, in G-order (GE op descriptors start on stream 0)."""
+    ids = list(map(_STREAM_ID, compute.nodes))
+    if ids.count(None) == len(ids):  # most graphs give none
+        return [0] * len(ids)
+    return [0 if s is None else s for s in ids]
 
 
 def _initial_model(graph: Graph) -> ModelPlan:
     """Dynamic flow before any rule: every node on its initial stream (GE: single stream)."""
     order = [graph.root, *(graph.subgraphs[s] for s in graph.r_order())]
-    plans = {c.name: initial_graph_plan(c.name, _initial_streams(c), 0, INVALID, 1)
-             for c in order}
+    plans = {c.name: initial_graph_plan(c.name, c.index, _initial_streams(c), subgraphs=0,
+                                        default_stream=INVALID, next_stream=1) for c in order}
     return ModelPlan(MappingProxyType(plans), 1)
 
 

@@ -19,7 +19,6 @@ from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.graph import Node
-from streamalloc.mappings import own_dict, values_of
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -38,13 +37,14 @@ class OptimizeIneffective(RulePass):
 
 
 def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    streams = own_dict(plan.streams)
-    at = np.array(values_of(streams, list(ctx.compute.index)), np.int64)  # by position
+    streams = list(plan.streams.column())  # by position, changed as nodes move
+    at = np.array(streams, np.int64)
     by_stream: defaultdict[int, SortedList] = defaultdict(SortedList, _positions_by_stream(at))
     labels, here = ctx.labels, ctx.compute.index
     # labelled nodes are few: found over the labels at C speed, kept when in this graph
-    label_streams = {streams[n] for n in compress(labels.keys(), map(_PRESENT, labels.values()))
-                     if n in here and streams[n] != INVALID}
+    label_streams = {streams[here[n]] for n in compress(labels.keys(),
+                                                        map(_PRESENT, labels.values()))
+                     if n in here and streams[here[n]] != INVALID}
     # A node with a neighbour on its own stream has no target, and neither has that neighbour:
     # the two keep each other where they are for the whole pass. Only the other nodes are
     # visited (in G-order; a node's position is its G-order index).
@@ -52,11 +52,11 @@ def _optimize(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     changes: dict[str, tuple[int, Note]] = {}
     for me in np.setdiff1d(np.arange(len(ctx.nodes)), settled, assume_unique=True).tolist():
         node = ctx.nodes[me]
-        if not rule.matches(node) or _pinned(ctx, node, streams[node.name]):
+        if not rule.matches(node) or _pinned(ctx, node, streams[me]):
             continue
         for stream in _targets(ctx, node, streams, by_stream, label_streams):
-            _move(by_stream, me, streams[node.name], stream)
-            streams[node.name] = stream
+            _move(by_stream, me, streams[me], stream)
+            streams[me] = stream
             changes[node.name] = (stream, Note(rule.name, stream, "isolated between two "
                                                f"consecutive nodes of stream {stream}"))
     return plan.set_nodes(changes)
@@ -96,20 +96,23 @@ def _pinned(ctx: GraphContext, node: Node, stream: int) -> bool:
         (bool(node.attrs) and any(node.has_attr(a) for a in _PINNED_ATTRS))
 
 
-def _targets(ctx: GraphContext, node: Node, streams: dict[str, int],
+def _targets(ctx: GraphContext, node: Node, streams: list[int],
              by_stream: dict[int, SortedList], label_streams: set[int]) -> list[int]:
-    """Streams (ascending) the node qualifies for; none if a neighbour shares its stream."""
-    own = streams[node.name]
+    """Streams (ascending) the node qualifies for; none if a neighbour shares its stream
+    (`streams`: each position's stream)."""
+    own = streams[ctx.position(node.name)]
     closest_in: dict[int, int] = {}
     closest_out: dict[int, int] = {}
     for name in ctx.in_neighbours(node):
-        s, pos = streams[name], ctx.position(name)
+        pos = ctx.position(name)
+        s = streams[pos]
         if s == own:
             return []
         if s != INVALID:
             closest_in[s] = max(closest_in.get(s, pos), pos)
     for name in ctx.out_neighbours(node):
-        s, pos = streams[name], ctx.position(name)
+        pos = ctx.position(name)
+        s = streams[pos]
         if s == own:
             return []
         if s != INVALID:

@@ -28,9 +28,10 @@ class ParallelGroup(RulePass):
 
 
 def _regroup(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    streams = own_dict(plan.streams)
+    buckets = ctx.buckets(rule, plan.streams)
+    streams = own_dict(plan.streams) if buckets else {}  # most graphs: no node in a group
     changes: dict[str, tuple[int, Note]] = {}
-    for stream, names in ctx.buckets(rule, plan.streams):
+    for stream, names in buckets:
         group_to_new: dict[str, int] = {}
         for name in names:
             group = _group(ctx, name)

@@ -10,7 +10,7 @@ set is recorded as a `Note`, which `streamalloc explain` shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
+from operator import itemgetter
 from types import MappingProxyType
 
 import msgspec
@@ -18,21 +18,23 @@ from msgspec.structs import replace
 
 from streamalloc.allocation import Note
 from streamalloc.facts import INVALID
-from streamalloc.mappings import own_dict
+from streamalloc.mappings import Columns, own_dict
 
 __all__ = ["INVALID", "GraphPlan", "ModelPlan", "Note", "initial_graph_plan"]
 
 
 class GraphPlan(msgspec.Struct, frozen=True):
-    """One graph's streams while its pass chain runs."""
+    """One graph's streams while its pass chain runs. The node tables are columns in the
+    graph's G-order (`Columns` over the graph's node index): a pass that changes nodes copies
+    two lists, not two 100k-entry dicts, and readers of a whole table read it in order."""
 
     graph: str
     default_stream: int
     next_stream: int
     sg_streams: tuple[int, ...]
     sg_reused: tuple[int | None, ...]
-    streams: Mapping[str, int]
-    notes: Mapping[str, tuple[Note, ...]]
+    streams: Columns[str, int]
+    notes: Columns[str, tuple[Note, ...]]
     sg_notes: tuple[tuple[Note, ...], ...]
 
     def set_subgraphs(self, changes: Mapping[int, tuple[int, Note]],
@@ -59,28 +61,35 @@ class GraphPlan(msgspec.Struct, frozen=True):
     def set_groups(self, groups: Iterable[tuple[Sequence[str], int, Note]]) -> GraphPlan:
         """Give each group of nodes one stream, noting why (the groups must not overlap). One
         pass notes many nodes alike: the nodes of a group with the same notes so far share
-        the new tuple, at C speed when they all do (a pass that copies one stream to many)."""
-        streams, notes = own_dict(self.streams), own_dict(self.notes)
+        the new tuple, set at C speed when they all do (a pass that copies one stream to
+        many)."""
+        position = self.streams.positions()
+        streams, notes = list(self.streams.column()), list(self.notes.column())
         changed = False
         for names, stream, note in groups:
             if not names:
                 continue
             changed = True
-            streams.update(zip(names, repeat(stream)))
-            olds = list(map(notes.get, names, repeat(())))
+            at = _positions(position, names)
+            for k in at:
+                streams[k] = stream
+            olds = [notes[k] for k in at]
             first = olds[0]
             if olds.count(first) == len(olds):
-                notes.update(zip(names, repeat((*first, note))))
+                new = (*first, note)
+                for k in at:
+                    notes[k] = new
                 continue
             extended: dict[int, tuple[Note, ...]] = {}  # by the id of the notes so far
-            for name, old in zip(names, olds, strict=True):
-                new = extended.get(id(old))
-                if new is None:
-                    new = extended[id(old)] = (*old, note)
-                notes[name] = new
+            for k, old in zip(at, olds, strict=True):
+                made = extended.get(id(old))
+                if made is None:
+                    made = extended[id(old)] = (*old, note)
+                notes[k] = made
         if not changed:
             return self
-        return replace(self, streams=MappingProxyType(streams), notes=MappingProxyType(notes))
+        return replace(self, streams=self.streams.with_column(streams),
+                       notes=self.notes.with_column(notes))
 
     def take_streams(self, count: int = 1) -> tuple[GraphPlan, list[int]]:
         """Allocate `count` fresh ids from the counter."""
@@ -88,15 +97,21 @@ class GraphPlan(msgspec.Struct, frozen=True):
         return replace(self, next_stream=self.next_stream + count), ids
 
 
-def initial_graph_plan(graph: str, nodes: Mapping[str, int], subgraphs: int,
-                       default_stream: int, next_stream: int) -> GraphPlan:
-    """The state before a graph's first pass: subgraphs without stream, nodes on the streams
-    given (node name -> stream), no notes (every node listed, in the order given, so a
-    reader of all nodes' notes gets them in that order at C speed)."""
+def _positions(index: Mapping[str, int], names: Sequence[str]) -> Sequence[int]:
+    """The positions of `names` (at C speed: an itemgetter gathers them)."""
+    return itemgetter(*names)(index) if len(names) > 1 else (index[names[0]],)
+
+
+def initial_graph_plan(graph: str, index: Mapping[str, int], streams: Sequence[int], *,
+                       subgraphs: int, default_stream: int, next_stream: int) -> GraphPlan:
+    """The state before a graph's first pass: subgraphs without stream, the nodes of `index`
+    (each node's G-order position) on `streams` (in G-order), no notes."""
+    # a dict of its own: lookups through a read-only proxy cost twice as much
+    positions = index.copy() if isinstance(index, MappingProxyType) else dict(index)
+    nodes = Columns(list(positions), list(streams), positions)
     return GraphPlan(graph=graph, default_stream=default_stream, next_stream=next_stream,
                      sg_streams=(INVALID,) * subgraphs, sg_reused=(None,) * subgraphs,
-                     streams=MappingProxyType(dict(nodes)),
-                     notes=MappingProxyType(dict.fromkeys(nodes, ())),
+                     streams=nodes, notes=nodes.with_column([()] * len(positions)),
                      sg_notes=((),) * subgraphs)
 
 

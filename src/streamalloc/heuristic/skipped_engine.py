@@ -10,7 +10,6 @@ from __future__ import annotations
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
-from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 
@@ -26,23 +25,26 @@ class SkippedEngine(RulePass):
 
 
 def _fold(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    candidates = {n for sg in ctx.subgraphs if sg.engine.skip_assign_stream and not sg.stream_label
-                  for n in sg.nodes if plan.streams[n] != INVALID}
-    streams = own_dict(plan.streams)
+    streams = list(plan.streams.column())  # by position, changed as nodes fold
+    at = ctx.compute.index
+    candidates = sorted(at[n] for sg in ctx.subgraphs
+                        if sg.engine.skip_assign_stream and not sg.stream_label
+                        for n in sg.nodes if streams[at[n]] != INVALID)  # G-order
     changes: dict[str, tuple[int, Note]] = {}
-    for node in ctx.nodes:
-        if node.name not in candidates or not rule.matches(node):
+    for me in candidates:
+        node = ctx.nodes[me]
+        if not rule.matches(node):
             continue
         preds = ctx.in_neighbours(node)
         succs = ctx.out_neighbours(node)
-        if not node.subgraphs and all(streams[p] == INVALID for p in preds):
-            streams[node.name] = INVALID
+        if not node.subgraphs and all(streams[at[p]] == INVALID for p in preds):
+            streams[me] = INVALID
             changes[node.name] = (INVALID, Note(rule.name, INVALID, "every input has no stream"))
         elif succs:
-            around = {streams[n] for n in (*preds, *succs)} - {INVALID}
+            around = {streams[at[n]] for n in (*preds, *succs)} - {INVALID}
             if len(around) == 1:
                 (stream,) = around
-                streams[node.name] = stream
+                streams[me] = stream
                 changes[node.name] = (stream, Note(rule.name, stream,
                                                    "all neighbours are on this stream"))
     return plan.set_nodes(changes)
