@@ -62,3 +62,24 @@ def test_shared_history_gets_one_tuple() -> None:
     assert after.notes["n3"] == (Note("earlier1", 1, "pass 1"), note)
     assert after.notes["n4"] == (note,)
     assert after.streams["n3"] == after.streams["n4"] == 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(history=st.lists(st.lists(st.integers(0, 11), max_size=6), max_size=3),
+       owners=st.lists(st.integers(-1, 3), min_size=12, max_size=12),
+       keep=st.sets(st.integers(0, 11), max_size=3))
+def test_set_by_owner_equals_a_group_per_owner(history: list[list[int]], owners: list[int],
+                                               keep: set[int]) -> None:
+    """Every node takes its owner's stream and note (-1: the last entry), the kept ones
+    excepted, as `set_groups` with one group per owner gives them; nodes noted alike share
+    one notes tuple either way (a column at a time when every node is noted alike)."""
+    plan = _plan_with_history(history)
+    streams, notes = [10, 11, 12, 13, -1], [Note("copy", s, f"owner {s}") for s in range(5)]
+    kept = [NAMES[i] for i in sorted(keep)]
+    groups = [([n for n, o in zip(NAMES, owners, strict=True) if o == k and n not in kept],
+               streams[k], notes[k]) for k in range(-1, 4)]
+    made, expected = plan.set_by_owner(owners, streams, notes, kept), plan.set_groups(groups)
+    assert dict(made.streams) == dict(expected.streams)
+    assert dict(made.notes) == dict(expected.notes)
+    sharing = [[made.notes[a] is made.notes[b] for b in NAMES] for a in NAMES]
+    assert sharing == [[expected.notes[a] is expected.notes[b] for b in NAMES] for a in NAMES]

@@ -31,10 +31,11 @@ class NodeStreamUpdate(RulePass):
 
 
 def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
-    # notes are immutable: one per reason, shared by the nodes it explains; the nodes of one
-    # subgraph are set as a group, the quirk nodes among them one by one
+    # notes are immutable: one per reason, shared by the nodes it explains; every node takes
+    # its subgraph's stream (by its owner, a column at a time), the quirk nodes then their own
     reset = Note(rule.name, INVALID, "reset before copying subgraph streams", decides=False)
-    groups: list[tuple[Sequence[str], int, Note]] = [(ctx.partition.outside, INVALID, reset)]
+    streams: list[int] = []
+    notes: list[Note] = []
     quirks: list[tuple[Sequence[str], int, Note]] = []
     while_body_output = _in_unknown_while_body(ctx)
     attributed = {n.name for n in ctx.nodes if n.attrs}  # most graphs: few nodes, often none
@@ -42,21 +43,20 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
         stream = plan.sg_streams[sg.index]
         if stream == INVALID and not sg.engine.skip_assign_stream:
             raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
-        copied = Note(rule.name, stream, f"stream of {sg.id}", decides=False)
-        special = {}
+        streams.append(stream)
+        notes.append(Note(rule.name, stream, f"stream of {sg.id}", decides=False))
         for name in _quirk_candidates(sg.nodes, attributed, while_body_output):
             node = ctx.compute.node(name)
             if node.has_attr(RTS_LABEL_NODE):
-                special[name] = (plan.default_stream,
-                                 Note(rule.name, plan.default_stream,
-                                      "RTS label node: default stream"))
+                quirks.append(((name,), plan.default_stream,
+                               Note(rule.name, plan.default_stream,
+                                    "RTS label node: default stream")))
             elif node.type == "NetOutput" and while_body_output:
-                special[name] = (0, Note(rule.name, 0, "NetOutput of a While body in an "
-                                                       "unknown-shape graph"))
-        members = [n for n in sg.nodes if n not in special] if special else sg.nodes
-        groups.append((members, stream, copied))
-        quirks += [((name,), stream, note) for name, (stream, note) in special.items()]
-    return plan.set_groups(groups + quirks)
+                quirks.append(((name,), 0, Note(rule.name, 0, "NetOutput of a While body in "
+                                                             "an unknown-shape graph")))
+    copied = plan.set_by_owner(ctx.partition.owner_at, [*streams, INVALID], [*notes, reset],
+                               keep=[names[0] for names, _, _ in quirks])
+    return copied.set_groups(quirks)
 
 
 def _quirk_candidates(names: tuple[str, ...], attributed: set[str], while_body_output: bool

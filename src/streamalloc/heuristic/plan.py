@@ -14,6 +14,7 @@ from operator import itemgetter
 from types import MappingProxyType
 
 import msgspec
+import numpy as np
 from msgspec.structs import replace
 
 from streamalloc.allocation import Note
@@ -90,6 +91,34 @@ class GraphPlan(msgspec.Struct, frozen=True):
             return self
         return replace(self, streams=self.streams.with_column(streams),
                        notes=self.notes.with_column(notes))
+
+    def set_by_owner(self, owner_at: Sequence[int], streams: Sequence[int],
+                     notes: Sequence[Note], keep: Iterable[str] = ()) -> GraphPlan:
+        """Give every node the stream of its owner, noting why: `owner_at` is each node's
+        owner in G-order, an index into `streams` and `notes` (-1: their last entries); the
+        nodes of `keep` keep their stream and notes. As `set_groups` with a group per owner,
+        made a column at a time when every node is noted alike so far (before any pass
+        noted single nodes)."""
+        old = self.notes.column()
+        if old and old.count(old[0]) != len(old):
+            owners: dict[int, list[str]] = {}
+            kept = set(keep)
+            for name, owner in zip(self.notes, owner_at, strict=True):
+                if name not in kept:
+                    owners.setdefault(owner, []).append(name)
+            return self.set_groups((names, streams[k], notes[k]) for k, names in owners.items())
+        at = np.asarray(owner_at, np.int64)
+        stream_column = np.asarray(streams, np.int64)[at].tolist()
+        noted = np.empty(len(notes), object)  # one tuple per owner, shared by its nodes
+        for k, note in enumerate(notes):
+            noted[k] = (*old[0], note) if old else (note,)
+        note_column = noted[at].tolist()
+        position, streams_before = self.streams.positions(), self.streams.column()
+        for name in keep:
+            p = position[name]
+            stream_column[p], note_column[p] = streams_before[p], old[p]
+        return replace(self, streams=self.streams.with_column(stream_column),
+                       notes=self.notes.with_column(note_column))
 
     def take_streams(self, count: int = 1) -> tuple[GraphPlan, list[int]]:
         """Allocate `count` fresh ids from the counter."""
