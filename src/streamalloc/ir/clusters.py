@@ -176,7 +176,7 @@ class ClusterSet:
     def _merge_parents(self) -> None:
         # A node's cluster is still its seed cluster when its turn comes: merges so far only
         # joined clusters named below it, so its parents are the clusters of its earlier preds.
-        cluster_of, outs = self.cluster_of, self.outs
+        cluster_of, outs, members = self.cluster_of, self.outs, self.members
         engines, labels, users = self.engines, self.labels, self.users
         for child, preds in enumerate(self.preds):
             if len(preds) == 1:
@@ -191,29 +191,26 @@ class ClusterSet:
                 (parent,) = parents
             # one parent cluster, the common case: `_mergeable`, then `_merge` of a seed
             # cluster into it (no other predecessor to rename, only later successors)
+            out = outs[parent]
             if not users[parent] or users[parent] != users[child]:
                 if engines[parent] != engines[child] or labels[parent] != labels[child]:
                     continue
-                if min(outs[parent], default=child) < child and \
+                # a seed's successors are a list in G-order: its first is its least
+                if out and (out[0] if type(out) is list else min(out)) < child and \
                         self._reachable_without_edge(parent, child, child):
                     continue
-            self._join(parent, child)
-
-    def _join(self, parent: int, child: int) -> None:
-        """`_merge` of a seed cluster whose predecessors all are in `parent`."""
-        self.cluster_of[child] = parent
-        joined = self.members.get(parent)
-        if joined is None:
-            self.members[parent] = [parent, child]
-        else:
-            joined.append(child)
-        outs = self.outs
-        out = outs[parent]
-        if type(out) is not set:  # `_own_out`, inline
-            out = outs[parent] = set(out)
-        out.discard(child)
-        out.update(outs[child])
-        outs[child] = []
+            # the join, inline (most nodes): the child's seed cluster into its parent's
+            cluster_of[child] = parent
+            joined = members.get(parent)
+            if joined is None:
+                members[parent] = [parent, child]
+            else:
+                joined.append(child)
+            owned = out if isinstance(out, set) else set(out)  # `_own_out`, inline
+            outs[parent] = owned
+            owned.discard(child)
+            owned.update(outs[child])
+            outs[child] = []
 
     def _merge_into_parents(self, child: int, parents: set[int]) -> None:
         """A node joins those of its several parent clusters that it may, the one with the
