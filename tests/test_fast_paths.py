@@ -137,9 +137,8 @@ def test_edge_arrays_are_the_name_lookups(rows: list[tuple[list[tuple[int, int, 
         graph = graph.reordered(sorted(depth, key=lambda n: (depth[n], -int(n[1:]))))
     root = graph.root
     index = root.index
-    expected_in = tuple(tuple([index[r.src] for r in node.inputs if r is not None]
-                              + [index[src] for src in node.control_inputs])
-                        for node in root.nodes)
+    expected_in = [[index[r.src] for r in node.inputs if r is not None]
+                   + [index[src] for src in node.control_inputs] for node in root.nodes]
     assert in_positions(root) == expected_in
     producers = graph.t_producers()
     assert producers.data.tolist() == [-1 if r is None else index[r.src]

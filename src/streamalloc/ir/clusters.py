@@ -37,18 +37,18 @@ class Cluster(msgspec.Struct):
     id: str = ""
 
 
-def in_positions(compute: ComputeGraph) -> tuple[tuple[int, ...], ...]:
+def in_positions(compute: ComputeGraph) -> list[list[int]]:
     """Per node (G-order), the positions of its connected data producers (slot order), then
     of its control predecessors."""
     producers = compute.producers
     data, control = producers.data.tolist(), producers.control.tolist()
     data_ends = accumulate(producers.data_counts.tolist())
     if not control and -1 not in data:  # most graphs: every slot connected, no control edge
-        return tuple(tuple(data[start:end]) for start, end in pairwise([0, *data_ends]))
+        return [data[start:end] for start, end in pairwise([0, *data_ends])]
     control_ends = accumulate(producers.control_counts.tolist())
-    return tuple(tuple([p for p in data[a:b] if p >= 0] + control[c:d])
-                 for (a, b), (c, d) in zip(pairwise([0, *data_ends]),
-                                           pairwise([0, *control_ends]), strict=True))
+    return [[p for p in data[a:b] if p >= 0] + control[c:d]
+            for (a, b), (c, d) in zip(pairwise([0, *data_ends]), pairwise([0, *control_ends]),
+                                      strict=True)]
 
 
 def is_data_like(node: Node) -> bool:
@@ -83,7 +83,7 @@ def _cluster_engines(nodes: Sequence[Node], cv_marked: set[str]) -> list[str]:
             else _cluster_engine(node, cv_marked) for node in nodes]
 
 
-def _successors(preds: Sequence[tuple[int, ...]]) -> list[list[int]]:
+def _successors(preds: Sequence[Sequence[int]]) -> list[list[int]]:
     """Per node, the later nodes it feeds, once each; a loop back edge (from a later node) is
     no cluster edge (1.6.1)."""
     succs: list[list[int]] = [[] for _ in preds]
@@ -159,7 +159,7 @@ class ClusterSet:
     """
 
     def __init__(self, engines: list[str], labels: list[str], users: list[str],
-                 preds: Sequence[tuple[int, ...]], succs: list[list[int]]) -> None:
+                 preds: Sequence[Sequence[int]], succs: list[list[int]]) -> None:
         self.engines, self.labels, self.users = engines, labels, users
         self.preds = preds
         self.cluster_of = list(range(len(engines)))
