@@ -143,7 +143,9 @@ class GraphBuilder:
         if draft:
             draft.runs.append((len(nodes), origin_at))
         node_of = self._node_of
-        engine_of, default_engine = self.engines.op_engines.get, self.engines.default_engine
+        # a dict's own `get`: through the table's read-only proxy a lookup costs twice as much
+        engine_of = dict(self.engines.op_engines).get
+        default_engine = self.engines.default_engine
         no_attrs = freeze_attrs(None)
         for k, (text, type, engine, inputs, control_inputs, attrs, outputs, input_descs,
                 subgraphs, stream_id, task_count, cost_us) in enumerate(rows):
