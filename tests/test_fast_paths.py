@@ -199,3 +199,32 @@ def test_run_starts_where_a_key_changes(keys: list[tuple[int, int, int]]) -> Non
     column = [objects[k[2]] for k in keys]
     expected = [i for i in range(len(keys)) if i == 0 or keys[i] != keys[i - 1]]
     assert _run_starts(numbers, (column,)) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(refs=st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["", ":0", ":1"])),
+                              min_size=1, max_size=3), min_size=6, max_size=6))
+def test_references_to_earlier_nodes_read_as_parsed(tmp_path_factory: Any,
+                                                    refs: list[list[tuple[int, str]]]) -> None:
+    """The loader looks a reference to output 0 of an earlier node up instead of parsing it:
+    every input reads as `parse_ref` gives it, for earlier and later producers, other ports, no
+    port, and names with a colon in them."""
+    from streamalloc.ir.builder import parse_ref
+    from streamalloc.ir.loaders import load_graph
+    names = ["src", "a:1", "b", "c:0", "d", "e"]  # node k may read any node (a later one too)
+    nodes: list[dict[str, Any]] = [{"name": "src", "type": "Data"}]
+    for k, chosen in enumerate(refs[1:], start=1):
+        # an earlier node (no cycle); a name with a colon needs its port
+        inputs = [(name := names[min(j, k - 1)]) + (port or ":0" if ":" in name else port)
+                  for j, port in chosen]
+        nodes.append({"name": names[k], "type": "Relu", "inputs": inputs})
+    nodes.append({"name": "f", "type": "Relu", "inputs": ["g:0", "g"]})  # a later producer
+    nodes.append({"name": "g", "type": "Relu", "inputs": ["e:1"]})
+    path = tmp_path_factory.mktemp("refs") / "g.json"
+    path.write_text(json.dumps({"format": "streamalloc.graph/v1", "name": "g",
+                                "nodes": nodes}), encoding="utf-8")
+    graph = load_graph(path)
+    for entry in nodes[1:]:
+        node = graph.node(entry["name"])
+        assert list(node.inputs) == [parse_ref(r) for r in entry["inputs"]]
+        assert all(r.src is graph.node(r.src).name for r in node.inputs)  # one string per name

@@ -6,6 +6,7 @@ and field, what was expected and, for keys and enums, the valid choices.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from json import JSONDecodeError
@@ -171,15 +172,28 @@ def _node_rows(nodes: list[Any], path: list[Any], locate: Locate, *, consume: bo
                ) -> Iterator[NodeRow]:
     """The builder's row of each node entry (the hot loop of loading: entries with only a name,
     a type and connected inputs, most of them, skip the other fields)."""
+    # Output 0 of each node listed so far, by its reference text: a file lists most producers
+    # before their consumers, and looking a reference up costs a quarter of parsing it (which
+    # makes and interns the name's string again)
+    earlier: dict[str, DataInput] = {}
     for index, node in enumerate(nodes):
         inputs = node.get("inputs")
+        name = node["name"]
         if inputs is None and len(node) == 2:
-            yield node["name"], node["type"], None, (), (), None, (), (), (), None, None, None
+            yield name, node["type"], None, (), (), None, (), (), (), None, None, None
         elif len(node) == 3 and inputs and "" not in inputs:
-            yield node["name"], node["type"], None, tuple(map(parse_ref, inputs)), (), None, (), \
-                (), (), None, None, None
+            if len(inputs) == 1:  # most nodes: a tuple made without an iterator
+                ref = earlier.get(inputs[0])
+                refs = (parse_ref(inputs[0]) if ref is None else ref,)
+            else:
+                refs = tuple(map(earlier.get, inputs))
+                if None in refs:
+                    refs = tuple(map(parse_ref, inputs))
+            yield name, node["type"], None, refs, (), None, (), (), (), None, None, None
         else:
             yield _full_row(node, [*path, index], locate)
+        if type(name) is str:  # a wrong type is the builder's error to report
+            earlier[name + ":0"] = DataInput(sys.intern(name), 0)
         if consume:
             nodes[index] = None
 
