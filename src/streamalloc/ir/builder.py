@@ -377,8 +377,9 @@ def _producers(nodes: list[Node], walk: _Positions) -> Producers:
     for src, slot in walk.late:  # loop back edges (the list is well formed by now)
         data[slot] = walk.position[src]
     position = walk.position
-    return make_producers(nodes, data, [position[src] for node in nodes
-                                        for src in node.control_inputs])
+    control = [position[src] for node in nodes for src in node.control_inputs] \
+        if walk.controls else []  # most graphs have no control edge
+    return make_producers(nodes, data, control)
 
 
 def _positions(nodes: list[Node]) -> _Positions:
