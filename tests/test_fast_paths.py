@@ -228,3 +228,46 @@ def test_references_to_earlier_nodes_read_as_parsed(tmp_path_factory: Any,
         node = graph.node(entry["name"])
         assert list(node.inputs) == [parse_ref(r) for r in entry["inputs"]]
         assert all(r.src is graph.node(r.src).name for r in node.inputs)  # one string per name
+
+
+_VALUES = st.sampled_from([0, 1, 7, -1, True, None, "", "a", "Send", "Recv", "SendNotify",
+                           "RecvNotify", "StreamActive", "event", "notify", [1], 2.0])
+_KEYS = ("name", "type", "stream", "event", "id", "kind", "send", "recv", "send_stream",
+         "recv_stream")
+
+
+def _entry(valid: dict[str, Any], changes: dict[str, Any], drop: list[str]) -> dict[str, Any]:
+    entry = {**valid, **changes}
+    for key in drop:
+        entry.pop(key, None)
+    return entry
+
+
+@settings(max_examples=300, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["Send", "Recv", "SendNotify", "StreamActive"]),
+                      max_size=5),
+       changes=st.lists(st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=2), max_size=5),
+       drop=st.lists(st.lists(st.sampled_from(_KEYS), max_size=1), max_size=5))
+def test_sync_nodes_and_events_read_a_column_at_a_time_as_one_by_one(
+        kinds: list[str], changes: list[dict[str, Any]], drop: list[list[str]]) -> None:
+    """The plan reader checks well-formed `sync_nodes` and `events` a column at a time: the
+    entries it reads (or the error it raises for the first bad one) are those of the reader
+    that checks them one by one."""
+    from streamalloc.errors import InputError
+    from streamalloc.plan_fields import PlanFields
+    from streamalloc.verify import plan_input
+    syncs = [_entry({"name": f"s{i}", "type": k, "stream": i, "event": i},
+                    changes[i] if i < len(changes) else {}, drop[i] if i < len(drop) else [])
+             for i, k in enumerate(kinds)]
+    events = [_entry({"id": i, "kind": "event", "send": "a", "recv": "b", "send_stream": 0,
+                      "recv_stream": 1}, changes[i] if i < len(changes) else {},
+                     drop[i] if i < len(drop) else []) for i in range(len(kinds))]
+    for read, raw in ((plan_input._sync_nodes, syncs), (plan_input._events, events)):
+        outcomes = []
+        for columns in (True, False):
+            with patch.object(plan_input, "_all_dicts", lambda _entries, c=columns: c):
+                try:
+                    outcomes.append(read(PlanFields("p"), raw))
+                except InputError as exc:
+                    outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1]

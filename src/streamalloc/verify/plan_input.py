@@ -28,6 +28,7 @@ SEND_TYPES = {"Send": "event", "SendNotify": "notify"}
 RECV_TYPES = {"Recv": "event", "RecvNotify": "notify"}
 ACTIVE_TYPE = "StreamActive"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify", ACTIVE_TYPE)
+_SYNC_TYPES, _EVENT_KINDS = frozenset(SYNC_TYPES), frozenset({"event", "notify"})
 REQUIRED = ("format", "graph", "nodes", "streams", "physical_stream_count", "event_count",
             "notify_count")
 
@@ -198,8 +199,19 @@ def _nodes(f: PlanFields, raw: Any) -> NodeEntries:
                        [e.physical_stream for e in checked])
 
 
-def _all_dicts(entries: Mapping[str, Any]) -> bool:
-    return set(map(type, entries.values())) <= {dict}
+def _all_dicts(entries: Mapping[str, Any] | list[Any]) -> bool:
+    return set(map(type, entries.values() if isinstance(entries, Mapping) else entries)) <= {dict}
+
+
+def _among(values: list[Any], allowed: frozenset[str]) -> bool:
+    """Whether every value is one of the `allowed` strings (a value of another type, a list
+    say, is not hashed)."""
+    return set(map(type, values)) <= {str} and set(values) <= allowed
+
+
+def _naturals(values: list[Any]) -> bool:
+    """Whether every value is an int (not a bool) >= 0 (`_nat` of each, at C speed)."""
+    return set(map(type, values)) <= {int} and min(values, default=0) >= 0
 
 
 def _stream_ids(values: list[Any]) -> TypeGuard[list[int]]:
@@ -229,8 +241,21 @@ def _streams(f: PlanFields, raw: Any) -> Mapping[int, tuple[str, ...]]:
 
 
 def _sync_nodes(f: PlanFields, raw: Any) -> tuple[SyncEntry, ...]:
+    entries = f.array(raw, "sync_nodes")
+    # the common case, checked a column at a time: every entry well formed
+    if _all_dicts(entries):
+        names, types, streams, events = (list(map(dict.get, entries, repeat(key)))
+                                         for key in ("name", "type", "stream", "event"))
+        counted = events if ACTIVE_TYPE not in types else \
+            [e for t, e in zip(types, events, strict=True) if t != ACTIVE_TYPE]
+        if set(map(type, names)) <= {str} and "" not in names and _among(types, _SYNC_TYPES) \
+                and _naturals(streams) and _naturals(counted):
+            if counted is not events:  # a StreamActive has no id
+                events = [None if t == ACTIVE_TYPE else e
+                          for t, e in zip(types, events, strict=True)]
+            return tuple(map(SyncEntry._make, zip(names, types, streams, events, strict=True)))
     result = []
-    for i, e in enumerate(f.array(raw, "sync_nodes")):
+    for i, e in enumerate(entries):
         if type(e) is dict and type(e.get("name")) is str and e["name"] \
                 and e.get("type") in SYNC_TYPES and _nat(e.get("stream")) \
                 and (e["type"] == ACTIVE_TYPE or _nat(e.get("event"))):
@@ -253,8 +278,20 @@ def _sync_entry(f: PlanFields, i: int, raw: Any) -> SyncEntry:
 
 
 def _events(f: PlanFields, raw: Any) -> tuple[EventEntry, ...]:
+    entries = f.array(raw, "events")
+    # the common case, checked a column at a time: every entry well formed
+    if _all_dicts(entries):
+        ids, sends, recvs, send_streams, recv_streams = (
+            list(map(dict.get, entries, repeat(key)))
+            for key in ("id", "send", "recv", "send_stream", "recv_stream"))
+        kinds = list(map(dict.get, entries, repeat("kind"), repeat("event")))
+        if _among(kinds, _EVENT_KINDS) and _naturals(ids) and _naturals(send_streams) \
+                and _naturals(recv_streams) and set(map(type, sends)) <= {str} \
+                and set(map(type, recvs)) <= {str} and "" not in sends and "" not in recvs:
+            return tuple(map(EventEntry._make, zip(range(len(entries)), ids, kinds, sends, recvs,
+                                                   send_streams, recv_streams, strict=True)))
     result = []
-    for i, e in enumerate(f.array(raw, "events")):
+    for i, e in enumerate(entries):
         if type(e) is dict and e.get("kind", "event") in ("event", "notify") \
                 and _nat(e.get("id")) and _nat(e.get("send_stream")) \
                 and _nat(e.get("recv_stream")) and type(e.get("send")) is str and e["send"] \
@@ -297,6 +334,8 @@ def _attached(f: PlanFields, nodes: Mapping[str, Any]) -> Mapping[str, tuple[int
     values = map(dict.get, nodes.values(), repeat("attached_streams")) if _all_dicts(nodes) \
         else (entry.get("attached_streams") for entry in nodes.values())
     raw = list(values)
+    if not any(raw):  # most plans: no node has attached streams
+        return {}
     return {name: f.int_list(value, f"nodes[{name!r}].attached_streams")
             for name, value in compress(zip(nodes, raw, strict=True), raw)}
 
