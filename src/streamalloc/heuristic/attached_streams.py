@@ -8,7 +8,6 @@ group -> (key, count) -> nodes; keys ascending get consecutive ids.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 from types import MappingProxyType
 
 from msgspec.structs import replace
@@ -18,7 +17,7 @@ from streamalloc.heuristic.context import ModelContext
 from streamalloc.heuristic.plan import ModelPlan
 from streamalloc.heuristic.rule_pass import RulePass
 from streamalloc.ir.attached import attached_streams
-from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.graph import Graph
 from streamalloc.mappings import own_dict
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
@@ -39,16 +38,11 @@ def _attach(rule: Rule, graph: Graph, plan: ModelPlan) -> ModelPlan:
     names = dynamic_graphs(graph) if graph.dynamic_shape else list(plan.graphs)
     streams = _main_streams(plan, names)
     found, next_stream = attached_streams(graph, streams, names, plan.next_stream,
-                                          partial(_may_ask, rule))
+                                          rule.matches)
     attached = own_dict(plan.attached)
     for name, ids in found.items():
         attached[name] = (*attached.get(name, ()), *ids)
     return replace(plan, attached=MappingProxyType(attached), next_stream=next_stream)
-
-
-def _may_ask(rule: Rule, node: Node) -> bool:
-    """A node without attributes asks for no attached stream: no need to match it."""
-    return bool(node.attrs) and rule.matches(node)
 
 
 def _main_streams(plan: ModelPlan, names: Sequence[str]) -> Mapping[str, int]:

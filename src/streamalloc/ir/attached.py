@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from operator import attrgetter
 
 from streamalloc.errors import InputError
 from streamalloc.ir.attrs import NamedAttrs
 from streamalloc.ir.graph import Graph, Node
+
+_ATTRS = attrgetter("attrs")
 
 V2_LIST = "_attached_stream_info_list"
 V2_SYNC_LIST = "_attached_sync_res_info_list"
@@ -105,7 +108,8 @@ def attached_streams(graph: Graph, streams: Mapping[str, int], graph_names: Iter
     for graph_name in graph_names:
         buckets: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(
             lambda: defaultdict(list))
-        for node in graph.graph(graph_name).nodes:
+        # requests are attributes: the nodes without any (most) are not looked at
+        for node in filter(_ATTRS, graph.graph(graph_name).nodes):
             if matches(node) and not node.has_attr(DISABLE):
                 for group, key, count in requests(graph, node, streams[node.name]):
                     buckets[group][(key, count)].append(node.name)
