@@ -89,6 +89,8 @@ class Allocation:
     def node_attached(self) -> Mapping[str, tuple[int, ...]]:
         """The attached streams of the nodes that have some (few), in T-order."""
         nodes = self.nodes
+        if not any(map(_ATTACHED, nodes.values())):  # most models: none
+            return MappingProxyType({})
         return MappingProxyType({name: entry.attached for name, entry in
                                  compress(nodes.items(), map(_ATTACHED, nodes.values()))})
 

@@ -29,7 +29,7 @@ _MOVING_POLICIES = frozenset({"same-stream", "separate-streams", "dedicated-stre
                               "pin-stream"})
 _NO_DAG_MODES = ("", "cv", "default")
 RTS_LABEL = "_rts_label_node"
-_STREAM_LABEL = attrgetter("stream_label")
+_STREAM_LABEL, _ATTRS = attrgetter("stream_label"), attrgetter("attrs")
 
 
 class LabelGroup(msgspec.Struct, frozen=True):
@@ -117,7 +117,7 @@ class Inputs:
         by_name = self.graph.by_name
         every = rule.match is match_all  # the usual rule: no node to test
         # moved nodes and RTS label nodes, few: most subgraphs are taken whole
-        left_out = self.moved | {n.name for n in self.tasks if n.attrs and RTS_LABEL in n.attrs}
+        left_out = self.moved | {n.name for n in filter(_ATTRS, self.tasks) if RTS_LABEL in n.attrs}
         for graph, partition in self.partitions.items():
             for sg in partition.subgraphs:
                 if sg.stream_label or sg.engine.independent or sg.engine.skip_assign_stream:

@@ -168,8 +168,8 @@ def _single_stream(rule: Rule, inputs: Inputs) -> list[Constraint]:
 
 def _parallel_groups(rule: Rule, inputs: Inputs) -> list[Constraint]:
     groups: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for node in inputs.tasks:
-        value = node.attr("_parallel_group") if node.attrs else None
+    for node in filter(_ATTRS, inputs.tasks):  # the group is an attribute
+        value = node.attr("_parallel_group")
         if value is not None and str(value) != "-1" and rule.matches(node) \
                 and not inputs.engine(node).skip_assign_stream:
             groups[node.graph][str(value)].append(node.name)

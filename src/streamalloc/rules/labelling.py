@@ -28,7 +28,7 @@ def initial_labels(graph: Graph) -> Mapping[str, NodeLabels]:
     # most nodes have none; without subgraphs T-order is the root's index order (made from a
     # dict without reading a node)
     # (a dict copy of the index: `fromkeys` presizes from a dict, and reuses its hashes)
-    names = graph.root.index.copy() if not graph.subgraphs else map(attrgetter("name"), nodes)
+    names = own_dict(graph.root.index) if not graph.subgraphs else map(attrgetter("name"), nodes)
     labels = dict.fromkeys(names, NO_LABELS)
     labels.update({n.name: raw_labels(n) for n in nodes if n.attrs})  # labels are attributes
     return MappingProxyType(labels)

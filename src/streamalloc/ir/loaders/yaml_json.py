@@ -182,6 +182,7 @@ def _node_rows(nodes: list[Any], path: list[Any], locate: Locate, *, consume: bo
         if inputs is None and len(node) == 2:
             yield name, node["type"], None, (), (), None, (), (), (), None, None, None
         elif len(node) == 3 and inputs and "" not in inputs:
+            refs: tuple[DataInput | None, ...]
             if len(inputs) == 1:  # most nodes: a tuple made without an iterator
                 ref = earlier.get(inputs[0])
                 refs = (parse_ref(inputs[0]) if ref is None else ref,)
