@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from itertools import pairwise
 
 import msgspec
+import numpy as np
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, RESERVED_UNITS
@@ -77,8 +79,21 @@ def split_streams(model: SyncModel, rows: TaskColumns, units: RowUnits,
                  _continuous_labels(nodes))
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})
-    streams, multi, made = rows.streams, units.multi, rows.made
     plain = not walk.explicit and not walk.labels  # most graphs
+    if plain and not units.multi:  # and every row on one stream: found a stream at a time
+        _split_by_stream(walk, result, units.single)
+    else:
+        _walk_rows(walk, result, units, plain)
+    result.stream_num = walk.stream_num
+    result.event_num = walk.event_num
+    return result
+
+
+def _walk_rows(walk: _Walk, result: SplitResult, units: RowUnits, plain: bool) -> None:
+    """The walk itself, a row at a time (`plain`: no node gives an explicit count or a
+    label)."""
+    rows, max_task = walk.rows, walk.max_task
+    streams, multi, made = rows.streams, units.multi, rows.made
     count, latest, prev = walk.count, walk.latest, walk.prev
     for row, u in enumerate(units.single):
         pairs = multi.get(row)
@@ -104,9 +119,69 @@ def split_streams(model: SyncModel, rows: TaskColumns, units: RowUnits,
             else:  # a graph node's row (no record to move with it)
                 streams[row] = latest[s]
         prev[s] = row
-    result.stream_num = walk.stream_num
-    result.event_num = walk.event_num
-    return result
+
+
+def _split_by_stream(walk: _Walk, result: SplitResult, units: list[int]) -> None:
+    """The walk of `split_streams` when every row is on one stream and no node gives an
+    explicit count or a label. A stream's count then only grows between its splits: over its
+    rows' running sum (numpy), the next split is the first row whose count passes the
+    capacity (a search per split instead of a step per row), or the first splittable one
+    after it. The new ids and events are given in row order, as the walk gives them, and
+    the rows after each split move to its stream."""
+    rows = walk.rows
+    streams = np.array(rows.streams, np.int64)
+    units_at = np.array(units, np.int64)
+    placed = np.flatnonzero(streams != INVALID)
+    order = placed[np.argsort(streams[placed], kind="stable")]  # by stream, rows in order
+    bounds = np.flatnonzero(np.diff(streams[order], prepend=INVALID - 1, append=INVALID - 1))
+    limit = walk.max_task - RESERVED_UNITS  # a split when the count after a row passes it
+    splits: list[tuple[int, int, int, int]] = []  # (row, stream, row before it, segment)
+    segments: list[tuple[int, np.ndarray, list[int]]] = []  # stream, its rows, split places
+    for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        on = order[start:end]
+        total = np.cumsum(units_at[on])
+        places = _split_places(walk, on, total, limit)
+        segments.append((int(streams[on[0]]), on, places))
+        splits += [(int(on[j]), int(streams[on[0]]), int(on[j - 1]), k)
+                   for k, j in enumerate(places)]
+    made_ids: dict[tuple[int, int], int] = {}
+    for row, s, pre, k in sorted(splits):  # ids and events in row order
+        new = walk.stream_num
+        walk.stream_num += 1
+        old = walk.latest.get(s, s)
+        walk.latest[s] = new
+        made_ids[(s, k)] = new
+        result.split_streams[s].add(new)
+        result.split_to_logic[new] = s
+        result.opened_by[new] = row
+        result.events.append(SplitEvent(walk.event_num, pre, row, old, new, False))
+        walk.event_num += 1
+    if not splits:
+        return
+    moved = streams.copy()
+    for s, on, places in segments:  # a stream's rows up to its first split stay on it
+        for k, (a, b) in enumerate(pairwise([*places, len(on)])):
+            moved[on[a:b]] = made_ids[(s, k)]
+    rows.streams[:] = moved.tolist()
+    for row, task in rows.made.items():  # a made row's record moves with it
+        task.stream = rows.streams[row]
+
+
+def _split_places(walk: _Walk, on: np.ndarray, total: np.ndarray, limit: int) -> list[int]:
+    """Where one stream splits (indices into its rows `on`, whose running sum of units is
+    `total`): the walk's test `before and before + u + RESERVED > max_task`, the count
+    starting over from the splitting row's units."""
+    places: list[int] = []
+    base, j = 0, 1  # the count before row j is total[j - 1] - base
+    while True:
+        j = max(j, int(np.searchsorted(total, base + limit, side="right")))
+        while j < len(on) and (total[j - 1] == base or not _splittable(walk, int(on[j]))):
+            j += 1  # no count before it yet, or GE keeps the row with its predecessors
+        if j >= len(on):
+            return places
+        places.append(j)
+        base = int(total[j - 1])
+        j += 1
 
 
 def _continuous_labels(nodes: Iterable[Node]) -> dict[str, str]:
