@@ -235,7 +235,8 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                       total_stream_num=max(plan.next_stream, main),
                       user_labels=MappingProxyType({  # the few nodes carrying one
                           name: tags.user_stream_label for name, tags in
-                          compress(labels.items(), map(_USER_LABEL, labels.values()))}),
+                          compress(labels.items(), map(_USER_LABEL, labels.values()))}
+                          if any(map(_USER_LABEL, labels.values())) else {}),
                       provenance=Columns(names, Derived(provenance, _Touches.value)),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
