@@ -62,8 +62,7 @@ class GraphPlan(msgspec.Struct, frozen=True):
     def set_groups(self, groups: Iterable[tuple[Sequence[str], int, Note]]) -> GraphPlan:
         """Give each group of nodes one stream, noting why (the groups must not overlap). One
         pass notes many nodes alike: the nodes of a group with the same notes so far share
-        the new tuple, set at C speed when they all do (a pass that copies one stream to
-        many)."""
+        the new tuple (one tuple for the whole group when they all do)."""
         position = self.streams.positions()
         streams, notes = list(self.streams.column()), list(self.notes.column())
         changed = False
@@ -135,8 +134,7 @@ def initial_graph_plan(graph: str, index: Mapping[str, int], streams: Sequence[i
                        subgraphs: int, default_stream: int, next_stream: int) -> GraphPlan:
     """The state before a graph's first pass: subgraphs without stream, the nodes of `index`
     (each node's G-order position) on `streams` (in G-order), no notes."""
-    # a dict of its own: lookups through a read-only proxy cost twice as much
-    positions = index.copy() if isinstance(index, MappingProxyType) else dict(index)
+    positions = own_dict(index)  # a dict: lookups through a read-only proxy cost more
     nodes = Columns(list(positions), list(streams), positions)
     return GraphPlan(graph=graph, default_stream=default_stream, next_stream=next_stream,
                      sg_streams=(INVALID,) * subgraphs, sg_reused=(None,) * subgraphs,
