@@ -271,3 +271,11 @@ def test_sync_nodes_and_events_read_a_column_at_a_time_as_one_by_one(
                 except InputError as exc:
                     outcomes.append(str(exc))
         assert outcomes[0] == outcomes[1]
+
+
+@given(a=st.text("abcAB", max_size=9), b=st.text("abcAB", max_size=9), cap=st.integers(0, 3))
+def test_capped_edit_distance_is_the_distance_up_to_the_cap(a: str, b: str, cap: int) -> None:
+    """The typo checks ask for distances up to 2 only: the capped distance stops early and
+    gives `cap + 1` for anything above the cap, the distance itself otherwise."""
+    from streamalloc.ir.options import edit_distance
+    assert edit_distance(a, b, cap=cap) == min(edit_distance(a, b), cap + 1)

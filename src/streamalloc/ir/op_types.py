@@ -66,7 +66,7 @@ def near_op_type(op_type: str, also: Iterable[str] = ()) -> str | None:
             continue
         if _VARIANT.fullmatch(op_type.removeprefix(known)) and op_type.startswith(known):
             return None  # GE's variants of a known op: SoftmaxV2, ConcatD, LayerNormV3
-        distance = 0 if known.lower() == lower else edit_distance(lower, known.lower())
+        distance = 0 if known.lower() == lower else edit_distance(lower, known.lower(), cap=2)
         shortest = min(len(known), len(op_type))
         limit = 2 if shortest >= 6 else 1 if shortest >= 4 else 0
         if distance <= limit and (best is None or distance < best[0]):

@@ -183,16 +183,19 @@ def options_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance."""
+def edit_distance(a: str, b: str, cap: int | None = None) -> int:
+    """Levenshtein distance; with a `cap`, any distance above it is `cap + 1` (the rows stop
+    once every entry passes the cap: a row's least entry never decreases)."""
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
         for j, cb in enumerate(b, 1):
             current.append(min(previous[j] + 1, current[j - 1] + 1,
                                previous[j - 1] + (ca != cb)))
+        if cap is not None and min(current) > cap:
+            return cap + 1
         previous = current
-    return previous[-1]
+    return previous[-1] if cap is None else min(previous[-1], cap + 1)
 
 
 def near_miss(key: str) -> str | None:
@@ -201,7 +204,7 @@ def near_miss(key: str) -> str | None:
     for known in OPTION_SPECS:
         if abs(len(known) - len(key)) > 2:
             continue
-        distance = edit_distance(key.lower(), known.lower())
+        distance = edit_distance(key.lower(), known.lower(), cap=2)
         if key.lower() == known.lower():
             distance = 0
         if distance <= 2 and (best is None or distance < best[0]):
