@@ -10,7 +10,6 @@ set is recorded as a `Note`, which `streamalloc explain` shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
 from types import MappingProxyType
 
 import msgspec
@@ -19,7 +18,7 @@ from msgspec.structs import replace
 
 from streamalloc.allocation import Note
 from streamalloc.facts import INVALID
-from streamalloc.mappings import Columns, own_dict
+from streamalloc.mappings import Columns, own_dict, picked
 
 __all__ = ["INVALID", "GraphPlan", "ModelPlan", "Note", "initial_graph_plan"]
 
@@ -70,7 +69,7 @@ class GraphPlan(msgspec.Struct, frozen=True):
             if not names:
                 continue
             changed = True
-            at = _positions(position, names)
+            at = picked(position, names)
             for k in at:
                 streams[k] = stream
             olds = [notes[k] for k in at]
@@ -123,11 +122,6 @@ class GraphPlan(msgspec.Struct, frozen=True):
         """Allocate `count` fresh ids from the counter."""
         ids = list(range(self.next_stream, self.next_stream + count))
         return replace(self, next_stream=self.next_stream + count), ids
-
-
-def _positions(index: Mapping[str, int], names: Sequence[str]) -> Sequence[int]:
-    """The positions of `names` (at C speed: an itemgetter gathers them)."""
-    return itemgetter(*names)(index) if len(names) > 1 else (index[names[0]],)
 
 
 def initial_graph_plan(graph: str, index: Mapping[str, int], streams: Sequence[int], *,

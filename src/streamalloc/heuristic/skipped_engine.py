@@ -26,10 +26,10 @@ class SkippedEngine(RulePass):
 
 def _fold(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     streams = list(plan.streams.column())  # by position, changed as nodes fold
-    at = ctx.compute.index
-    candidates = sorted(at[n] for sg in ctx.subgraphs
+    position = ctx.compute.index
+    candidates = sorted(position[n] for sg in ctx.subgraphs
                         if sg.engine.skip_assign_stream and not sg.stream_label
-                        for n in sg.nodes if streams[at[n]] != INVALID)  # G-order
+                        for n in sg.nodes if streams[position[n]] != INVALID)  # G-order
     changes: dict[str, tuple[int, Note]] = {}
     for me in candidates:
         node = ctx.nodes[me]
@@ -37,11 +37,11 @@ def _fold(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
             continue
         preds = ctx.in_neighbours(node)
         succs = ctx.out_neighbours(node)
-        if not node.subgraphs and all(streams[at[p]] == INVALID for p in preds):
+        if not node.subgraphs and all(streams[position[p]] == INVALID for p in preds):
             streams[me] = INVALID
             changes[node.name] = (INVALID, Note(rule.name, INVALID, "every input has no stream"))
         elif succs:
-            around = {streams[at[n]] for n in (*preds, *succs)} - {INVALID}
+            around = {streams[position[n]] for n in (*preds, *succs)} - {INVALID}
             if len(around) == 1:
                 (stream,) = around
                 streams[me] = stream

@@ -102,6 +102,9 @@ class GraphBuilder:
         self.source = source
         self.options = dict(options or {})
         self.engines = engines or default_engine_table()
+        # an op type's engine from a dict of its own (made once: `add_node` comes per node):
+        # through the table's read-only proxy a lookup costs twice as much
+        self._engine_of = dict(self.engines.op_engines).get
         self.dynamic_shape = dynamic_shape
         self._graphs: dict[str, _GraphDraft] = {name: _GraphDraft(name, origin=source)}
         # every node by name, in the order added: the model's `by_name` when that order is
@@ -143,9 +146,7 @@ class GraphBuilder:
         if draft:
             draft.runs.append((len(nodes), origin_at))
         node_of = self._node_of
-        # a dict's own `get`: through the table's read-only proxy a lookup costs twice as much
-        engine_of = dict(self.engines.op_engines).get
-        default_engine = self.engines.default_engine
+        engine_of, default_engine = self._engine_of, self.engines.default_engine
         no_attrs = freeze_attrs(None)
         for k, (text, type, engine, inputs, control_inputs, attrs, outputs, input_descs,
                 subgraphs, stream_id, task_count, cost_us) in enumerate(rows):

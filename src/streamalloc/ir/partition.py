@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain, compress
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -23,7 +23,7 @@ from streamalloc.ir.clusters import ENGINE_DEFAULT_DATA, Cluster, seed_clusters
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph
 from streamalloc.ir.labels import NodeLabels
-from streamalloc.mappings import Columns
+from streamalloc.mappings import Columns, picked
 
 FORCE_ATTACH = "_force_attach_stream"
 _ATTRS, _MEMBERS = attrgetter("attrs"), attrgetter("nodes")
@@ -138,21 +138,14 @@ def _listed(graph: Graph, compute: ComputeGraph, groups: Sequence[Cluster],
     forced = {i for i in compress(range(len(nodes)), map(bool, map(_ATTRS, nodes)))
               if FORCE_ATTACH in nodes[i].attrs}  # few nodes have attributes
     subgraphs = tuple(
-        _subgraph(graph, compute, k, g, (_picked(names, g.nodes), preds[k],
+        _subgraph(graph, compute, k, g, (picked(names, g.nodes), preds[k],
                                          succs[k], max_parallel.get(g.engine, 1),
                                          not forced.isdisjoint(g.nodes)))
         for k, g in enumerate(kept))
     inside = owner_at >= 0
     owner = Columns(list(compress(names, inside.tolist())), owner_at[inside].tolist())
-    outside = _picked(names, np.flatnonzero(~inside).tolist())
+    outside = picked(names, np.flatnonzero(~inside).tolist())
     return GraphPartition(compute.name, subgraphs, outside, owner, tuple(owner_at.tolist()))
-
-
-def _picked(names: list[str], positions: list[int]) -> tuple[str, ...]:
-    """The names at these positions (an itemgetter reads them at C speed)."""
-    if len(positions) > 1:
-        return itemgetter(*positions)(names)  # type: ignore[no-any-return]
-    return tuple(names[p] for p in positions)
 
 
 def _neighbour_subgraphs(compute: ComputeGraph, owner_at: np.ndarray, count: int

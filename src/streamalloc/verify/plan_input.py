@@ -209,14 +209,19 @@ def _among(values: list[Any], allowed: frozenset[str]) -> bool:
     return set(map(type, values)) <= {str} and set(values) <= allowed
 
 
+def _ints_from(values: list[Any], least: int) -> TypeGuard[list[int]]:
+    """Whether every value is an int (not a bool) >= `least`, checked at C speed."""
+    return set(map(type, values)) <= {int} and min(values, default=least) >= least
+
+
 def _naturals(values: list[Any]) -> bool:
-    """Whether every value is an int (not a bool) >= 0 (`_nat` of each, at C speed)."""
-    return set(map(type, values)) <= {int} and min(values, default=0) >= 0
+    """`_nat` of every value."""
+    return _ints_from(values, 0)
 
 
 def _stream_ids(values: list[Any]) -> TypeGuard[list[int]]:
-    """Whether every value is a stream id or -1 (no stream): an int (not a bool) >= -1."""
-    return set(map(type, values)) <= {int} and min(values, default=0) >= -1
+    """Whether every value is a stream id or -1 (no stream)."""
+    return _ints_from(values, -1)
 
 
 def _node_entry(f: PlanFields, name: str, raw: Any) -> NodeEntry:
