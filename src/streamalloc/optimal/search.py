@@ -39,9 +39,11 @@ from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.results import EmulationResult
+from streamalloc.solver.bound import MAX_NODES as BOUND_MAX_NODES
+from streamalloc.solver.bound import relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
-from streamalloc.solver.model import SolveInput, build, solve
+from streamalloc.solver.model import SolveInput, SolveOutput, build, solve
 from streamalloc.solver.polish import polish
 from streamalloc.solver.rules import add_rules
 from streamalloc.sync.driver import synchronize
@@ -56,6 +58,9 @@ CRITICAL_SHARE = 0.8  # of --time-limit for the critical-chain search
 MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, most of them
 # rejected on the event count unevaluated (0.1-6.6 s at --time-limit 10); less loses time on
 # T5 and the training step, where its moves also shorten the run
+CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may
+BOUND_SHARE = 0.6  # follow (`_solved`), for that bound, and for the chain model from its streams
+RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
 # estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
 # the search); the emulated search gets the time
@@ -90,11 +95,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     if options.concurrency == "full" and not constraints and capacity is None:
         return Search(matching_chains(dag), "OPTIMAL", None, None, 0.0, "matching")
     data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs)
-    model = build(data)
-    add_rules(model, constraints, {n: i for i, n in enumerate(dag.names)})
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
-    found = solve(model, time_limit=options.time_limit * share, seed=options.seed,
-                  workers=options.workers)
+    found, earlier = _solved(graph, data, constraints, time_limit=options.time_limit * share,
+                             options=options)
     chains = found.chains or tuple(tuple(c) for c in data.hint)
     phase = "cp-sat" if found.chains else "hint"
     order: Order | None = None
@@ -112,13 +115,87 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                 dag, [(chains, order), *bests], limit,
                 [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
             phase += "+fastest+critical" + ("+reordered" if order is not None else "")
-        chains = evaluator.numbering(_polished(graph, dag, chains, order, constraints=constraints,
-                                               evaluator=evaluator, limit=limit))
+        polished = [_polished(graph, dag, start, order, constraints=constraints,
+                              evaluator=evaluator, limit=limit) for start in (chains, *earlier)]
+        chains = evaluator.numbering(_fewest_events(dag, polished, evaluator))
         phase += "+polish"
     objective = found.objective if found.chains else None
     bound = found.bound if found.chains else None
     return Search(chains, found.status, objective, bound, found.deterministic_time, phase,
                   order)
+
+
+def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
+            time_limit: float, options: OptimalOptions
+            ) -> tuple[SolveOutput, tuple[tuple[tuple[int, ...], ...], ...]]:
+    """The chain model's streams. Where it does not prove them optimal on a graph the slot
+    relaxation can take (`solver.bound`), that relaxation's bound, and the chain model once
+    more from the relaxation's streams when they hold the rules and the capacity and are
+    better: started there with the bound stated, it proves them optimal at once. Second: the
+    streams the first solve found when the second replaced them (the model counts split
+    pairs, the plan events, so the polish starts from both)."""
+    dag = data.dag
+    provable = data.objective == "events" and data.makespan_limit is not None \
+        and dag.size <= BOUND_MAX_NODES
+    settings = {"seed": options.seed, "workers": options.workers}
+    found = _chain_solve(data, constraints, time_limit=time_limit * (
+        CHAIN_SHARE if provable else 1.0), **settings)
+    if not provable or found.status != "FEASIBLE":
+        return found, ()
+    assert data.makespan_limit is not None
+    relaxed = relaxed_bound(dag, data.durations, data.makespan_limit,
+                            slot_count(dag, found.split_pairs),
+                            time_limit=time_limit * BOUND_SHARE, seed=options.seed)
+    spent = found.deterministic_time + relaxed.deterministic_time
+    lower = math.ceil(max(found.bound, relaxed.bound) - 1e-6)
+    best = found
+    if relaxed.chains and _fits(graph, data, constraints, relaxed.chains):
+        again = _chain_solve(replace(data, hint=relaxed.chains), constraints,
+                             time_limit=time_limit * RESOLVE_SHARE, at_least=lower, **settings)
+        spent += again.deterministic_time
+        if again.chains and again.objective < best.objective:
+            best = again
+    status = "OPTIMAL" if best.objective <= lower else best.status
+    return replace(best, status=status, bound=float(max(lower, best.bound)),
+                   deterministic_time=round(spent, 3)), () if best is found else (found.chains,)
+
+
+def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
+                   evaluator: Evaluator) -> tuple[tuple[int, ...], ...]:
+    """The streams whose plan needs the fewest events, then runs fastest (the first on a
+    tie, or when none is within the device limits)."""
+    if len(candidates) == 1:
+        return candidates[0]
+    scored = []
+    for k, chains in enumerate(candidates):
+        outcome = evaluator.outcome(assignment_of(dag, chains))
+        if outcome is not None:
+            scored.append((outcome.events, outcome.makespan_us, k))
+    return candidates[min(scored)[2]] if scored else candidates[0]
+
+
+def _chain_solve(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
+                 seed: int, workers: int, at_least: int | None = None) -> SolveOutput:
+    """The chain model with the rules (and a known bound of its objective) solved."""
+    model = build(data)
+    add_rules(model, constraints, {n: i for i, n in enumerate(data.dag.names)})
+    if at_least is not None:
+        model.cp.add(model.objective >= at_least)
+    return solve(model, time_limit=time_limit, seed=seed, workers=workers)
+
+
+def _fits(graph: Graph, data: SolveInput, constraints: list[Constraint],
+          chains: Sequence[Sequence[int]]) -> bool:
+    """Do streams stay in one graph and hold the rules and the capacity (the relaxation knows
+    none of these)?"""
+    graphs = data.dag.graphs
+    if any(graphs[v] != graphs[chain[0]] for chain in chains for v in chain):
+        return False
+    if data.capacity is not None and any(
+            sum(data.units[v] for v in chain) > data.capacity for chain in chains):
+        return False
+    streams = assignment_of(data.dag, chains)
+    return not (constraints and broken(constraints, graph, _placement(data.dag, streams)))
 
 
 @dataclass(frozen=True)

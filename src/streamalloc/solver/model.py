@@ -75,6 +75,7 @@ class Model:
     split: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
     start: list[cp_model.IntVar] = field(default_factory=list)
     makespan: cp_model.IntVar | None = None
+    objective: cp_model.LinearExprT = 0
 
     def has_pred(self, v: int) -> list[cp_model.IntVar]:
         """The arcs into v."""
@@ -179,10 +180,11 @@ def _objective(model: Model) -> None:
         if data.event_limit is not None:
             model.cp.add(splits <= data.event_limit)
         assert model.makespan is not None
-        model.cp.minimize(model.makespan * (data.dag.size + 1) + streams)
+        model.objective = model.makespan * (data.dag.size + 1) + streams
     else:
         # fewest events first, then fewest streams
-        model.cp.minimize(splits * (data.dag.size + 1) + streams)
+        model.objective = splits * (data.dag.size + 1) + streams
+    model.cp.minimize(model.objective)
 
 
 def _hint(model: Model) -> None:
