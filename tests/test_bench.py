@@ -79,6 +79,30 @@ def test_targets_read_the_100k_row_and_the_growth_to_1m() -> None:
     assert "per_node_growth" not in report.targets([_row(100_000, 2.0), failed], startup_s=0.25)
 
 
+def _optimal(name: str, nodes: int, status: str, allocate_s: float) -> dict[str, object]:
+    return {"input": name, "kind": "real", "mode": "optimal", "nodes": nodes,
+            "status": status, "allocate_s": allocate_s}
+
+
+def test_optimality_target_wants_every_small_input_proven_within_a_minute() -> None:
+    rows = [_optimal("a", 40, "OPTIMAL", 1.0), _optimal("b", 300, "OPTIMAL", 45.0),
+            _optimal("c", 700, "FEASIBLE", 30.0)]  # over 300 nodes: not counted
+    found = report.targets(rows, startup_s=0.1)["optimal_proven_s"]
+    assert (found["value"], found["met"], found["proven"], found["inputs"]) == (45.0, True, 2, 2)
+    slow = report.targets([*rows, _optimal("d", 250, "OPTIMAL", 61.0)], startup_s=0.1)
+    assert not slow["optimal_proven_s"]["met"]
+    unproven = report.targets([*rows, _optimal("d", 250, "FEASIBLE", 20.0)], startup_s=0.1)
+    assert unproven["optimal_proven_s"] == {"value": None, "limit": 60.0, "met": False,
+                                            "proven": 2, "inputs": 3}
+    assert "proven OPTIMAL: 2 of 3" in report.markdown(
+        {"preset": "x", "started": "t", "wall_s": 1, "version": "0", "commit": None,
+         "machine": {"cpu_count": 2, "python": "3.11", "load_average": [0.0]},
+         "settings": {"time_limit": None, "generated_time_limit": 0.1,
+                      "optimal_max_nodes": 10},
+         "targets": report.targets([*rows, _optimal("d", 250, "FEASIBLE", 20.0)], 0.1),
+         "rows": []})
+
+
 def test_readme_block_is_replaced_between_the_markers() -> None:
     text = f"intro\n{report.BEGIN}\nold\n{report.END}\nrest\n"
     assert report.update_readme(text, f"{report.BEGIN}\nnew\n{report.END}") == \
