@@ -98,10 +98,8 @@ class _Simulation:
     def run(self) -> tuple[tuple[int, ...], ...]:
         """Simulate to the end; the streams in order of their first node."""
         n = self.dag.size
-        succs: list[list[int]] = [[] for _ in range(n)]
-        for u, v in self.dag.edges:
-            succs[u].append(v)
-        rank = self.rank = bottom_levels(self.dag, [t[1] for t in self.tasks])
+        succs = self.dag.succs
+        rank = self.rank = self.dag.bottom_levels([t[1] for t in self.tasks])
         self.queue = {e: deque() for e in self.free}
         self.finish, self.stream_of = [0.0] * n, [-1] * n
         missing = [len(p) for p in self.dag.preds]
@@ -203,13 +201,3 @@ class _Simulation:
             self.busy_until[self.stream_of[v]] = now + self.tasks[v][1]
             heapq.heappush(self.heap, (now + self.tasks[v][1], _FINISH, 0.0, v))
 
-
-def bottom_levels(dag: TaskDag, duration: Sequence[float]) -> list[float]:
-    """Longest path from each node to the end, its own duration included."""
-    succs: list[list[int]] = [[] for _ in range(dag.size)]
-    for u, v in dag.edges:
-        succs[u].append(v)
-    rank = [0.0] * dag.size
-    for v in range(dag.size - 1, -1, -1):
-        rank[v] = duration[v] + max((rank[w] for w in succs[v]), default=0.0)
-    return rank

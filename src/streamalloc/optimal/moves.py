@@ -69,16 +69,12 @@ class Branches:
     """The dag's successor lists and the branch (fork-to-join path) of every node."""
 
     dag: TaskDag
-    succs: list[list[int]] = field(default_factory=list)
     _in: list[list[int]] = field(default_factory=list)
     _out: list[list[int]] = field(default_factory=list)
     _memo: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.dag.size
-        self.succs = [[] for _ in range(n)]
-        for u, v in self.dag.edges:
-            self.succs[u].append(v)
         self._in, self._out = [[] for _ in range(n)], [[] for _ in range(n)]
         for u, v in sorted(self.dag.reduction):
             self._out[u].append(v)
@@ -117,8 +113,8 @@ class Branches:
         yield from self._grouped(v, producers, self.dag.preds[v], streams, fresh)
         if link.behind:  # fewer Sends after the task before v
             u = link.behind[0]
-            yield from self._grouped(u, [c for c in self.succs[u] if streams[c] != streams[u]],
-                                     self.succs[u], streams, fresh)
+            yield from self._grouped(u, [c for c in self.dag.succs[u] if streams[c] != streams[u]],
+                                     self.dag.succs[u], streams, fresh)
 
     def _unblock(self, v: int, blocker: int, streams: Sequence[int], fresh: int
                  ) -> Iterator[Move]:
@@ -126,7 +122,7 @@ class Branches:
         for w in (v, blocker):
             yield move((w,), fresh)
             yield move(self.of(w), fresh)
-            for x in sorted({*self.dag.preds[w], *self.succs[w]}):
+            for x in sorted({*self.dag.preds[w], *self.dag.succs[w]}):
                 if streams[x] != streams[v]:
                     yield move(self.of(w), streams[x])
 

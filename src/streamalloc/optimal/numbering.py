@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from streamalloc.optimal.list_schedule import bottom_levels
 from streamalloc.solver.dag import TaskDag
 
 Chains = tuple[tuple[int, ...], ...]
@@ -31,7 +30,7 @@ def by_first_node(chains: Chains) -> Chains:
 def critical_first(dag: TaskDag, durations: Sequence[float]) -> Numbering:
     """Chains ordered by the longest path from their first node, longest first (ties:
     T-order)."""
-    rank = bottom_levels(dag, durations)
+    rank = dag.bottom_levels(durations)
 
     def ordered(chains: Chains) -> Chains:
         return tuple(sorted(chains, key=lambda c: (-rank[c[0]], c[0])))

@@ -80,8 +80,8 @@ class _Relaxation:
     def __init__(self, dag: TaskDag, durations: Sequence[int], limit: int, slots: int) -> None:
         self.cp = cp_model.CpModel()
         n = dag.size
-        earliest, tail = _windows(dag, durations)
-        latest = [limit - tail[v] for v in range(n)]
+        earliest = _earliest_starts(dag, durations)
+        latest = [limit - tail for tail in dag.bottom_levels(durations)]
         # the chain model's solution within `limit` gives every node a window
         self.start = [self.cp.new_int_var(earliest[v], latest[v], f"start_{v}") for v in range(n)]
         self.slot = [[self.cp.new_bool_var(f"slot_{v}_{k}") for k in range(min(slots, v + 1))]
@@ -127,17 +127,9 @@ class _Relaxation:
         return split
 
 
-def _windows(dag: TaskDag, durations: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Earliest start of each node and its tail (its duration plus the longest path after it)
-    over the dependencies alone."""
-    n = dag.size
-    earliest = [0] * n
-    for v in range(n):
+def _earliest_starts(dag: TaskDag, durations: Sequence[int]) -> list[int]:
+    """Earliest start of each node over the dependencies alone."""
+    earliest = [0] * dag.size
+    for v in range(dag.size):
         earliest[v] = max((earliest[u] + durations[u] for u in dag.preds[v]), default=0)
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for u, v in dag.edges:
-        succs[u].append(v)
-    tail = [0] * n
-    for v in range(n - 1, -1, -1):
-        tail[v] = durations[v] + max((tail[w] for w in succs[v]), default=0)
-    return earliest, tail
+    return earliest

@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar
+
+Time = TypeVar("Time", int, float)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,21 @@ class TaskDag:
         for u, v in self.edges:
             found[v].append(u)
         return tuple(tuple(p) for p in found)
+
+    @cached_property
+    def succs(self) -> tuple[tuple[int, ...], ...]:
+        """Direct successors of each node, ascending."""
+        found: list[list[int]] = [[] for _ in self.names]
+        for u, v in self.edges:
+            found[u].append(v)
+        return tuple(tuple(s) for s in found)
+
+    def bottom_levels(self, durations: Sequence[Time]) -> list[Time]:
+        """Longest path from each node to the end, its own duration included."""
+        rank: list[Time] = list(durations)
+        for v in range(self.size - 1, -1, -1):
+            rank[v] = durations[v] + max((rank[w] for w in self.succs[v]), default=0)
+        return rank
 
     @cached_property
     def ancestors(self) -> tuple[int, ...]:
