@@ -80,11 +80,17 @@ _NULLABLE_NUMBER = {"type": ["number", "null"]}
 _SOLVER = {
     **_closed({
         "status": {"enum": list(SOLVER_STATUSES),
-                   "description": "OPTIMAL or FEASIBLE for CP-SAT's model; INFEASIBLE, "
-                                  "MODEL_INVALID or UNKNOWN when CP-SAT found nothing and the "
+                   "description": "OPTIMAL or FEASIBLE for CP-SAT's model (makespan "
+                                  "objective: the emulated makespan reaches the bound or "
+                                  "not); INFEASIBLE, MODEL_INVALID or UNKNOWN when CP-SAT "
+                                  "found nothing and the "
                                   "baseline's streams were polished; FALLBACK: the baseline plan"},
-        "objective": {**_NULLABLE_NUMBER, "description": "the model's objective (null: none)"},
-        "bound": {**_NULLABLE_NUMBER, "description": "the model's best bound (null: none)"},
+        "objective": {**_NULLABLE_NUMBER,
+                      "description": "the model's objective; makespan objective: the "
+                                     "emulated makespan in us (null: none)"},
+        "bound": {**_NULLABLE_NUMBER,
+                  "description": "the model's best bound; makespan objective: a lower bound "
+                                 "of every plan's makespan in us (null: none)"},
         "gap": {**_NULLABLE_NUMBER, "minimum": 0,
                 "description": "|objective - bound| / max(1, |objective|)"},
         "events_final": _id("events + notifies of the written plan"),

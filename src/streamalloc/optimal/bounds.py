@@ -55,15 +55,19 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import default_rule_set
+from streamalloc.runtime_emu.bounds import lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.plan import plan_from_dict
 from streamalloc.runtime_emu.program import TASK, Program, compile_program
 from streamalloc.sync.driver import synchronize
+from streamalloc.sync.result import SyncPlan
 
 Job = tuple[float, float, float]  # (head, time, tail)
 SWAP_SIZE = 6  # members a task may replace in a clique's local search: T5's bound reaches
 # 1924.1 us from 6 on (1916.1 with 1 to 5), in 0.2 s
 SPLIT_PAIRS = 4  # a fork's longest producers of a join paired by `_split_join`
+SYNC_AWARE_MAX_TASKS = 2_000  # graph tasks: its cliques and fork-joins grow faster than linearly
+# (a 2,000-node generated graph: 4.8 s, 10k: 143 s; every real model <= 0.6 s)
 SERIAL_SPAN = 64  # forks (in topological positions before a join) whose pairwise exclusive
 # tasks between are counted one at a time
 
@@ -453,4 +457,19 @@ def graph_sync_aware_bound(graph: Graph, table: CostTable) -> SyncAwareBound:
     the task times and dependencies are read)."""
     rules = default_rule_set(graph)
     plan = synchronize(graph, allocate_ge(graph, rules), sync="minimal")
-    return sync_aware_bound(compile_program(graph, plan_from_dict(plan.to_json()), table), table)
+    return sync_aware_bound(_program(graph, plan, table), table)
+
+
+def makespan_bound(graph: Graph, plan: SyncPlan, table: CostTable) -> float:
+    """The best lower bound this module knows on the emulated makespan of every plan of
+    `graph` (`plan`: any of its plans): the sync-aware bound up to `SYNC_AWARE_MAX_TASKS`
+    graph tasks, above that the emulator's (critical path, work over units)."""
+    program = _program(graph, plan, table)
+    if len(program.topo) <= SYNC_AWARE_MAX_TASKS:
+        return sync_aware_bound(program, table).bound_us
+    lower = lower_bounds(program, table)
+    return max(lower.critical_path_us, lower.work_over_units_us)
+
+
+def _program(graph: Graph, plan: SyncPlan, table: CostTable) -> Program:
+    return compile_program(graph, plan_from_dict(plan.to_json()), table)
