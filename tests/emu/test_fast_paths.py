@@ -2,7 +2,9 @@
 
 * `CostModel.kernel` (memoised on `kernel_key`) equals `CostModel.direct_kernel` on every node
   of every real model, on the shipped cost table and on the whole-device one;
-* the compiler reports the first bad stream entry in stream order, whichever kind it is.
+* the compiler reports the first bad stream entry in stream order, whichever kind it is;
+* a program compiled from the graph's node tasks computed once (`graph_node_tasks`, what the
+  optimal search keeps) equals the one compiled from the cost model, on every real model.
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from emu.conftest import EXAMPLES
 from real_models import real_models
 
 from streamalloc.errors import InputError
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
+from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu import emulate
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
+from streamalloc.runtime_emu.plan import plan_from_dict
+from streamalloc.runtime_emu.program import compile_program, graph_node_tasks
+from streamalloc.sync.driver import synchronize
 
 MODELS = real_models()
 WHOLE_DEVICE = EXAMPLES / "whole_device_costs.yaml"
@@ -30,6 +37,16 @@ WHOLE_DEVICE = EXAMPLES / "whole_device_costs.yaml"
 @cache
 def graph_of(path: Path) -> Graph:
     return load_graph(path)
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.name[:40] for p in MODELS])
+def test_node_tasks_computed_once_compile_the_same_program(path: Path) -> None:
+    graph = graph_of(path)
+    for table in (default_cost_table(), load_cost_table(WHOLE_DEVICE)):
+        plan = plan_from_dict(synchronize(graph, allocate_ge(graph, default_rule_set(graph)),
+                                          sync="minimal").to_json())
+        assert compile_program(graph, plan, table, tasks=graph_node_tasks(graph, table)) \
+            == compile_program(graph, plan, table)
 
 
 @pytest.mark.parametrize("path", MODELS, ids=[p.name[:40] for p in MODELS])

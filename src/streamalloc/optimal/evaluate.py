@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -18,6 +18,7 @@ from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import Constraint, PinnedStream
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.program import NodeTask
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import chains_of
 from streamalloc.sync.context import SyncModel
@@ -39,13 +40,16 @@ class Outcome:
 
 
 def evaluate(graph: Graph, allocation: Allocation, rules: RuleSet | None, sync: str,
-             costs: CostTable, *, in_order: Graph | None = None) -> Outcome:
+             costs: CostTable, *, in_order: Graph | None = None,
+             tasks: Mapping[str, NodeTask] | None = None) -> Outcome:
     """The plan of `allocation`, verified and emulated on `graph`; synchronized in the
-    execution order of `in_order` (the graph reordered, `optimal/order.py`) when given."""
+    execution order of `in_order` (the graph reordered, `optimal/order.py`) when given;
+    `tasks`: the graph's node tasks on `costs` (`graph_node_tasks`), kept by a caller that
+    evaluates many plans."""
     plan = synchronize(graph if in_order is None else in_order, allocation, sync=sync)
     document = plan.to_json()
     verify_plan(graph, document, rules=rules).raise_for_failure()
-    result = emulate(graph, document, costs=costs)
+    result = emulate(graph, document, costs=costs, tasks=tasks)
     return Outcome(allocation, plan, plan.event_count + plan.notify_count, result.makespan_us)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cached_property, partial
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
@@ -38,6 +38,7 @@ from streamalloc.rules.constraints import Constraint, constraint_nodes
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.program import NodeTask, graph_node_tasks
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.bound import MAX_NODES as BOUND_MAX_NODES
 from streamalloc.solver.bound import relaxed_bound, slot_count
@@ -50,10 +51,11 @@ from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.tasks import own_units
 
-EVALUATION_US = 1_000  # wall time of one evaluation of the makespan search (sync, emulate)
-TASK_US = 21  # plus this per task of its program: the fit of the medians on the 18 inputs of
-# bench/ (1-35 ms each, 2-core machine, 2026-12); the searches' budgets are counts derived
-# from it, not clocks, so their plans are deterministic
+EVALUATION_US = 800  # wall time of one evaluation of the makespan search (sync, emulate)
+TASK_US = 17  # plus this per task of its program: the fit of the medians on the 18 inputs of
+# bench/ (1-35 ms each, 2-core machine, 2026-12), x 0.8 since the node tasks are computed once
+# per search (the median evaluation of those inputs, old and new code in one run); the
+# searches' budgets are counts derived from it, not clocks, so their plans are deterministic
 CRITICAL_SHARE = 0.8  # of --time-limit for the critical-chain search
 MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, most of them
 # rejected on the event count unevaluated (0.1-6.6 s at --time-limit 10); less loses time on
@@ -212,11 +214,16 @@ class Evaluator:
     numbering: Numbering = by_first_node
     orders: Orders | None = None
 
+    @cached_property
+    def tasks(self) -> dict[str, NodeTask]:
+        """The graph's node tasks, computed once: the plans differ, the tasks do not."""
+        return graph_node_tasks(self.graph, self.costs)
+
     def outcome(self, streams: Sequence[int], order: Order | None = None) -> Outcome | None:
         """None when the plan is over a device limit."""
         try:
             return evaluate(self.graph, self._allocation(streams), None, self.options.sync,
-                            self.costs, in_order=self._in_order(order))
+                            self.costs, in_order=self._in_order(order), tasks=self.tasks)
         except AllocationInfeasible:
             return None
 
@@ -233,7 +240,7 @@ class Evaluator:
         try:
             plan = synchronize(self._in_order(order), self._allocation(streams),
                                sync=self.options.sync)
-            return emulate(self.graph, plan.to_json(), costs=self.costs)
+            return emulate(self.graph, plan.to_json(), costs=self.costs, tasks=self.tasks)
         except AllocationInfeasible:
             return None
 

@@ -57,6 +57,7 @@ from streamalloc.runtime_emu.program import (
     RECV,
     SEND,
     TASK,
+    NodeTask,
     Program,
     compile_program,
 )
@@ -224,20 +225,22 @@ def merge(clock: np.ndarray, snapshot: np.ndarray) -> None:
 
 def emulate(graph: Graph, plan: Plan | Mapping[str, Any], *, costs: CostTable | None = None,
             variables: VariableLoader | None = None, pool: StreamPool | None = None,
-            runtime: str = "v2", dim: int = 0) -> EmulationResult:
+            runtime: str = "v2", dim: int = 0, tasks: Mapping[str, NodeTask] | None = None
+            ) -> EmulationResult:
     """Load the plan on a fresh emulated device and run it to completion (or deadlock).
 
     `pool` lets several models share one V2 stream pool (later ones reuse its streams);
     `runtime="v1"` creates streams the V1 way instead; every multi-dims Case runs its dim
     `dim % dims` (`dims.py`), the others are skipped. Raises InputError for a plan that does
     not fit the graph and LimitExceeded for one over a device limit; deadlocks and violations
-    are results, not exceptions (see `EmulationResult.status`).
+    are results, not exceptions (see `EmulationResult.status`). `tasks`: the graph's
+    `graph_node_tasks` on the table, for a caller that runs many plans of one graph.
     """
     table = costs or default_cost_table()
     if not isinstance(plan, Plan):
         plan = plan_from_dict(plan)
     with collector.paused():
-        program = compile_program(graph, plan, table, dim)
+        program = compile_program(graph, plan, table, dim, tasks)
         stream_report = _create_streams(program, graph, pool, runtime)
         dev = EmulatedDevice(program, table)
         memory = DeviceMemory(table.memory)

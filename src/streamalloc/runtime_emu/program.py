@@ -72,22 +72,33 @@ class Program:
         return len(self.names)
 
 
-def compile_program(graph: Graph, plan: Plan, table: CostTable, dim: int = 0) -> Program:
+def compile_program(graph: Graph, plan: Plan, table: CostTable, dim: int = 0,
+                    tasks: Mapping[str, NodeTask] | None = None) -> Program:
     """Check the plan against the graph and build the task lists (InputError, LimitExceeded);
-    `dim` picks the dim every multi-dims Case runs."""
+    `dim` picks the dim every multi-dims Case runs; `tasks`: the graph's `graph_node_tasks` on
+    `table`, when the caller compiles many plans of one graph (a third of an optimal-mode
+    evaluation was the cost model)."""
     if plan.graph != graph.name:
         raise InputError(f"{plan.source}: graph: the plan is for graph {plan.graph!r}, but the "
                          f"graph file holds {graph.name!r}; pass the plan made for this graph")
-    return _Compiler(graph, plan, table, dim).build()
+    return _Compiler(graph, plan, table, dim, tasks).build()
+
+
+def graph_node_tasks(graph: Graph, table: CostTable) -> dict[str, NodeTask]:
+    """`node_task` of every node of the graph on the table."""
+    nodes = list(graph.all_nodes())
+    return dict(zip([n.name for n in nodes], node_tasks(graph, CostModel(graph, table), nodes),
+                    strict=True))
 
 
 class _Compiler:
     """Builds the columns of a `Program` (`names`, `kinds`, ... indexed by tid), list by list:
     plans have a hundred thousand tasks, and a pass per column costs less than a row each."""
 
-    def __init__(self, graph: Graph, plan: Plan, table: CostTable, dim: int) -> None:
+    def __init__(self, graph: Graph, plan: Plan, table: CostTable, dim: int,
+                 tasks: Mapping[str, NodeTask] | None) -> None:
         self.graph, self.plan, self.table, self.dim = graph, plan, table, dim
-        self.costs = CostModel(graph, table)
+        self.tasks = tasks
         self.idle: set[str] = set()  # tasks of the dims that do not run
         self.nodes = graph.by_name
         self.names = [name for names in plan.streams.values() for name in names]
@@ -142,7 +153,11 @@ class _Compiler:
         for tid in self.sync_tids:
             found[tid] = None  # the sync node's task, not a graph node's of its name
         # every other entry is a graph node (checked just above)
-        tasks = node_tasks(self.graph, self.costs, found)
+        known = self.tasks
+        if known is None:
+            tasks = node_tasks(self.graph, CostModel(self.graph, self.table), found)
+        else:
+            tasks = [_NO_TASK if node is None else known[node.name] for node in found]
         engines, durations, widths = zip(*tasks, strict=True) if tasks else ((), (), ())
         self.engines, self.durations, self.widths = list(engines), list(durations), list(widths)
         self.kinds = [NOP if engine is None else TASK for engine in engines]
