@@ -32,6 +32,7 @@ from streamalloc.optimal.options import (
     OptimalOptions,
 )
 from streamalloc.optimal.order import Order, Orders
+from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import Constraint, constraint_nodes
@@ -89,7 +90,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     """Full concurrency without rules or capacity is a matching (exact); otherwise CP-SAT's
     model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
     among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule
-    and its patient variant)
+    and its patient variant, each also with its prologue on side streams)
     improved by the critical-chain search, the fastest of its successive bests, their streams
     numbered by first node or critical first (`optimal/numbering.py`); for both objectives the
     polish on the exact event count."""
@@ -108,9 +109,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         limit = evaluator.limit()
         if options.objective == "makespan":
             evaluator = replace(evaluator, orders=Orders.of(graph))
-            candidates: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
-            candidates += _list_schedules(graph, dag, costs, evaluator.orders)
-            chains, order, limit = _fastest(graph, dag, candidates, constraints, evaluator)
+            chains, order, limit = _fastest(
+                graph, dag, _starts(graph, dag, chains, data.durations, evaluator), constraints,
+                evaluator)
             bests = _sped_up(graph, dag, chains, order, constraints=constraints,
                              evaluator=evaluator)
             chains, order, evaluator, limit = _numbered(
@@ -273,6 +274,16 @@ def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]
     for v, name in enumerate(dag.names):
         per_engine.setdefault((dag.graphs[v], graph.node(name).engine), []).append(v)
     return [matching_chains(dag), tuple(tuple(c) for c in per_engine.values())]
+
+
+def _starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+            durations: Sequence[int], evaluator: Evaluator) -> list[Found]:
+    """The makespan objective's starting points: `chains` (CP-SAT's), `_candidates`, the list
+    schedules, and each of them with its prologue on side streams (`optimal/prologue.py`)."""
+    found: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
+    found += _list_schedules(graph, dag, evaluator.costs, evaluator.orders)
+    return found + [(variant, order) for start, order in found
+                    for variant in prologue_variants(dag, start, durations)]
 
 
 def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders | None
