@@ -5,8 +5,9 @@ Objective (style principle 9): a chain of convolutions whose weights are prepare
 side streams, beside the network: every preparation task leaves the network's stream and the
 plan runs at most 0.6x the one-stream plan (measured 0.47x), verified; the variants group the
 preparation by the layer it feeds and deal the groups to the side streams in turn (the first
-layer's weight, on the critical path, stays), and there are none when the main input reaches
-every task.
+layer's weight, on the critical path, stays), or deal runs of three layers, last first, in a
+topological order where one event per run orders it (2 events against 6); there are none when
+the main input reaches every task.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal, search
-from streamalloc.optimal.evaluate import evaluate, task_dag
+from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.optimal.search import Evaluator, _fastest, _solve_input, _starts
@@ -78,17 +79,46 @@ def test_variants_group_the_preparation_by_the_layer_it_feeds(tmp_path: Path) ->
     dag = task_dag(graph, allocate_ge(graph, default_rule_set(graph)))
     index = {n: i for i, n in enumerate(dag.names)}
     one_stream = (tuple(range(dag.size)),)
-    one, two = prologue_variants(dag, one_stream, [1] * dag.size)
+    (one, one_order), (two, two_order), (runs, runs_order) = \
+        prologue_variants(dag, one_stream, [1] * dag.size)
     network = tuple(index[n] for n in ("cast0", "trans0", *(f"conv{k}" for k in range(LAYERS)),
                                        "out"))
-    assert one[0] == two[0] == network
-    assert len(one) == 2 and len(two) == 3
+    assert one[0] == two[0] == runs[0] == network
+    assert (len(one), len(two), len(runs)) == (2, 3, 3)
+    assert one_order is None and two_order is None
     assert index["bias0"] in two[1]
     for k in range(1, LAYERS):
         layer = {index[f"{kind}{k}"] for kind in ("cast", "trans", "bias")}
         side = [chain for chain in two[1:] if layer & set(chain)]
         assert len(side) == 1 and layer <= set(side[0])  # a layer's preparation together
         assert two.index(side[0]) == 1 + k % 2  # the layers dealt in turn
+        assert layer <= set(runs[1 + k // 3 % 2])  # in runs of three layers
+    # a run's layers last first, all before the run's first consumer, in a topological order
+    assert runs_order is not None and sorted(runs_order) == list(range(dag.size))
+    position = {v: i for i, v in enumerate(runs_order)}
+    assert all(position[u] < position[v] for u, v in dag.edges)
+    assert position[index["cast5"]] < position[index["cast4"]] < position[index["cast3"]] \
+        < position[index["conv3"]]
+
+
+def test_runs_of_layers_need_one_event_each(tmp_path: Path) -> None:
+    graph = _network(tmp_path)
+    rules = default_rule_set(graph)
+    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", default_cost_table())
+    dag = task_dag(graph, baseline.allocation)
+    evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"),
+                          default_cost_table(), orders=Orders.of(graph))
+    assert evaluator.orders is not None
+    (_, _), (two, _), (runs, sequence) = prologue_variants(dag, (tuple(range(dag.size)),),
+                                                           [1] * dag.size)
+    assert sequence is not None
+    dealt = evaluator.outcome(assignment_of(dag, two))
+    in_runs = evaluator.outcome(assignment_of(dag, runs),
+                                evaluator.orders.following([dag.names[v] for v in sequence]))
+    assert dealt is not None and in_runs is not None
+    # a Recv per layer that reads a side stream (bias0 and layers 1-5), against one per run
+    # (bias0 with layers 1-2, layers 3-5)
+    assert (dealt.events, in_runs.events) == (6, 2)
 
 
 def test_no_variants_when_the_main_input_reaches_every_task() -> None:

@@ -6,35 +6,48 @@ TransData of its weight and a Cast of its bias, placed just before it in T-order
 depend on nothing the network computes, so they can run beside it; on the streams of the
 network they cost their whole time on its critical path (GE dump 00026: 163 of 290 tasks,
 638 us of 1137 us on one stream). The *prologue* is every task that the source with the
-longest path to the end (the main input) does not reach. A variant of a candidate's streams
-puts it on k new side streams (per graph), grouped by the first reached task each feeds, in
-T-order, the groups dealt to the side streams in turn: a side stream then runs the weights of
-consecutive layers ahead of them, and each layer costs its stream one Recv, not its prologue's
-time. The variants compete with the candidate they came from on the emulated makespan.
+longest path to the end (the main input) does not reach; its *layers* are grouped by the first
+reached task each feeds. A variant of a candidate's streams puts the prologue on k new side
+streams (per graph), the layers dealt to them in turn, so a side stream runs the weights of
+later layers ahead of them and a layer costs its stream one Recv, not its prologue's time.
+
+Dealt in runs of g layers (g > 1), a side stream runs each run's layers last first, all before
+the run's first consumer: one event then orders the whole run (the later layers' weights are
+before it on the side stream, their consumers after it on theirs), so minimal sync keeps one
+event per run, not per layer. That needs another execution order (`optimal/order.py`), so
+those variants come with the sequence to run the nodes in. The variants compete with the
+candidate they came from on the emulated makespan.
 
 >>> from streamalloc.solver.dag import TaskDag
 >>> dag = TaskDag.build(["x", "w", "a", "v", "b"],
 ...     [("x", "a"), ("w", "a"), ("a", "b"), ("v", "b")], ["g"] * 5)
->>> prologue_variants(dag, ((0, 1, 2, 3, 4),), [1, 1, 1, 1, 1], (1, 2))
-[((0, 2, 4), (1, 3)), ((0, 2, 4), (1,), (3,))]
+>>> [chains for chains, _ in prologue_variants(dag, ((0, 1, 2, 3, 4),), [1, 1, 1, 1, 1])]
+[((0, 2, 4), (1, 3)), ((0, 2, 4), (1,), (3,)), ((0, 2, 4), (1, 3))]
+>>> prologue_variants(dag, ((0, 1, 2, 3, 4),), [1, 1, 1, 1, 1])[2][1]  # v, then w, before a
+(0, 3, 1, 2, 4)
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 
 from streamalloc.optimal.evaluate import assignment_of, chains_of_assignment
 from streamalloc.solver.dag import TaskDag
 
-SIDE_STREAMS = (1, 2)  # side streams per variant: GE dump 00026's plan from the fastest
-# candidate: 1 -> 889 us, 2 -> 874 us, 3 -> 898 us, 4 -> 900 us (the candidate: 1137 us)
+# (side streams, layers per run) of each variant, from GE dump 00026 with the network on one
+# stream (1137 us): 1 side stream 889 us, 2: 874, 3: 898, 4: 900; 2 streams in runs of 3
+# layers 862 us and 18 events instead of 54 (runs of 2: 874, 4: 877, 6: 873)
+SHAPES = ((1, 1), (2, 1), (2, 3))
+
+Variant = tuple[tuple[tuple[int, ...], ...], tuple[int, ...] | None]  # streams; the order to
+# run the nodes in (None: the candidate's own)
 
 
 def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: Sequence[int],
-                      side_streams: Sequence[int] = SIDE_STREAMS
-                      ) -> list[tuple[tuple[int, ...], ...]]:
-    """`chains` with the prologue on k side streams, for each k of `side_streams`; none when
-    the main input reaches every task."""
+                      shapes: Sequence[tuple[int, int]] = SHAPES) -> list[Variant]:
+    """`chains` with the prologue on side streams, one variant per (side streams, layers per
+    run) of `shapes`; none when the main input reaches every task."""
     if dag.size == 0:
         return []
     levels = dag.bottom_levels(durations)
@@ -48,16 +61,44 @@ def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: 
     feeds = [dag.size] * dag.size  # the first reached task a prologue task leads to
     for v in reversed(range(dag.size)):
         feeds[v] = min((s if reached[s] else feeds[s] for s in dag.succs[v]), default=dag.size)
-    groups = {c: k for k, c in enumerate(sorted({feeds[v] for v in range(dag.size)
-                                                 if not reached[v]}))}
+    consumers = sorted({feeds[v] for v in range(dag.size) if not reached[v]})
+    layer = {c: k for k, c in enumerate(consumers)}
     streams = assignment_of(dag, chains)
-    variants = []
-    for count in side_streams:
+    variants: list[Variant] = []
+    for count, run in shapes:
         side: dict[tuple[str, int], int] = {}
         moved = list(streams)
         for v in range(dag.size):
             if not reached[v]:
-                key = (dag.graphs[v], groups[feeds[v]] % count)
+                key = (dag.graphs[v], layer[feeds[v]] // run % count)
                 moved[v] = side.setdefault(key, len(chains) + len(side))
-        variants.append(chains_of_assignment(moved))
+        order = None if run == 1 else _runs_last_first(dag, reached, feeds, consumers, run)
+        variants.append((chains_of_assignment(moved), order))
     return variants
+
+
+def _runs_last_first(dag: TaskDag, reached: Sequence[bool], feeds: Sequence[int],
+                     consumers: Sequence[int], run: int) -> tuple[int, ...]:
+    """A topological order that runs each run's prologue just before the run's first consumer,
+    its layers last first; everything else in T-order."""
+    layer = {c: k for k, c in enumerate(consumers)}
+    key: list[tuple[int, int, int, int]] = []
+    for v in range(dag.size):
+        if reached[v]:
+            key.append((v, 1, 0, v))
+        else:
+            k = layer[feeds[v]]
+            anchor = consumers[k - k % run]
+            key.append((anchor, 0, -k, v))
+    missing = [len(p) for p in dag.preds]
+    ready = [key[v] for v in range(dag.size) if not missing[v]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        v = heapq.heappop(ready)[3]
+        order.append(v)
+        for s in dag.succs[v]:
+            missing[s] -= 1
+            if not missing[s]:
+                heapq.heappush(ready, key[s])
+    return tuple(order)

@@ -279,11 +279,20 @@ def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]
 def _starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
             durations: Sequence[int], evaluator: Evaluator) -> list[Found]:
     """The makespan objective's starting points: `chains` (CP-SAT's), `_candidates`, the list
-    schedules, and each of them with its prologue on side streams (`optimal/prologue.py`)."""
+    schedules, and each of them with its prologue on side streams (`optimal/prologue.py`; the
+    variants that run it in runs of layers need their own execution order, so they start
+    from the candidates in T-order, and only where the search may order)."""
     found: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
     found += _list_schedules(graph, dag, evaluator.costs, evaluator.orders)
-    return found + [(variant, order) for start, order in found
-                    for variant in prologue_variants(dag, start, durations)]
+    orders = evaluator.orders
+    variants: list[Found] = []
+    for start, order in found:
+        for variant, sequence in prologue_variants(dag, start, durations):
+            if sequence is None:
+                variants.append((variant, order))
+            elif order is None and orders is not None:  # runs: from T-order, where it may
+                variants.append((variant, orders.following([dag.names[v] for v in sequence])))
+    return found + variants
 
 
 def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders | None
