@@ -252,6 +252,7 @@ def test_broken_reports_and_comparisons_are_rejected(outputs: dict[str, Any]) ->
     with pytest.raises(InputError, match=r"field status: expected one of ok, deadlock"):
         check_document("emulation", {**report, "status": "fine"}, "report.json")
     row = {"input": "g", "graph": "g", "file": "g.yaml", "mode": "ge", "nimble_min_events": 0,
+           "makespan_bound_us": 1.0,
            "logical_streams": 1, "physical_streams": 1, "events": 0, "notifies": 0,
            "makespan_us": 1.0, "critical_path_us": 1.0, "work_over_units_us": 1.0,
            "status": "-", "gap": None, "reason": "", "wall_s": 0.1}

@@ -319,8 +319,11 @@ COMPARE_SCHEMA: dict[str, Any] = {
             "graph": _text("the graph's name"), "file": _text("the graph file"),
             "mode": {"enum": ["ge", "ge-minimal", "optimal"]},
             "nimble_min_events": {**_COUNT, "description": "Nimble's minimum, a reference"},
+            "makespan_bound_us": {**_US, "description": "a lower bound of every plan's "
+                                                        "makespan, a reference"},
             **_RESULT,
-        }, required=("input", "graph", "file", "mode", "nimble_min_events", *_RESULT_KEYS))},
+        }, required=("input", "graph", "file", "mode", "nimble_min_events",
+                     "makespan_bound_us", *_RESULT_KEYS))},
         "frontier": {"type": "array", "items": _closed({
             "input": _text("the graph file's name without its suffix"),
             "graph": _text("the graph's name"),
@@ -352,12 +355,14 @@ SWEEP_SCHEMA: dict[str, Any] = {
             "solver": {"type": "object", "additionalProperties": _SCALAR,
                        "description": "the solver settings the spec sets (optimal mode)"},
             "nimble_min_events": {**_COUNT, "description": "Nimble's minimum, a reference"},
+            "makespan_bound_us": {**_US, "description": "a lower bound of every plan's "
+                                                        "makespan, a reference"},
             **_RESULT,
             "max_rss_mb": {**_NULLABLE_NUMBER, "minimum": 0,
                            "description": "peak memory of the process that ran the point "
                                           "(not reproducible)"},
         }, required=("point", "input", "graph", "file", "rules", "options", "mode", "solver",
-                     "nimble_min_events", *_RESULT_KEYS, "max_rss_mb"))},
+                     "nimble_min_events", "makespan_bound_us", *_RESULT_KEYS, "max_rss_mb"))},
     }, required=("format", "spec", "rows")),
 }
 

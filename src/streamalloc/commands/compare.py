@@ -2,9 +2,10 @@
 
 One row per graph and mode: `ge` (GE's allocation and elimination), `ge-minimal` (GE's
 allocation, minimal elimination: what GE loses in elimination alone), `optimal` (the CP-SAT
-allocator); streams, events, notifies, emulated makespan, the lower bounds, Nimble's minimum as
-a reference, the solver's status and gap, wall time. `--plot` also runs the optimal mode at
-makespan slacks 0, 5, 10, 25 and 50% (the frontier of events against makespan).
+allocator); streams, events, notifies, emulated makespan, the lower bounds (the emulator's, and
+the makespan bound of every plan), Nimble's minimum as a reference, the solver's status and
+gap, wall time. `--plot` also runs the optimal mode at makespan slacks 0, 5, 10, 25 and 50%
+(the frontier of events against makespan).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from streamalloc import api
 from streamalloc.errors import UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
+from streamalloc.optimal.bounds import makespan_bound
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
 from streamalloc.rules import RuleSet
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -71,11 +73,15 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
 
 def graph_rows(path: str, graph: Graph, settings: CompareSettings) -> list[dict[str, Any]]:
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
-    what `compare` writes per graph and `sweep` per point (docs/compare-format.md)."""
-    reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+    what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
+    references per graph, from GE's allocation: Nimble's minimum and the makespan bound of
+    every plan (`optimal.bounds.makespan_bound`)."""
+    ge = api.plan(graph, _ge_rules(settings), "ge", "minimal")
+    reference = nimble_min_events(task_dag(graph, ge.allocation))
+    bound = makespan_bound(graph, ge, settings.optimal.costs or default_cost_table())
     return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
-             "nimble_min_events": reference, **_row(graph, mode, settings)}
-            for mode in settings.modes]
+             "nimble_min_events": reference, "makespan_bound_us": round(bound, 3),
+             **_row(graph, mode, settings)} for mode in settings.modes]
 
 
 def _ge_rules(settings: CompareSettings) -> RuleSet | None:

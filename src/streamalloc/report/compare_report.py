@@ -17,7 +17,8 @@ from streamalloc.report.table import format_table
 
 COMPARE_FORMAT = "streamalloc.compare/v1"
 COLUMNS = ("input", "mode", "logical_streams", "physical_streams", "events", "notifies",
-           "makespan_us", "critical_path_us", "work_over_units_us", "nimble_min_events",
+           "makespan_us", "critical_path_us", "work_over_units_us", "makespan_bound_us",
+           "nimble_min_events",
            "status", "gap", "wall_s")
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
 
@@ -43,8 +44,8 @@ def cell(value: Any) -> str:
 
 
 def frontier_plot(document: Mapping[str, Any]) -> bytes:
-    """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, and the
-    optimal frontier at the slacks run."""
+    """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, the
+    optimal frontier at the slacks run, and the makespan bound of every plan."""
     plt = pyplot("--plot")
     graphs = list(dict.fromkeys(row["input"] for row in document["rows"]))
     cols = min(3, len(graphs)) or 1
@@ -58,6 +59,9 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
         for row in (r for r in document["rows"] if r["input"] == name):
             ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
                        s=80, label=row["mode"], zorder=3)
+        bound = next(r.get("makespan_bound_us") for r in document["rows"] if r["input"] == name)
+        if bound is not None:
+            ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
         points = sorted(frontier[name], key=lambda p: p["slack"])
         if points:
             ax.plot([p["makespan_us"] for p in points], [p["events"] for p in points], "--",
