@@ -24,11 +24,12 @@ from streamalloc import api
 from streamalloc.errors import UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
-from streamalloc.optimal.bounds import makespan_bound
+from streamalloc.optimal.bounds import program_makespan_bound
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
 from streamalloc.rules import RuleSet
-from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.program import Program
 from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
 
@@ -65,23 +66,26 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
         rows += graph_rows(path, graph, settings)
         if settings.frontier:
             frontier += [{"input": Path(path).stem, "graph": graph.name, "slack": slack,
-                          **_row(
+                          **_run(
                 graph, "optimal", replace(settings, optimal=msgspec.structs.replace(
-                    settings.optimal, makespan_slack=slack)))} for slack in FRONTIER_SLACKS]
+                    settings.optimal, makespan_slack=slack)))[0]} for slack in FRONTIER_SLACKS]
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
 
 
 def graph_rows(path: str, graph: Graph, settings: CompareSettings) -> list[dict[str, Any]]:
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
-    references per graph, from GE's allocation: Nimble's minimum and the makespan bound of
-    every plan (`optimal.bounds.makespan_bound`)."""
-    ge = api.plan(graph, _ge_rules(settings), "ge", "minimal")
-    reference = nimble_min_events(task_dag(graph, ge.allocation))
-    bound = makespan_bound(graph, ge, settings.optimal.costs or default_cost_table())
+    references per graph: Nimble's minimum for GE's allocation, and the makespan bound of every
+    plan (`optimal.bounds.program_makespan_bound`) from the program the first row emulated (any
+    plan's program gives it)."""
+    reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+    runs = [_run(graph, mode, settings) for mode in settings.modes]
+    if not runs:
+        return []
+    bound = program_makespan_bound(runs[0][1], _costs(settings))
     return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
-             "nimble_min_events": reference, "makespan_bound_us": round(bound, 3),
-             **_row(graph, mode, settings)} for mode in settings.modes]
+             "nimble_min_events": reference, "makespan_bound_us": round(bound, 3), **row}
+            for mode, (row, _) in zip(settings.modes, runs, strict=True)]
 
 
 def _ge_rules(settings: CompareSettings) -> RuleSet | None:
@@ -89,7 +93,12 @@ def _ge_rules(settings: CompareSettings) -> RuleSet | None:
     return None if rules is not None and rules.name == "free" else rules
 
 
-def _row(graph: Graph, mode: str, settings: CompareSettings) -> dict[str, Any]:
+def _costs(settings: CompareSettings) -> CostTable:
+    return settings.optimal.costs or default_cost_table()
+
+
+def _run(graph: Graph, mode: str, settings: CompareSettings) -> tuple[dict[str, Any], Program]:
+    """The row of one mode, and the program its plan was emulated from."""
     began = time.perf_counter()
     solver: dict[str, Any] = {}
     if mode == "optimal":
@@ -101,13 +110,13 @@ def _row(graph: Graph, mode: str, settings: CompareSettings) -> dict[str, Any]:
     document = plan.to_json()
     verify_plan(graph, document, rules=settings.rules or api.default_rule_set(graph)
                 ).raise_for_failure()
-    result = emulate(graph, document, costs=settings.optimal.costs or default_cost_table())
+    result = emulate(graph, document, costs=_costs(settings))
     return {**_counts(plan), "makespan_us": round(result.makespan_us, 3),
             "critical_path_us": round(result.bounds.critical_path_us, 3),
             "work_over_units_us": round(result.bounds.work_over_units_us, 3),
             "status": solver.get("status", "-"), "gap": solver.get("gap"),
             "reason": solver.get("reason", ""),
-            "wall_s": round(time.perf_counter() - began, 3)}
+            "wall_s": round(time.perf_counter() - began, 3)}, result.program
 
 
 def _counts(plan: SyncPlan) -> dict[str, int]:

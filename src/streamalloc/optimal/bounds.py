@@ -462,9 +462,14 @@ def graph_sync_aware_bound(graph: Graph, table: CostTable) -> SyncAwareBound:
 
 def makespan_bound(graph: Graph, plan: SyncPlan, table: CostTable) -> float:
     """The best lower bound this module knows on the emulated makespan of every plan of
-    `graph` (`plan`: any of its plans): the sync-aware bound up to `SYNC_AWARE_MAX_TASKS`
-    graph tasks, above that the emulator's (critical path, work over units)."""
-    program = _program(graph, plan, table)
+    `graph` (`plan`: any of its plans), see `program_makespan_bound`."""
+    return program_makespan_bound(_program(graph, plan, table), table)
+
+
+def program_makespan_bound(program: Program, table: CostTable) -> float:
+    """The same from the program of any plan of the graph: the sync-aware bound up to
+    `SYNC_AWARE_MAX_TASKS` graph tasks, above that the emulator's (critical path, work over
+    units)."""
     if len(program.topo) <= SYNC_AWARE_MAX_TASKS:
         return sync_aware_bound(program, table).bound_us
     lower = lower_bounds(program, table)

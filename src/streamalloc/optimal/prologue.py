@@ -62,7 +62,8 @@ def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: 
     for v in reversed(range(dag.size)):
         feeds[v] = min((s if reached[s] else feeds[s] for s in dag.succs[v]), default=dag.size)
     consumers = sorted({feeds[v] for v in range(dag.size) if not reached[v]})
-    layer = {c: k for k, c in enumerate(consumers)}
+    number = {c: k for k, c in enumerate(consumers)}
+    layer = [-1 if reached[v] else number[feeds[v]] for v in range(dag.size)]  # -1: reached
     streams = assignment_of(dag, chains)
     variants: list[Variant] = []
     for count, run in shapes:
@@ -70,26 +71,19 @@ def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: 
         moved = list(streams)
         for v in range(dag.size):
             if not reached[v]:
-                key = (dag.graphs[v], layer[feeds[v]] // run % count)
+                key = (dag.graphs[v], layer[v] // run % count)
                 moved[v] = side.setdefault(key, len(chains) + len(side))
-        order = None if run == 1 else _runs_last_first(dag, reached, feeds, consumers, run)
+        order = None if run == 1 else _runs_last_first(dag, layer, consumers, run)
         variants.append((chains_of_assignment(moved), order))
     return variants
 
 
-def _runs_last_first(dag: TaskDag, reached: Sequence[bool], feeds: Sequence[int],
-                     consumers: Sequence[int], run: int) -> tuple[int, ...]:
+def _runs_last_first(dag: TaskDag, layer: Sequence[int], consumers: Sequence[int], run: int
+                     ) -> tuple[int, ...]:
     """A topological order that runs each run's prologue just before the run's first consumer,
-    its layers last first; everything else in T-order."""
-    layer = {c: k for k, c in enumerate(consumers)}
-    key: list[tuple[int, int, int, int]] = []
-    for v in range(dag.size):
-        if reached[v]:
-            key.append((v, 1, 0, v))
-        else:
-            k = layer[feeds[v]]
-            anchor = consumers[k - k % run]
-            key.append((anchor, 0, -k, v))
+    its layers last first; everything else (layer -1) in T-order."""
+    key = [(v, 1, 0, v) if k < 0 else (consumers[k - k % run], 0, -k, v)
+           for v, k in enumerate(layer)]
     missing = [len(p) for p in dag.preds]
     ready = [key[v] for v in range(dag.size) if not missing[v]]
     heapq.heapify(ready)
