@@ -8,8 +8,8 @@ Presets:
 * default (full): the 17 real models, the ResNet-50 training step, transformer stacks of 12 and
   48 layers (training steps), generated graphs of 1k, 10k, 100k and 1M nodes; optimal mode with
   its default `--time-limit` on the models and `--time-limit 0.1` on the generated graphs, run
-  up to 100k nodes (above 12k streamed nodes the allocator itself keeps the ge-mode plan and
-  says so, status FALLBACK); the 1M row says FALLBACK without running it;
+  up to 100k nodes (above 2,000 streamed nodes the allocator solves its model window by
+  window); the 1M row says FALLBACK without running it;
 * `--quick`: two small real models, a 2-layer transformer step, generated 1k and 10k, optimal
   mode with `--time-limit 2` up to 2000 nodes.
 

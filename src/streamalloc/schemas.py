@@ -43,7 +43,7 @@ BYTES_MAX = 2**64 - 1
 STREAM_KEY = r"^(0|[1-9][0-9]*)$"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify", "StreamActive")
 SOLVER_STATUSES = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "MODEL_INVALID", "UNKNOWN", "FALLBACK")
-SOLVER_PHASE = r"^(matching|(cp-sat|hint)(\+[a-z-]+)*)?$"
+SOLVER_PHASE = r"^(matching|(cp-sat|windows|hint)(\+[a-z-]+)*)?$"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -102,8 +102,8 @@ _SOLVER = {
         "baseline_makespan_us": {"type": "number", "minimum": 0},
         "makespan_us": {"type": "number", "minimum": 0},
         "phase": {"type": "string", "pattern": SOLVER_PHASE,
-                  "description": "matching, or cp-sat or hint followed by the later steps "
-                                 "(+fastest, +polish); empty for FALLBACK"},
+                  "description": "matching, or cp-sat, windows or hint followed by the "
+                                 "later steps (+fastest, +polish); empty for FALLBACK"},
         "reason": _text("why the baseline was kept (FALLBACK only)"),
     }, required=("status", "objective", "bound", "gap", "events_final", "deterministic_time",
                  "nimble_min_events", "baseline_events", "baseline_makespan_us", "makespan_us",

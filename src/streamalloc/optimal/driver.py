@@ -22,10 +22,11 @@ from streamalloc.optimal.evaluate import (
 from streamalloc.optimal.options import (
     FREE,
     MAX_SOLVER_NODES,
+    MAX_WINDOWED_NODES,
     OptimalOptions,
     SolverReport,
 )
-from streamalloc.optimal.search import search
+from streamalloc.optimal.search import search, windowed
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -41,9 +42,10 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     constraints = [] if rules is not None and rules.name == FREE else \
         rule_constraints(base_rules, graph)
     dag = task_dag(graph, baseline.allocation)
-    if dag.size > MAX_SOLVER_NODES:
+    most = MAX_WINDOWED_NODES if windowed(dag, options) else MAX_SOLVER_NODES
+    if dag.size > most:
         return _fallback(baseline, f"the graph has {dag.size} streamed nodes, over the "
-                                   f"solver's {MAX_SOLVER_NODES}; the ge-mode plan is kept", None)
+                                   f"solver's {most}; the ge-mode plan is kept", None)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs)

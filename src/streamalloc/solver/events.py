@@ -66,6 +66,11 @@ def _kept(dag: TaskDag, v: int, where: tuple[list[int], list[int]], reach: np.nd
 
 def schedule_length(dag: TaskDag, durations: Sequence[int], streams: Sequence[int]) -> int:
     """Longest path over dependencies and program order (streams in T-order), no contention."""
+    return max(earliest_ends(dag, durations, streams), default=0)
+
+
+def earliest_ends(dag: TaskDag, durations: Sequence[int], streams: Sequence[int]) -> list[int]:
+    """Each node's end in the earliest-start schedule of dependencies and program order."""
     end = [0] * dag.size
     tail: dict[int, int] = {}
     for v in range(dag.size):
@@ -74,5 +79,5 @@ def schedule_length(dag: TaskDag, durations: Sequence[int], streams: Sequence[in
             ready = max(ready, end[tail[streams[v]]])
         end[v] = ready + durations[v]
         tail[streams[v]] = v
-    return max(end, default=0)
+    return end
 
