@@ -197,3 +197,20 @@ def test_windows_take_graphs_the_whole_model_cannot(monkeypatch: pytest.MonkeyPa
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1))
     assert report.status == "FALLBACK" and "over the solver's 30" in report.reason
     verify_plan(graph, plan.to_json()).raise_for_failure()
+
+
+def test_a_short_limit_goes_to_the_windows_with_the_most_split_pairs() -> None:
+    """A chain of 14 nodes whose hint splits only its end: windows of 6 nodes start at 0, 3,
+    6 and 9; those at 6 and 9 have split pairs (3 and 4). A limit for one window solves the
+    one at 9, for two both; the others have nothing to save at any limit."""
+    names = [f"n{i}" for i in range(14)]
+    dag = TaskDag.build(names, list(pairwise(names)), ["g"] * 14)
+    data = SolveInput(dag=dag, units=[1] * 14, durations=[10] * 14, capacity=None,
+                      concurrency="ge", hint=[[*range(10), 11, 13], [10, 12]],
+                      makespan_limit=140)
+    plan = windows._Plan(data)
+    succs = windows._reduction_succs(dag)
+    reduction = np.asarray(dag.reduction, dtype=np.int64)
+    for limit, expected in ((windows.MIN_WINDOW_TIME, [9]), (2 * windows.MIN_WINDOW_TIME, [6, 9]),
+                            (100.0, [6, 9])):
+        assert windows._worth_solving(plan, [0, 3, 6, 9], succs, reduction, limit) == expected
