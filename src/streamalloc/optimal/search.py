@@ -136,12 +136,12 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
             time_limit: float, options: OptimalOptions
             ) -> tuple[SolveOutput, tuple[tuple[tuple[int, ...], ...], ...]]:
     """The chain model's streams: on a large graph window by window (`windowed`). Where it
-    does not prove them optimal on a graph the slot
-    relaxation can take (`solver.bound`), that relaxation's bound, and the chain model once
-    more from the relaxation's streams when they hold the rules and the capacity and are
-    better: started there with the bound stated, it proves them optimal at once. Second: the
-    streams the first solve found when the second replaced them (the model counts split
-    pairs, the plan events, so the polish starts from both)."""
+    does not prove them optimal on a graph the slot relaxation can take (`solver.bound`),
+    that relaxation's bound, and the chain model once more from the relaxation's streams when
+    they hold the rules and the capacity and are better: started there with the bound stated,
+    it proves them optimal at once. Second: the streams the first solve found when the second
+    replaced them (the model counts split pairs, the plan events, so the polish starts from
+    both)."""
     dag = data.dag
     settings = {"seed": options.seed, "workers": options.workers}
     if windowed(dag, options):
