@@ -161,8 +161,8 @@ def _check_gain_of(data: SolveInput) -> None:
                 streams[chain] = len(plan.chains) + s  # new ids
             edges = windows._changeable(dag, succs, reduction, a, b)
             assert windows._gain(plan, window, chains, edges) == \
-                _objective(dag, plan.stream, plan.count) - _objective(
-                    dag, streams, plan.count - len(window.streams) + len(chains))
+                _objective(dag, plan.stream, len(plan.live())) - _objective(
+                    dag, streams, len(plan.live()) - len(window.streams) + len(chains))
 
 
 def _proposals(window: windows._Window) -> list[list[list[int]]]:

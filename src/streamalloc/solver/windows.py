@@ -77,7 +77,6 @@ class _Plan:
         for s, chain in enumerate(self.chains):
             self.stream[chain] = s
         self.end = earliest_ends(data.dag, data.durations, self.stream.tolist())
-        self.count = len(self.chains)
 
     def live(self) -> list[int]:
         return [s for s, c in enumerate(self.chains) if c is not None]
@@ -89,7 +88,6 @@ class _Plan:
         for chain in new:
             self.stream[chain] = len(self.chains)
             self.chains.append(chain)
-        self.count += len(new) - len(old)
         prev: dict[int, int] = {}
         for chain in new:
             i, j = np.searchsorted(chain, [a, b]).tolist()
@@ -138,17 +136,16 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
         spent += found.deterministic_time
         if not found.chains:
             continue
-        new = [np.concatenate([window.parts[k] for k in chain]) for chain in found.chains]
         if _gain(plan, window, found.chains, edges) <= 0:
             continue
+        new = [np.concatenate([window.parts[k] for k in chain]) for chain in found.chains]
         streams = plan.stream.copy()
         for s, chain in enumerate(new):
             streams[chain] = len(plan.chains) + s  # new ids
         if len(stated) < len(constraints) and broken(streams.tolist()):
             continue
         plan.replace(window.streams, new, a, b)
-    live = [plan.chains[s] for s in plan.live()]
-    chains = tuple(sorted(tuple(c.tolist()) for c in live if c is not None))
+    chains = tuple(sorted(tuple(c.tolist()) for c in plan.chains if c is not None))
     splits = int(np.count_nonzero(plan.stream[reduction[:, 0]] != plan.stream[reduction[:, 1]]))
     return SolveOutput(chains, "FEASIBLE", float(splits * (dag.size + 1) + len(chains)), 0.0,
                        round(spent, 3), splits)
