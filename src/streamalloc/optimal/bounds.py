@@ -63,8 +63,8 @@ from streamalloc.sync.driver import synchronize
 from streamalloc.sync.result import SyncPlan
 
 Job = tuple[float, float, float]  # (head, time, tail)
-SWAP_SIZE = 6  # members a task may replace in a clique's local search: T5's bound reaches
-# 1924.1 us from 6 on (1916.1 with 1 to 5), in 0.2 s
+SWAP_SIZE = 10  # members a task may replace in a clique's local search: T5's bound reaches
+# 1924.1 us from 10 on (1916.1 with 1 to 8), in 0.3 s
 SPLIT_PAIRS = 4  # a fork's longest producers of a join paired by `_split_join`
 SYNC_AWARE_MAX_TASKS = 2_000  # graph tasks: its cliques and fork-joins grow faster than linearly
 # (a 2,000-node generated graph: 4.8 s, 10k: 143 s; every real model <= 0.6 s)
@@ -84,7 +84,8 @@ class SyncAwareBound:
 
 def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
     """The bound of the module docstring for the graph tasks of `program` (any plan's program
-    of the graph: its task times and dependencies do not depend on the plan)."""
+    of the graph: its task times and dependencies do not depend on the plan, and every tie
+    goes to the task first in T-order, never to a tid, so neither does the bound)."""
     graph_tasks = list(program.topo)
     time = [program.durations[t] if program.kinds[t] == TASK else 0.0
             for t in range(program.task_count())]
@@ -176,14 +177,15 @@ def _heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list
         if len(preds[t]) >= 2:
             join = _Join(t, head, time, succs, before, after, position, overlap)
             start = max(start, join.start(start, latency),
-                        _split_join(t, preds, time, head, related=related, latency=latency))
+                        _split_join(t, preds, time, head, related=related, latency=latency,
+                                    position=position))
         head[t] = start
     return head
 
 
 def _split_join(j: int, preds: Sequence[Sequence[int]] | dict[int, list[int]],
                 time: Sequence[float], head: dict[int, float], *, related: dict[int, int],
-                latency: _Latency) -> float:
+                latency: _Latency, position: dict[int, int]) -> float:
     """j >= end(f) + `least_gap` for two unordered producers x, y of j that f alone feeds
     (zero-time tasks between count as direct edges: a Reshape): the split of q, k and v
     before an attention block's first MatMul. Per fork, its SPLIT_PAIRS longest such
@@ -194,7 +196,7 @@ def _split_join(j: int, preds: Sequence[Sequence[int]] | dict[int, list[int]],
             fed.setdefault(f, []).append(x)
     best = 0.0
     for f, branches in fed.items():
-        longest = sorted(branches, key=lambda x: (-time[x], x))[:SPLIT_PAIRS]
+        longest = sorted(branches, key=lambda x: (-time[x], position[x]))[:SPLIT_PAIRS]
         for x, y in itertools.combinations(longest, 2):
             if not related[x] >> y & 1:
                 gap = least_gap(time[x], time[y], latency.record, latency.wait)
@@ -267,7 +269,7 @@ class _Join:
         """The time of a greedy set of pairwise exclusive tasks, longest first."""
         chosen, total = 0, 0.0
         for t in sorted((t for t in tasks if self.time[t] > 0),
-                        key=lambda t: (-self.time[t], t)):
+                        key=lambda t: (-self.time[t], self.position[t])):
             if not self.overlap[t] & chosen:
                 chosen |= 1 << t
                 total += self.time[t]
@@ -349,8 +351,9 @@ def _cliques(program: Program, table: CostTable, graph_tasks: Sequence[int],
     while they raise `value` (`_swapped`)."""
     units = {e: table.engine(e).units for e in {program.engines[t] for t in graph_tasks}
              if e is not None}
-    by_length = sorted(overlap, key=lambda t: (-time[t], t))
-    seeds = [_heaviest_chain(program, graph_tasks, time)]
+    position = {t: i for i, t in enumerate(graph_tasks)}
+    by_length = sorted(overlap, key=lambda t: (-time[t], position[t]))
+    seeds = [_heaviest_chain(program, graph_tasks, time, position)]
     for engine in sorted(units):
         wide = [t for t in graph_tasks if program.engines[t] == engine
                 and 2 * program.widths[t] > units[engine]]
@@ -434,17 +437,17 @@ def _swapped(members: list[int], candidates: Sequence[int], overlap: dict[int, i
     return members
 
 
-def _heaviest_chain(program: Program, graph_tasks: Sequence[int], time: Sequence[float]
-                    ) -> list[int]:
-    """A longest path over graph edges by task time (ties: lowest tid)."""
+def _heaviest_chain(program: Program, graph_tasks: Sequence[int], time: Sequence[float],
+                    position: dict[int, int]) -> list[int]:
+    """A longest path over graph edges by task time (ties: first in T-order)."""
     longest: dict[int, float] = {}
     via: dict[int, int] = {}
     for t in graph_tasks:
-        best = max(program.preds[t], key=lambda p: (longest[p], -p), default=None)
+        best = max(program.preds[t], key=lambda p: (longest[p], -position[p]), default=None)
         longest[t] = time[t] + (longest[best] if best is not None else 0.0)
         if best is not None:
             via[t] = best
-    end = max(graph_tasks, key=lambda t: (longest[t], -t), default=None)
+    end = max(graph_tasks, key=lambda t: (longest[t], -position[t]), default=None)
     chain = []
     while end is not None:
         chain.append(end)
