@@ -32,6 +32,7 @@ from streamalloc.optimal.options import (
     OptimalOptions,
 )
 from streamalloc.optimal.order import Order, Orders
+from streamalloc.optimal.packing import packing, streams_of_packing
 from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
@@ -68,6 +69,11 @@ RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
 WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window by window
 # (`solver.windows`): whole, a 3k-node layered graph's model took 296 s and 4.9 GB at
 # --time-limit 10 (CP-SAT's first solution from the hint grows faster than its size)
+PACKING_ROUNDS = 2  # CP-SAT's packings of the tasks on the engines' units (makespan starts),
+PACKING_SHARE = 0.05  # each with this share of --time-limit. On the 18 inputs of bench/: T5
+# 2062 -> 1993 us, ResNet-50 809 -> 807 (GPT-2 1726.5 -> 1727.6). Three rounds of 0.1 did no
+# better for more wall time; the serial schedule alone (or in the second round) left
+# Inception v2 at 729 or 727 us instead of 722
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
 # estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
 # the search); the emulated search gets the time
@@ -107,15 +113,18 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                              options=options)
     chains = found.chains or tuple(tuple(c) for c in data.hint)
     phase = ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint"
+    deterministic = found.deterministic_time
     order: Order | None = None
     if options.concurrency == "ge":
         evaluator = Evaluator(graph, dag, baseline, options, costs)
         limit = evaluator.limit()
         if options.objective == "makespan":
             evaluator = replace(evaluator, orders=Orders.of(graph))
+            packed, packing_time = _packed(graph, dag, evaluator)
+            deterministic += packing_time
             chains, order, limit = _fastest(
-                graph, dag, _starts(graph, dag, chains, data.durations, evaluator), constraints,
-                evaluator)
+                graph, dag, _starts(graph, dag, chains, data.durations, evaluator) + packed,
+                constraints, evaluator)
             bests = _sped_up(graph, dag, chains, order, constraints=constraints,
                              evaluator=evaluator)
             chains, order, evaluator, limit = _numbered(
@@ -128,8 +137,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         phase += "+polish"
     objective = found.objective if found.chains else None
     bound = found.bound if found.chains else None
-    return Search(chains, found.status, objective, bound, found.deterministic_time, phase,
-                  order)
+    return Search(chains, found.status, objective, bound, round(deterministic, 3), phase, order)
 
 
 def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
@@ -309,6 +317,32 @@ def _starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
             elif order is None and orders is not None:  # runs: from T-order, where it may
                 variants.append((variant, orders.following([dag.names[v] for v in sequence])))
     return found + variants
+
+
+def _packed(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[list[Found], float]:
+    """Streams from CP-SAT's packings (`optimal/packing.py`), run in the packing's order where
+    the search may order, and CP-SAT's deterministic time for them. The first packing ignores
+    sync; the next one delays each dependency that the streams before it put on two streams
+    by an event's record and wait, so it packs with the sync those streams pay."""
+    options, costs, orders = evaluator.options, evaluator.costs, evaluator.orders
+    latency = math.ceil((costs.event_record_us + costs.event_wait_us) * TIME_SCALE)
+    found: list[Found] = []
+    delays: dict[tuple[int, int], int] = {}
+    spent = 0.0
+    for _ in range(PACKING_ROUNDS):
+        packed = packing(graph, dag, costs, time_limit=options.time_limit * PACKING_SHARE,
+                         seed=options.seed, workers=options.workers, delays=delays)
+        spent += packed.deterministic_time
+        dealt = streams_of_packing(dag, packed, limits_of(graph).max_streams,
+                                   in_t_order=orders is None)
+        if dealt is None:
+            break
+        chains, sequence = dealt
+        found.append((chains, None if orders is None
+                      else orders.following([dag.names[v] for v in sequence])))
+        streams = assignment_of(dag, chains)
+        delays = {(u, v): latency for u, v in dag.reduction if streams[u] != streams[v]}
+    return found, spent
 
 
 def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders | None

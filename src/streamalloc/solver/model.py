@@ -239,18 +239,14 @@ def solve(model: Model, *, time_limit: float, seed: int, workers: int,
     (`solver.windows`) runs with CP-SAT's older linear propagation: on those models the newer
     one spends twice the wall time for the same deterministic time (a 1k-node window of a
     layered graph: 27.4 s against 12.1 s for 1.67 s)."""
-    solver = cp_model.CpSolver()
+    solver = configured_solver(time_limit, seed, workers)
     solver.parameters.new_linear_propagation = not window
-    solver.parameters.max_deterministic_time = time_limit
-    solver.parameters.random_seed = seed
-    solver.parameters.num_workers = workers
-    solver.parameters.interleave_search = True  # deterministic with several workers too
     if len(model.cp.proto.variables) > PRESOLVE_MAX_VARIABLES or time_limit < PRESOLVE_MIN_TIME:
         # CP-SAT's presolve runs past the deterministic limit: seconds on a real model (T5:
         # 4.7 s of wall time for a 0.5 s limit), minutes on a large one (a 10k-node graph: 238 s
         # for 1.0 s, 20 s without it); size and limit decide, so the plan stays reproducible
         solver.parameters.cp_model_presolve = False
-    status = _interruptible_solve(solver, model.cp)
+    status = interruptible_solve(solver, model.cp)
     name = solver.status_name(status)
     deterministic = round(solver.response_proto.deterministic_time, 3)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -261,7 +257,18 @@ def solve(model: Model, *, time_limit: float, seed: int, workers: int,
                        solver.best_objective_bound, deterministic, splits)
 
 
-def _interruptible_solve(solver: cp_model.CpSolver, cp: cp_model.CpModel
+def configured_solver(time_limit: float, seed: int, workers: int) -> cp_model.CpSolver:
+    """A solver whose result depends only on the model, `seed` and `workers`: a deterministic
+    time limit, and several workers interleaved."""
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = time_limit
+    solver.parameters.random_seed = seed
+    solver.parameters.num_workers = workers
+    solver.parameters.interleave_search = True  # deterministic with several workers too
+    return solver
+
+
+def interruptible_solve(solver: cp_model.CpSolver, cp: cp_model.CpModel
                          ) -> cp_model_helper.CpSolverStatus:
     """`solver.solve(cp)`, with Ctrl-C interrupting the run. CP-SAT's own SIGINT handler would
     end the search quietly and the command would write a plan; instead the search runs in a
