@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from node_graphs import graph_of
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
 from streamalloc.optimal.options import TIME_SCALE, OptimalOptions
@@ -31,13 +30,6 @@ from streamalloc.runtime_emu.program import node_task
 from streamalloc.solver.dag import TaskDag
 
 COSTS = default_cost_table()
-
-
-def _graph(tmp_path: Path, name: str, nodes: Sequence[str]) -> Graph:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(f"format: streamalloc.graph/v1\nname: {name}\nnodes:\n"
-                    + "".join(f"  - {n}\n" for n in nodes))
-    return load_graph(path)
 
 
 def _random_graph(tmp_path: Path, seed: int) -> Graph:
@@ -58,7 +50,7 @@ def _random_graph(tmp_path: Path, seed: int) -> Graph:
                          f"cost_us: {rng.choice([1, 3, 8, 20])}, "
                          f"attrs: {{block_dim: {rng.choice([1, 8, 16, 20, 32])}}}}}")
         names.append(f"n{i}")
-    return _graph(tmp_path, f"random{seed}",
+    return graph_of(tmp_path, f"random{seed}",
                   [*nodes, f"{{name: out, type: NetOutput, inputs: [{', '.join(names)}]}}"])
 
 
@@ -144,7 +136,7 @@ NARROW_FIRST = [
 
 
 def test_the_packing_lets_the_wide_chain_go_first(tmp_path: Path) -> None:
-    graph = _graph(tmp_path, "narrow_first", NARROW_FIRST)
+    graph = graph_of(tmp_path, "narrow_first", NARROW_FIRST)
     rules = default_rule_set(graph)
     baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
     dag = task_dag(graph, baseline.allocation)

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from node_graphs import graph_of
 from real_models import DATA
 
 from streamalloc.heuristic.driver import allocate_ge
-from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.bounds import _grown, _swapped, graph_sync_aware_bound, makespan_bound
@@ -26,13 +26,6 @@ from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 
 COSTS = default_cost_table()
-
-
-def _graph(tmp_path: Path, name: str, nodes: list[str]) -> Graph:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(f"format: streamalloc.graph/v1\nname: {name}\nnodes:\n"
-                    + "".join(f"  - {n}\n" for n in nodes))
-    return load_graph(path)
 
 
 def _random_nodes(rng: random.Random, size: int) -> list[str]:
@@ -54,7 +47,7 @@ def _random_nodes(rng: random.Random, size: int) -> list[str]:
 @pytest.mark.parametrize("seed", range(40))
 def test_bound_holds_for_random_plans_of_random_graphs(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
-    graph = _graph(tmp_path, f"random{seed}", _random_nodes(rng, rng.randint(4, 12)))
+    graph = graph_of(tmp_path, f"random{seed}", _random_nodes(rng, rng.randint(4, 12)))
     rules = default_rule_set(graph)
     baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
     dag = task_dag(graph, baseline.allocation)
@@ -122,7 +115,7 @@ EXACT = {
 def test_the_bound_is_exact_where_the_best_plan_pays_what_it_counts(tmp_path: Path,
                                                                      case: str) -> None:
     nodes, critical, bound_us = EXACT[case]
-    graph = _graph(tmp_path, case, ["{name: x, type: Data}", *nodes,
+    graph = graph_of(tmp_path, case, ["{name: x, type: Data}", *nodes,
                                     "{name: out, type: NetOutput, inputs: [j]}"])
     plan, _ = allocate_optimal(graph, builtin_rules("free"),
                                OptimalOptions(objective="makespan", time_limit=1.0))
