@@ -11,7 +11,7 @@ from streamalloc.runtime_emu.cost_table import CostTable
 FREE = "free"
 POLISH_PER_SECOND = 400  # polish evaluations per second of --time-limit (deterministic)
 POLISH_NODES_PER_SECOND = 200_000  # and at most this many divided by the graph's streamed
-# nodes: an evaluation (sync, verify, emulate) costs about its node count, so the polish's
+# nodes: an evaluation (sync, emulate) costs about its node count, so the polish's
 # wall time follows --time-limit on a 10k-node graph as on a 500-node one
 MAX_SOLVER_NODES = 12_000  # above this the baseline is kept (status FALLBACK, with the reason)
 # where CP-SAT solves the model whole: its search takes gigabytes at the default --time-limit

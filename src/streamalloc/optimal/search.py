@@ -253,11 +253,12 @@ class Evaluator:
             return None
 
     def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
-        """Emulated makespan (infinite over a limit)."""
-        outcome = self.outcome(streams, order)
-        if outcome is None:
+        """Emulated makespan of the unverified run (infinite over a limit): the polish's
+        probe, as `run` is the search's (the driver verifies the plan it writes)."""
+        result = self.run(streams, order)
+        if result is None:
             return math.inf  # type: ignore[return-value]
-        return math.ceil(outcome.makespan_us * TIME_SCALE)
+        return math.ceil(result.makespan_us * TIME_SCALE)
 
     def run(self, streams: Sequence[int], order: Order | None = None) -> EmulationResult | None:
         """The emulated run of an assignment's plan, unverified (the search's probe; None
