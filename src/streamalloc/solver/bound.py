@@ -26,6 +26,7 @@ import networkx as nx
 from ortools.sat.python import cp_model
 
 from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.model import interruptible_solve
 
 MAX_NODES = 320  # the T-order pairs are quadratic: the bound runs on models up to this size
 
@@ -61,7 +62,7 @@ def relaxed_bound(dag: TaskDag, durations: Sequence[int], limit: int, slots: int
     # interleaved portfolio did not (llama_tiny, 2 workers: gap 0.2 at the same limit)
     solver.parameters.num_workers = 1
     solver.parameters.optimize_with_core = True
-    status = solver.solve(model.cp)
+    status = interruptible_solve(solver, model.cp)
     deterministic = round(solver.response_proto.deterministic_time, 3)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Bound(0.0, (), deterministic)

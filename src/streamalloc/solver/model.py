@@ -269,7 +269,7 @@ def configured_solver(time_limit: float, seed: int, workers: int) -> cp_model.Cp
 
 
 def interruptible_solve(solver: cp_model.CpSolver, cp: cp_model.CpModel
-                         ) -> cp_model_helper.CpSolverStatus:
+                        ) -> cp_model_helper.CpSolverStatus:
     """`solver.solve(cp)`, with Ctrl-C interrupting the run. CP-SAT's own SIGINT handler would
     end the search quietly and the command would write a plan; instead the search runs in a
     worker thread, the main thread gets the KeyboardInterrupt, stops the search and re-raises."""
