@@ -71,7 +71,7 @@ WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window
 # --time-limit 10 (CP-SAT's first solution from the hint grows faster than its size)
 PACKING_ROUNDS = 2  # CP-SAT's packings of the tasks on the engines' units (makespan starts),
 PACKING_SHARE = 0.05  # each with this share of --time-limit. On the 18 inputs of bench/: T5
-# 2062 -> 1993 us, ResNet-50 809 -> 807 (GPT-2 1726.5 -> 1727.6). Three rounds of 0.1 did no
+# 2062 -> 2009 us, ResNet-50 809 -> 807, the others unchanged. Three rounds of 0.1 did no
 # better for more wall time; the serial schedule alone (or in the second round) left
 # Inception v2 at 729 or 727 us instead of 722
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
