@@ -4,7 +4,7 @@ than it has, on random graphs; CP-SAT's packing is never longer than the serial 
 starts from; the streams dealt from a packing cover every node once, run it in order of start,
 keep to the stream limit (and to T-order where asked); on a graph whose narrow task arrives
 first, the packing's start runs faster than the list schedule's, because it lets the wide chain
-go first."""
+go first; above the solver's size cap the packings are serial schedules, CP-SAT not called."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from node_graphs import graph_of
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal import packing as packing_module
+from streamalloc.optimal import search
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
 from streamalloc.optimal.options import TIME_SCALE, OptimalOptions
@@ -158,3 +160,26 @@ def test_the_packing_lets_the_wide_chain_go_first(tmp_path: Path) -> None:
     listed.append(evaluator.outcome(assignment_of(dag, chains_in_order),
                                     orders.following([dag.names[v] for v in placed])))
     assert all(o is not None and ran.makespan_us < o.makespan_us - 10 for o in listed)
+
+
+def test_above_the_solver_cap_the_packings_are_serial_schedules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = graph_of(tmp_path, "narrow_first", NARROW_FIRST)
+    rules = default_rule_set(graph)
+    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
+    dag = task_dag(graph, baseline.allocation)
+    evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"), COSTS,
+                          orders=Orders.of(graph))
+    monkeypatch.setattr(search, "PACKING_SOLVER_NODES", dag.size - 1)
+
+    def no_solver(*_: object) -> None:
+        raise AssertionError("CP-SAT ran above the cap")
+
+    monkeypatch.setattr(packing_module, "interruptible_solve", no_solver)
+    found, spent = search._packed(graph, dag, evaluator)
+    assert spent == 0.0
+    first = streams_of_packing(dag, packing(graph, dag, COSTS, time_limit=0.0, seed=0,
+                                            workers=1), 1000, in_t_order=False)
+    assert first is not None
+    assert len(found) == 2
+    assert found[0][0] == first[0]

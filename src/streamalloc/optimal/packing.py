@@ -47,8 +47,8 @@ class Packing(NamedTuple):
 def packing(graph: Graph, dag: TaskDag, costs: CostTable, *, time_limit: float, seed: int,
             workers: int, delays: Mapping[tuple[int, int], int] | None = None) -> Packing:
     """CP-SAT's best packing within `time_limit` deterministic seconds (the serial schedule
-    when it finds none); `delays`: time added between the end of a producer and the start of
-    its consumer, per edge of the transitive reduction."""
+    when it finds none, or for a limit of 0); `delays`: time added between the end of a
+    producer and the start of its consumer, per edge of the transitive reduction."""
     model = CostModel(graph, costs)
     tasks = [node_task(graph, model, graph.node(n)) for n in dag.names]
     durations = [math.ceil(time * TIME_SCALE) for _, time, _ in tasks]

@@ -74,6 +74,9 @@ PACKING_SHARE = 0.05  # each with this share of --time-limit. On the 18 inputs o
 # 2062 -> 2009 us, ResNet-50 809 -> 807, the others unchanged. Three rounds of 0.1 did no
 # better for more wall time; the serial schedule alone (or in the second round) left
 # Inception v2 at 729 or 727 us instead of 722
+PACKING_SOLVER_NODES = 2000  # streamed nodes; above, the serial schedule alone (a 10k-node
+# layered graph: CP-SAT took 15.9 s of wall time for 0.32 deterministic s, its serial hint 0.15
+# s, and found nothing shorter)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
 # estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
 # the search); the emulated search gets the time
@@ -321,8 +324,9 @@ def _starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
 
 
 def _packed(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[list[Found], float]:
-    """Streams from CP-SAT's packings (`optimal/packing.py`), run in the packing's order where
-    the search may order, and CP-SAT's deterministic time for them. The first packing ignores
+    """Streams from CP-SAT's packings (`optimal/packing.py`; above PACKING_SOLVER_NODES the
+    serial schedules), run in the packing's order where the search may order, and CP-SAT's
+    deterministic time for them. The first packing ignores
     sync; the next one delays each dependency that the streams before it put on two streams
     by an event's record and wait, so it packs with the sync those streams pay."""
     options, costs, orders = evaluator.options, evaluator.costs, evaluator.orders
@@ -330,8 +334,9 @@ def _packed(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[list[Foun
     found: list[Found] = []
     delays: dict[tuple[int, int], int] = {}
     spent = 0.0
+    share = PACKING_SHARE if dag.size <= PACKING_SOLVER_NODES else 0.0
     for _ in range(PACKING_ROUNDS):
-        packed = packing(graph, dag, costs, time_limit=options.time_limit * PACKING_SHARE,
+        packed = packing(graph, dag, costs, time_limit=options.time_limit * share,
                          seed=options.seed, workers=options.workers, delays=delays)
         spent += packed.deterministic_time
         dealt = streams_of_packing(dag, packed, limits_of(graph).max_streams,
