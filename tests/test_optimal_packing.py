@@ -28,7 +28,7 @@ from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import default_cost_table
-from streamalloc.runtime_emu.program import node_task
+from streamalloc.runtime_emu.program import NodeTask, graph_node_tasks, node_task
 from streamalloc.solver.dag import TaskDag
 
 COSTS = default_cost_table()
@@ -54,6 +54,11 @@ def _random_graph(tmp_path: Path, seed: int) -> Graph:
         names.append(f"n{i}")
     return graph_of(tmp_path, f"random{seed}",
                   [*nodes, f"{{name: out, type: NetOutput, inputs: [{', '.join(names)}]}}"])
+
+
+def _tasks(graph: Graph, dag: TaskDag) -> list[NodeTask]:
+    tasks = graph_node_tasks(graph, COSTS)
+    return [tasks[name] for name in dag.names]
 
 
 def _dag(graph: Graph) -> TaskDag:
@@ -88,12 +93,13 @@ def test_packings_keep_dependencies_and_units(tmp_path: Path, seed: int) -> None
     graph = _random_graph(tmp_path, seed)
     dag = _dag(graph)
     delays = _delays(dag, seed)
-    serial = packing(graph, dag, COSTS, time_limit=0.0, seed=0, workers=1, delays=delays)
-    solved = packing(graph, dag, COSTS, time_limit=0.2, seed=0, workers=1, delays=delays)
+    tasks = _tasks(graph, dag)
+    serial = packing(dag, tasks, COSTS, time_limit=0.0, seed=0, workers=1, delays=delays)
+    solved = packing(dag, tasks, COSTS, time_limit=0.2, seed=0, workers=1, delays=delays)
     _check_packing(graph, dag, serial, delays)
     _check_packing(graph, dag, solved, delays)
     assert max(solved.ends, default=0) <= max(serial.ends, default=0)
-    assert solved == packing(graph, dag, COSTS, time_limit=0.2, seed=0, workers=1,
+    assert solved == packing(dag, tasks, COSTS, time_limit=0.2, seed=0, workers=1,
                              delays=delays)
 
 
@@ -102,7 +108,7 @@ def test_packings_keep_dependencies_and_units(tmp_path: Path, seed: int) -> None
 def test_streams_of_a_packing(tmp_path: Path, seed: int, in_t_order: bool) -> None:
     graph = _random_graph(tmp_path, seed)
     dag = _dag(graph)
-    packed = packing(graph, dag, COSTS, time_limit=0.0, seed=0, workers=1)
+    packed = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0, workers=1)
     for limit in (2, 1000):
         dealt = streams_of_packing(dag, packed, limit, in_t_order=in_t_order)
         if dealt is None:  # every stream's last node later in T-order than the next node
@@ -146,7 +152,7 @@ def test_the_packing_lets_the_wide_chain_go_first(tmp_path: Path) -> None:
     assert orders is not None
     evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"), COSTS,
                           orders=orders)
-    packed = packing(graph, dag, COSTS, time_limit=1.0, seed=0, workers=1)
+    packed = packing(dag, _tasks(graph, dag), COSTS, time_limit=1.0, seed=0, workers=1)
     index = {name: v for v, name in enumerate(dag.names)}
     assert packed.starts[index["a"]] >= packed.ends[index["c"]]
     dealt = streams_of_packing(dag, packed, 1000, in_t_order=False)
@@ -178,8 +184,8 @@ def test_above_the_solver_cap_the_packings_are_serial_schedules(
     monkeypatch.setattr(packing_module, "interruptible_solve", no_solver)
     found, spent = search._packed(graph, dag, evaluator)
     assert spent == 0.0
-    first = streams_of_packing(dag, packing(graph, dag, COSTS, time_limit=0.0, seed=0,
-                                            workers=1), 1000, in_t_order=False)
+    serial = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0, workers=1)
+    first = streams_of_packing(dag, serial, 1000, in_t_order=False)
     assert first is not None
     assert len(found) == 2
     assert found[0][0] == first[0]

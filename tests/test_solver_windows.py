@@ -211,6 +211,8 @@ def test_a_short_limit_goes_to_the_windows_with_the_most_split_pairs() -> None:
     plan = windows._Plan(data)
     succs = windows._reduction_succs(dag)
     reduction = np.asarray(dag.reduction, dtype=np.int64)
+    changeable = {a: windows._changeable(dag, succs, reduction, a, min(14, a + 6))
+                  for a in (0, 3, 6, 9)}
     for limit, expected in ((windows.MIN_WINDOW_TIME, [9]), (2 * windows.MIN_WINDOW_TIME, [6, 9]),
                             (100.0, [6, 9])):
-        assert windows._worth_solving(plan, [0, 3, 6, 9], succs, reduction, limit) == expected
+        assert windows._worth_solving(plan, [0, 3, 6, 9], changeable, limit) == expected

@@ -25,11 +25,9 @@ from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
-from streamalloc.ir.graph import Graph
 from streamalloc.optimal.options import TIME_SCALE
-from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
-from streamalloc.runtime_emu.program import node_task
+from streamalloc.runtime_emu.program import NodeTask
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import PRESOLVE_MIN_TIME, configured_solver, interruptible_solve
 
@@ -44,13 +42,13 @@ class Packing(NamedTuple):
     deterministic_time: float
 
 
-def packing(graph: Graph, dag: TaskDag, costs: CostTable, *, time_limit: float, seed: int,
-            workers: int, delays: Mapping[tuple[int, int], int] | None = None) -> Packing:
-    """CP-SAT's best packing within `time_limit` deterministic seconds (the serial schedule
-    when it finds none, or for a limit of 0); `delays`: time added between the end of a
-    producer and the start of its consumer, per edge of the transitive reduction."""
-    model = CostModel(graph, costs)
-    tasks = [node_task(graph, model, graph.node(n)) for n in dag.names]
+def packing(dag: TaskDag, tasks: Sequence[NodeTask], costs: CostTable, *, time_limit: float,
+            seed: int, workers: int, delays: Mapping[tuple[int, int], int] | None = None
+            ) -> Packing:
+    """CP-SAT's best packing of the nodes' `tasks` (`graph_node_tasks`, in the DAG's order)
+    within `time_limit` deterministic seconds (the serial schedule when it finds none, or for
+    a limit of 0); `delays`: time added between the end of a producer and the start of its
+    consumer, per edge of the transitive reduction."""
     durations = [math.ceil(time * TIME_SCALE) for _, time, _ in tasks]
     engines = [engine if engine is not None and width > 0 else None
                for engine, _, width in tasks]

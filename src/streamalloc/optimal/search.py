@@ -326,17 +326,18 @@ def _starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
 def _packed(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[list[Found], float]:
     """Streams from CP-SAT's packings (`optimal/packing.py`; above PACKING_SOLVER_NODES the
     serial schedules), run in the packing's order where the search may order, and CP-SAT's
-    deterministic time for them. The first packing ignores
-    sync; the next one delays each dependency that the streams before it put on two streams
-    by an event's record and wait, so it packs with the sync those streams pay."""
+    deterministic time for them. The first packing ignores sync; the next one delays each
+    dependency that the streams before it put on two streams by an event's record and wait,
+    so it packs with the sync those streams pay."""
     options, costs, orders = evaluator.options, evaluator.costs, evaluator.orders
+    tasks = [evaluator.tasks[name] for name in dag.names]
     latency = math.ceil((costs.event_record_us + costs.event_wait_us) * TIME_SCALE)
     found: list[Found] = []
     delays: dict[tuple[int, int], int] = {}
     spent = 0.0
     share = PACKING_SHARE if dag.size <= PACKING_SOLVER_NODES else 0.0
     for _ in range(PACKING_ROUNDS):
-        packed = packing(graph, dag, costs, time_limit=options.time_limit * share,
+        packed = packing(dag, tasks, costs, time_limit=options.time_limit * share,
                          seed=options.seed, workers=options.workers, delays=delays)
         spent += packed.deterministic_time
         dealt = streams_of_packing(dag, packed, limits_of(graph).max_streams,

@@ -118,14 +118,16 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
     reduction = np.asarray(dag.reduction, dtype=np.int64).reshape(-1, 2)
     long_edges = reduction[reduction[:, 1] - reduction[:, 0] > STEP]
     succs = _reduction_succs(dag)
-    starts = _worth_solving(plan, starts, succs, long_edges, time_limit)
+    changeable = {a: _changeable(dag, succs, long_edges, a, min(dag.size, a + WINDOW_NODES))
+                  for a in starts}
+    starts = _worth_solving(plan, starts, changeable, time_limit)
     spent = 0.0
     for done, a in enumerate(starts):
         share = (time_limit - spent) / (len(starts) - done)  # CP-SAT overruns small limits
         if share <= 0:
             break
         b = min(dag.size, a + WINDOW_NODES)
-        edges = _changeable(dag, succs, long_edges, a, b)
+        edges = changeable[a]
         window = _window(plan, a, b)
         model = build(window.data)
         _proxy_arcs(model, window)
@@ -151,15 +153,13 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
                        round(spent, 3), splits)
 
 
-def _worth_solving(plan: _Plan, starts: list[int], succs: list[list[int]],
-                   long_edges: np.ndarray, time_limit: float) -> list[int]:
-    """The windows with split pairs to save, in T-order; when the limit cannot give each
-    `MIN_WINDOW_TIME`, only that many, those with the most split pairs (the first on a tie)."""
-    dag, size = plan.data.dag, plan.data.dag.size
-    splits = []
-    for a in starts:
-        edges = _changeable(dag, succs, long_edges, a, min(size, a + WINDOW_NODES))
-        splits.append(sum(1 for u, v in edges if plan.stream[u] != plan.stream[v]))
+def _worth_solving(plan: _Plan, starts: list[int],
+                   changeable: dict[int, list[tuple[int, int]]], time_limit: float) -> list[int]:
+    """The windows with split pairs to save (among their `changeable` edges), in T-order;
+    when the limit cannot give each `MIN_WINDOW_TIME`, only that many, those with the most
+    split pairs (the first on a tie)."""
+    splits = [sum(1 for u, v in changeable[a] if plan.stream[u] != plan.stream[v])
+              for a in starts]
     ranked = sorted((-n, k) for k, n in enumerate(splits) if n)
     kept = ranked[:int(time_limit / MIN_WINDOW_TIME + 1e-9)]
     return [starts[k] for _, k in sorted(kept, key=lambda t: t[1])]
