@@ -24,7 +24,7 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.json_text import _plain
 from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.rules import builtin_rules
+from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.sync.result import PLAIN_SECTIONS
 from streamalloc.verify import verify_plan
 
@@ -80,7 +80,8 @@ def optimal(graph: Graph, rules: object = None, **settings: object) -> tuple[dic
     options = OptimalOptions(**{"time_limit": 2.0, **settings})  # type: ignore[arg-type]
     plan, report = allocate_optimal(graph, rules, options)  # type: ignore[arg-type]
     document = plan.to_json()
-    assert verify_plan(graph, document).exit_code == 0
+    # with the rules the plan was made under (GE's when none are given)
+    assert verify_plan(graph, document, rules=rules or default_rule_set(graph)).exit_code == 0
     assert all(_plain(document[key]) for key in PLAIN_SECTIONS)  # written unchecked
     return document, report.to_json()
 
@@ -135,9 +136,10 @@ def test_the_plan_is_byte_identical_across_runs(tmp_path: Path) -> None:
 @settings(max_examples=25, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(spec=models("multi"))
-def test_never_worse_than_the_baseline(spec: object) -> None:
+@pytest.mark.parametrize("objective", ["events", "makespan"])
+def test_never_worse_than_the_baseline(objective: str, spec: object) -> None:
     graph = build(spec)  # type: ignore[arg-type]
-    plan, solver = optimal(graph, None, time_limit=0.5)
+    plan, solver = optimal(graph, None, time_limit=0.5, objective=objective)
     assert plan["event_count"] + plan["notify_count"] <= solver["baseline_events"]
     assert solver["makespan_us"] <= solver["baseline_makespan_us"] + 1e-6
     assert solver["status"] in ("OPTIMAL", "FEASIBLE", "FALLBACK")

@@ -36,7 +36,13 @@ from streamalloc.optimal.packing import packing, streams_of_packing
 from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
-from streamalloc.rules.constraints import Constraint, StreamCap, constraint_nodes
+from streamalloc.rules.constraints import (
+    AttachedStreams,
+    Constraint,
+    DedicatedStream,
+    StreamCap,
+    constraint_nodes,
+)
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
@@ -54,6 +60,9 @@ from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.tasks import own_units
 
+WHOLE_PLAN = (StreamCap, DedicatedStream, AttachedStreams)  # rule forms a move of a node
+# they do not name can break: it can leave a member the opener of its stream (a stream's opener
+# is its first node), join a dedicated stream, or make an attached stream a main one
 EVALUATION_US = 800  # wall time of one evaluation of the makespan search (sync, emulate)
 TASK_US = 17  # plus this per task of its program: the fit of the medians on the 18 inputs of
 # bench/ (1-35 ms each, 2-core machine, 2026-12), x 0.8 since the node tasks are computed once
@@ -468,19 +477,21 @@ def _evaluations(evaluator: Evaluator, streams: Sequence[int], seconds: float) -
 
 def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
                 ) -> Callable[[Sequence[int], Sequence[int]], bool]:
-    """Do the constraints naming a moved node still hold?"""
+    """Do the constraints a move can break still hold: those naming a moved node, and on
+    every move those that also depend on nodes they do not name (`WHOLE_PLAN`)?"""
     by_node: dict[int, list[Constraint]] = {}
     index = {n: i for i, n in enumerate(dag.names)}
+    always = [c for c in constraints if isinstance(c, WHOLE_PLAN)]
     for c in constraints:
         for name in constraint_nodes(c):
-            if name in index:
+            if name in index and not isinstance(c, WHOLE_PLAN):
                 by_node.setdefault(index[name], []).append(c)
 
     def allowed(trial: Sequence[int], moved: Sequence[int]) -> bool:
-        touched = {id(c): c for w in moved for c in by_node.get(w, [])}
+        touched = always + list({id(c): c for w in moved for c in by_node.get(w, [])}.values())
         if not touched:
             return True
-        return not broken(list(touched.values()), graph, _placement(dag, trial))
+        return not broken(touched, graph, _placement(dag, trial))
 
     return allowed
 
