@@ -84,7 +84,11 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["compare", EXAMPLE, "--modes", "ge,optimal", "--time-limit", "0.5",
                  "--plot", str(plot)]) == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "optimal frontier" in capsys.readouterr().out
+    table = capsys.readouterr().out.split("optimal frontier:\n")[1].splitlines()
+    assert table[0].split()[:3] == ["input", "objective", "slack_%"]
+    assert [line.split()[1:3] for line in table[2:]] == [
+        ["events", "0"], ["events", "5"], ["events", "10"], ["events", "25"], ["events", "50"],
+        ["makespan", "-"]]
 
 
 @pytest.mark.parametrize("args", [["--concurrency", "full", "--rules", "free"], []])

@@ -100,7 +100,16 @@ def test_a_comparison_with_its_frontier_validates() -> None:
     settings = CompareSettings(("ge",), None, {},
                                api.OptimalOptions(time_limit=0.5), frontier=True)
     document = compare([str(TRAIN_STEP)], settings)
-    assert len(document["frontier"]) == 5
+    assert [(p["objective"], p["slack"]) for p in document["frontier"]] == [
+        ("events", 0.0), ("events", 5.0), ("events", 10.0), ("events", 25.0),
+        ("events", 50.0), ("makespan", None)]
+    ge = document["rows"][0]
+    for point in document["frontier"]:  # what the optimal mode guarantees at each point
+        slack = point["slack"] or 0.0
+        assert point["makespan_us"] <= ge["makespan_us"] * (1 + slack / 100) + 1e-3
+        assert point["makespan_us"] >= ge["makespan_bound_us"]
+        if point["objective"] == "events":
+            assert point["events"] <= ge["events"]
     valid("compare", document)
 
 

@@ -327,9 +327,12 @@ COMPARE_SCHEMA: dict[str, Any] = {
         "frontier": {"type": "array", "items": _closed({
             "input": _text("the graph file's name without its suffix"),
             "graph": _text("the graph's name"),
-            "slack": {"type": "number", "minimum": 0, "description": "--makespan-slack P"},
+            "objective": {"enum": ["events", "makespan"],
+                          "description": "the optimal mode's --objective for this point"},
+            "slack": {"type": ["number", "null"], "minimum": 0,
+                      "description": "--makespan-slack P; null for the makespan objective"},
             **_RESULT,
-        }, required=("input", "graph", "slack", *_RESULT_KEYS))},
+        }, required=("input", "graph", "objective", "slack", *_RESULT_KEYS))},
     }, required=("format", "rows", "frontier")),
 }
 
