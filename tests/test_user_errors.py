@@ -193,6 +193,20 @@ def test_a_stand_alone_rule_set_without_an_assigning_rule(capsys: pytest.Capture
     assert "extends: ge-static-multi-stream" in line
 
 
+def test_rules_that_open_a_second_stream_in_single_stream_mode(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """GE fails on two main streams in single-stream mode; the error says which option and
+    which rule set meet, and both ways out."""
+    code, _, err = run(capsys, "allocate",
+                       str(ROOT / "tests" / "goldens" / "cases" / "ex7_5_single_stream.yaml"),
+                       "--rules", str(ROOT / "examples" / "rules" / "aicpu_apart_from_aicore.yaml"))
+    assert code == 4
+    line = one_error(err)
+    assert "graph 'ex7_5'" in line and "rule set 'aicpu-apart-from-aicore'" in line
+    assert "2 main streams" in line and 'set ge.enableSingleStream to "false"' in line
+    assert "ge-static-single-stream" in line
+
+
 def test_a_dimension_beyond_int64_is_exit_3(capsys: pytest.CaptureFixture[str],
                                             tmp_path: Path) -> None:
     code, _, err = run(capsys, "allocate", graph_file(tmp_path, dim="99999999999999999999"))

@@ -133,8 +133,12 @@ def _capacity(ctx: SyncInputs, rows: TaskColumns) -> tuple[int, tuple[int, ...]]
     if graph.option("ge.enableSingleStream") != "true":
         return limits.max_task_per_stream, ()
     if allocation.main_stream_num > 1:
-        raise AllocationInfeasible(f"single-stream mode but {allocation.main_stream_num} main "
-                                   "streams")
+        raise AllocationInfeasible(
+            f"graph {graph.name!r}: ge.enableSingleStream is \"true\" but rule set "
+            f"{allocation.rules!r} puts its nodes on {allocation.main_stream_num} main streams; "
+            "GE fails on more than one in single-stream mode: set ge.enableSingleStream to "
+            "\"false\", or use rules that keep one stream (ge-static-single-stream, or a file "
+            "extending it)")
     estimate = sum(_units_total(graph, task_at(rows, r, graph.by_name))
                    for r, s in enumerate(rows.streams) if s != INVALID) + RESERVED_UNITS
     if estimate > limits.max_task_per_stream:
