@@ -91,6 +91,17 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         ["makespan", "-"]]
 
 
+def test_compare_plot_under_full_concurrency_has_no_frontier(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Full concurrency ignores the makespan slack: no frontier to run or draw."""
+    plot = tmp_path / "cmp.png"
+    assert main(["compare", EXAMPLE, "--modes", "ge,optimal", "--concurrency", "full",
+                 "--rules", "free", "--time-limit", "0.5", "--plot", str(plot), "--json"]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    document = json.loads(capsys.readouterr().out)
+    assert document["frontier"] == [] and len(document["rows"]) == 2
+
+
 @pytest.mark.parametrize("args", [["--concurrency", "full", "--rules", "free"], []])
 def test_optimal_plans_do_not_depend_on_the_hash_seed(tmp_path: Path, args: list[str]) -> None:
     outputs = []

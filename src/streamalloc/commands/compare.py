@@ -4,8 +4,8 @@ One row per graph and mode: `ge` (GE's allocation and elimination), `ge-minimal`
 allocation, minimal elimination: what GE loses in elimination alone), `optimal` (the CP-SAT
 allocator); streams, events, notifies, emulated makespan, the lower bounds (the emulator's, and
 the makespan bound of every plan), Nimble's minimum as a reference, the solver's status and
-gap, wall time. `--plot` also runs the optimal mode's frontier of events against makespan: the
-events objective at makespan slacks 0, 5, 10, 25 and 50%, and under `--concurrency ge` the
+gap, wall time. Under `--concurrency ge`, `--plot` also runs the optimal mode's frontier of
+events against makespan: the events objective at makespan slacks 0, 5, 10, 25 and 50%, and the
 makespan objective (its fast end: the fastest plan the search finds).
 """
 
@@ -71,13 +71,14 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
 
 
 def _frontier(path: str, graph: Graph, settings: CompareSettings) -> list[dict[str, Any]]:
-    """The optimal mode's points of events against makespan: the events objective at each of
-    FRONTIER_SLACKS (whatever `--objective` the rows ran), then, under `--concurrency ge`, the
-    makespan objective (slack null: its plan is never slower than ge mode's), within
-    `--event-budget` if given."""
+    """The optimal mode's points of events against makespan under `--concurrency ge`: the
+    events objective at each of FRONTIER_SLACKS (whatever `--objective` the rows ran), then
+    the makespan objective (slack null: its plan is never slower than ge mode's), within
+    `--event-budget` if given. None under `full`, whose plans do not trade makespan."""
+    if settings.optimal.concurrency != "ge":
+        return []
     points: list[tuple[str, float | None]] = [("events", slack) for slack in FRONTIER_SLACKS]
-    if settings.optimal.concurrency == "ge":
-        points.append(("makespan", None))
+    points.append(("makespan", None))
     entries = []
     for objective, slack in points:
         options = msgspec.structs.replace(settings.optimal, objective=objective,
