@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import sys
 import time
+from pathlib import Path
 
+import pytest
+
+from streamalloc.commands import compare as compare_module
+from streamalloc.commands.compare import CompareSettings
+from streamalloc.optimal import OptimalOptions
 from streamalloc.outputs import Progress
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml"
 
 
 class Terminal(io.StringIO):
@@ -31,3 +41,19 @@ def test_a_short_run_or_a_file_shows_nothing() -> None:
     with Progress("allocate", file, after=0.0, every=0.01):
         time.sleep(0.05)
     assert file.getvalue() == ""
+
+
+def test_compare_shows_which_graph_and_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress line of `compare` names the graph (k of n) and the mode or frontier point
+    running, also for one graph (its optimal runs are the long ones)."""
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(compare_module, "Progress",
+                        functools.partial(Progress, after=0.0, every=0.001))
+    settings = CompareSettings(("ge", "optimal"), None, {}, OptimalOptions(time_limit=0.3),
+                               frontier=True)
+    compare_module.compare([str(EXAMPLE)], settings)
+    text = stream.getvalue()
+    assert "compare 1/1 train_step: optimal" in text
+    assert "compare 1/1 train_step: frontier, makespan objective" in text
+    assert text.endswith("\r\x1b[K")

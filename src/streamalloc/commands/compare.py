@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from streamalloc.errors import UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
 from streamalloc.optimal.bounds import program_makespan_bound
+from streamalloc.outputs import Progress
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
 from streamalloc.rules import RuleSet
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -62,15 +64,19 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
     """The comparison document (format streamalloc.compare/v1)."""
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
-    for path in _progress(paths):
-        graph = api.read_graph(path, settings.options, settings.rules)
-        rows += graph_rows(path, graph, settings)
-        if settings.frontier:
-            frontier += _frontier(path, graph, settings)
+    with Progress("compare", sys.stderr) as progress:
+        for k, path in enumerate(paths, start=1):
+            step = partial(_show, progress, f"compare {k}/{len(paths)} {Path(path).stem}")
+            step("reading")
+            graph = api.read_graph(path, settings.options, settings.rules)
+            rows += graph_rows(path, graph, settings, step)
+            if settings.frontier:
+                frontier += _frontier(path, graph, settings, step)
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
 
 
-def _frontier(path: str, graph: Graph, settings: CompareSettings) -> list[dict[str, Any]]:
+def _frontier(path: str, graph: Graph, settings: CompareSettings,
+              step: Callable[[str], None]) -> list[dict[str, Any]]:
     """The optimal mode's points of events against makespan under `--concurrency ge`: the
     events objective at each of FRONTIER_SLACKS (whatever `--objective` the rows ran), then
     the makespan objective (slack null: its plan is never slower than ge mode's), within
@@ -83,20 +89,25 @@ def _frontier(path: str, graph: Graph, settings: CompareSettings) -> list[dict[s
     for objective, slack in points:
         options = msgspec.structs.replace(settings.optimal, objective=objective,
                                           makespan_slack=slack or 0.0)
+        step(f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%"))
         row, _ = _run(graph, "optimal", replace(settings, optimal=options))
         entries.append({"input": Path(path).stem, "graph": graph.name,
                         "objective": objective, "slack": slack, **row})
     return entries
 
 
-def graph_rows(path: str, graph: Graph, settings: CompareSettings) -> list[dict[str, Any]]:
+def graph_rows(path: str, graph: Graph, settings: CompareSettings,
+               step: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
     references per graph: Nimble's minimum for GE's allocation, and the makespan bound of every
     plan (`optimal.bounds.program_makespan_bound`) from the program the first row emulated (any
-    plan's program gives it)."""
+    plan's program gives it). `step(mode)` before each mode's run (the progress line)."""
     reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
-    runs = [_run(graph, mode, settings) for mode in settings.modes]
+    runs = []
+    for mode in settings.modes:
+        step(mode)
+        runs.append(_run(graph, mode, settings))
     if not runs:
         return []
     bound = program_makespan_bound(runs[0][1], _costs(settings))
@@ -142,18 +153,9 @@ def _counts(plan: SyncPlan) -> dict[str, int]:
             "events": plan.event_count + plan.notify_count, "notifies": plan.notify_count}
 
 
-def _progress(paths: Sequence[str]) -> Iterator[str]:
-    """The paths, with a progress bar on stderr when it is a terminal and there are several."""
-    show = len(paths) > 1 and sys.stderr.isatty()
-    for i, path in enumerate(paths):
-        if show:
-            done = 30 * i // len(paths)
-            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {i}/{len(paths)} {path}"
-                             "\x1b[K")
-            sys.stderr.flush()
-        yield path
-    if show:
-        sys.stderr.write(f"\r[{'#' * 30}] {len(paths)}/{len(paths)}\x1b[K\n")
+def _show(progress: Progress, where: str, what: str) -> None:
+    """The progress line's label: which graph, and what runs on it."""
+    progress.label = f"{where}: {what}"
 
 
 def compare_command(paths: Sequence[str], settings: CompareSettings, *, json_out: bool,
