@@ -207,6 +207,19 @@ def test_rules_that_open_a_second_stream_in_single_stream_mode(
     assert "ge-static-single-stream" in line
 
 
+def test_optimal_mode_on_a_graph_ge_fails_on_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """GE's quirk Q1 leaves a node beyond the last stream id and its split fails: the optimal
+    mode has no baseline to start from, and says why."""
+    code, _, err = run(capsys, "allocate",
+                       str(ROOT / "tests" / "goldens" / "cases" / "ex7_4b_quirk_q1.yaml"),
+                       "--mode", "optimal", "--rules", "free")
+    assert code == 4
+    line = one_error(err)
+    assert "optimal mode starts from the ge-mode plan" in line and "ge mode fails" in line
+    assert "quirk Q1" in line
+
+
 def test_a_dimension_beyond_int64_is_exit_3(capsys: pytest.CaptureFixture[str],
                                             tmp_path: Path) -> None:
     code, _, err = run(capsys, "allocate", graph_file(tmp_path, dim="99999999999999999999"))

@@ -9,6 +9,7 @@ written plan has events <= the baseline's at an emulated makespan <= baseline x 
 
 from __future__ import annotations
 
+from streamalloc.errors import AllocationInfeasible
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound
@@ -38,7 +39,12 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     """The best plan the solver finds under the rules and limits, never worse than GE's."""
     costs = options.costs or default_cost_table()
     base_rules = default_rule_set(graph) if rules is None or rules.name == FREE else rules
-    baseline = evaluate(graph, allocate_ge(graph, base_rules), base_rules, options.sync, costs)
+    try:
+        baseline = evaluate(graph, allocate_ge(graph, base_rules), base_rules, options.sync,
+                            costs)
+    except AllocationInfeasible as exc:  # one of GE's error cases: nothing to start from
+        raise type(exc)("optimal mode starts from the ge-mode plan (its baseline and "
+                        f"fallback), and ge mode fails: {exc}") from exc
     constraints = [] if rules is not None and rules.name == FREE else \
         rule_constraints(base_rules, graph)
     dag = task_dag(graph, baseline.allocation)
