@@ -60,6 +60,26 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "valid modes are ge, ge-minimal, optimal" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--mode", "optimal", "--event-budget", "-1"], "--event-budget -1: expected a number >= 0"),
+    (["--mode", "optimal", "--time-limit", "-1"], "--time-limit -1: expected a number >= 0"),
+    (["--mode", "optimal", "--workers", "0"], "--workers 0: expected a number >= 1"),
+    (["--mode", "optimal", "--makespan-slack", "-5"],
+     "--makespan-slack -5: expected a number >= 0"),
+    (["--mode", "optimal", "--event-budget", "3"], "add --objective makespan"),
+    (["--event-budget", "3"], "--event-budget: only --mode optimal reads it; add --mode optimal"),
+    (["--mode", "preset", "--objective", "makespan", "--seed", "1"],
+     "--objective, --seed: only --mode optimal reads them; add --mode optimal (this is --mode "
+     "preset)"),
+])
+def test_optimal_settings_out_of_range_or_without_the_mode(
+        args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 2 before anything runs (a negative budget ran the search for 11 s, then kept the
+    baseline; a negative time limit reached CP-SAT as MODEL_INVALID; ge mode ignored them)."""
+    assert main(["allocate", EXAMPLE, *args]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_compare_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", EXAMPLE, "--json", "--time-limit", "1"]) == 0
     document = json.loads(capsys.readouterr().out)

@@ -106,6 +106,11 @@ def _pass_printer(args: argparse.Namespace, graph: api.Graph,
 def _allocate(args: argparse.Namespace) -> int:
     from streamalloc import api, collector
     from streamalloc.verify import verify_plan
+    flags = _optimal_flags_given(args)
+    if flags and args.mode != "optimal":
+        raise UsageError(f"{', '.join(flags)}: only --mode optimal reads "
+                         f"{'it' if len(flags) == 1 else 'them'}; add --mode optimal (this is "
+                         f"--mode {args.mode})")
     given = api.load_rule_set(args.rules)
     graph = _read_graph(args.graph, args, given)
     if args.mode == "optimal":
@@ -138,17 +143,37 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     return 0
 
 
+OPTIMAL_FLAGS = {"objective": "--objective", "concurrency": "--concurrency",
+                 "makespan_slack": "--makespan-slack", "event_budget": "--event-budget",
+                 "time_limit": "--time-limit", "seed": "--seed", "workers": "--workers",
+                 "cost": "--cost"}  # OptimalOptions field (or the cost file) -> flag
+
+
 def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
+    """The optimal mode's settings: the ones given (UsageError for a value out of range, as
+    a sweep spec's schema has it), the others OptimalOptions' defaults."""
     from streamalloc import api
     from streamalloc.runtime_emu.cost_table import load_cost_table
-    if args.print_after is not None or args.dump_dir is not None:
+    if getattr(args, "print_after", None) is not None or getattr(args, "dump_dir", None):
         raise UsageError("--print-after and --dump-dir instrument the ge and preset modes")
-    costs = load_cost_table(args.cost) if args.cost else None
-    return api.OptimalOptions(
-        objective=args.objective, concurrency=args.concurrency,
-        makespan_slack=args.makespan_slack, event_budget=args.event_budget,
-        time_limit=args.time_limit, seed=args.seed, workers=args.workers,
-        sync=args.sync or "minimal", costs=costs)
+    given = {field: getattr(args, field) for field in OPTIMAL_FLAGS
+             if getattr(args, field) is not None}
+    for field, least in (("makespan_slack", 0), ("time_limit", 0), ("event_budget", 0),
+                         ("workers", 1)):
+        if field in given and given[field] < least:
+            raise UsageError(f"{OPTIMAL_FLAGS[field]} {given[field]:g}: expected a number >= "
+                             f"{least}")
+    if "event_budget" in given and given.get("objective", "events") != "makespan":
+        raise UsageError("--event-budget bounds the events of --objective makespan (the events "
+                         "objective needs the fewest already); add --objective makespan")
+    cost = given.pop("cost", None)
+    return api.OptimalOptions(**given, sync=args.sync or "minimal",
+                              costs=load_cost_table(cost) if cost else None)
+
+
+def _optimal_flags_given(args: argparse.Namespace) -> list[str]:
+    """The optimal mode's flags given on the command line."""
+    return [flag for field, flag in OPTIMAL_FLAGS.items() if getattr(args, field) is not None]
 
 
 def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
@@ -311,20 +336,23 @@ def _allocation_args(parser: argparse.ArgumentParser) -> None:
 
 def _optimal_args(parser: argparse.ArgumentParser) -> None:
     """The optimal mode's settings."""
+    # no argparse defaults: OptimalOptions holds them, and ge mode tells a given flag apart
     group = parser.add_argument_group("optimal mode (--mode optimal)")
-    group.add_argument("--objective", default="events", choices=["events", "makespan"],
-                       help="fewest events (then fewest streams), or shortest makespan")
-    group.add_argument("--concurrency", default="ge", choices=["ge", "full"],
-                       help="ge: emulated makespan no worse than ge mode's; full: nodes share "
-                            "a stream only if one reaches the other (Nimble)")
-    group.add_argument("--makespan-slack", type=float, default=0.0, metavar="P",
-                       help="allow ge mode's makespan x (1 + P/100)")
+    group.add_argument("--objective", choices=["events", "makespan"],
+                       help="fewest events (then fewest streams; the default), or shortest "
+                            "makespan")
+    group.add_argument("--concurrency", choices=["ge", "full"],
+                       help="ge (the default): emulated makespan no worse than ge mode's; "
+                            "full: nodes share a stream only if one reaches the other (Nimble)")
+    group.add_argument("--makespan-slack", type=float, metavar="P",
+                       help="allow ge mode's makespan x (1 + P/100); default 0")
     group.add_argument("--event-budget", type=int, metavar="N",
                        help="with --objective makespan: at most N events")
-    group.add_argument("--time-limit", type=float, default=10.0, metavar="S",
-                       help="deterministic time limit of the search (CP-SAT seconds)")
-    group.add_argument("--seed", type=int, default=0, help="solver random seed")
-    group.add_argument("--workers", type=int, default=1, help="solver worker threads")
+    group.add_argument("--time-limit", type=float, metavar="S",
+                       help="deterministic time limit of the search (CP-SAT seconds); "
+                            "default 10")
+    group.add_argument("--seed", type=int, help="solver random seed; default 0")
+    group.add_argument("--workers", type=int, help="solver worker threads; default 1")
     group.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
 
 
