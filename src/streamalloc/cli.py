@@ -150,8 +150,8 @@ OPTIMAL_FLAGS = {"objective": "--objective", "concurrency": "--concurrency",
 
 
 def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
-    """The optimal mode's settings: the ones given (UsageError for a value out of range, as
-    a sweep spec's schema has it), the others OptimalOptions' defaults."""
+    """The optimal mode's settings: the ones given (UsageError for a value out of range, the
+    ranges of the sweep file's schema), the others OptimalOptions' defaults."""
     from streamalloc import api
     from streamalloc.runtime_emu.cost_table import load_cost_table
     if getattr(args, "print_after", None) is not None or getattr(args, "dump_dir", None):

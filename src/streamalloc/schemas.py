@@ -105,6 +105,8 @@ _SOLVER = {
                   "description": "matching, or cp-sat, windows or hint followed by the "
                                  "later steps (+fastest, +polish); empty for FALLBACK"},
         "reason": _text("why the baseline was kept (FALLBACK only)"),
+        "baseline_over_limit": _text("why the ge-mode plan does not fit the device (a stream, "
+                                     "event or notify limit): the solver's reference only"),
     }, required=("status", "objective", "bound", "gap", "events_final", "deterministic_time",
                  "nimble_min_events", "baseline_events", "baseline_makespan_us", "makespan_us",
                  "phase"), description="the optimal mode's report"),
@@ -298,8 +300,9 @@ _RESULT = {
     "logical_streams": _COUNT, "physical_streams": _COUNT,
     "events": {**_COUNT, "description": "events + notifies"}, "notifies": _COUNT,
     "makespan_us": _US, "critical_path_us": _US, "work_over_units_us": _US,
-    "status": {"enum": ["-", *SOLVER_STATUSES],
-               "description": "the solver's status (optimal mode), else '-'"},
+    "status": {"enum": ["-", "OVER_LIMIT", *SOLVER_STATUSES],
+               "description": "the solver's status (optimal mode), else '-', or OVER_LIMIT "
+                              "for a ge-mode plan over a device limit"},
     "gap": {**_NULLABLE_NUMBER, "minimum": 0},
     "reason": {"type": "string"},
     "wall_s": {"type": "number", "minimum": 0, "description": "wall time (not reproducible)"},

@@ -9,7 +9,7 @@ written plan has events <= the baseline's at an emulated makespan <= baseline x 
 
 from __future__ import annotations
 
-from streamalloc.errors import AllocationInfeasible
+from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound
@@ -31,6 +31,7 @@ from streamalloc.optimal.search import search, windowed
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
+from streamalloc.sync.limits import without_device_limits
 from streamalloc.sync.result import SyncPlan
 
 
@@ -39,51 +40,74 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     """The best plan the solver finds under the rules and limits, never worse than GE's."""
     costs = options.costs or default_cost_table()
     base_rules = default_rule_set(graph) if rules is None or rules.name == FREE else rules
-    try:
-        baseline = evaluate(graph, allocate_ge(graph, base_rules), base_rules, options.sync,
-                            costs)
-    except AllocationInfeasible as exc:  # one of GE's error cases: nothing to start from
-        raise type(exc)("optimal mode starts from the ge-mode plan (its baseline and "
-                        f"fallback), and ge mode fails: {exc}") from exc
+    baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = [] if rules is not None and rules.name == FREE else \
         rule_constraints(base_rules, graph)
     dag = task_dag(graph, baseline.allocation)
     most = MAX_WINDOWED_NODES if windowed(dag, options) else MAX_SOLVER_NODES
     if dag.size > most:
-        return _fallback(baseline, f"the graph has {dag.size} streamed nodes, over the "
-                                   f"solver's {most}; the ge-mode plan is kept", None)
+        return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over the "
+                                     f"solver's {most}; the ge-mode plan is kept", None)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules or base_rules, constraints=constraints)
     except ValueError as exc:  # a model too large to state, or no plan
-        return _fallback(baseline, str(exc), nimble)
+        return _fallback(baseline, over, str(exc), nimble)
     in_order = None if found.order is None else graph.reordered(found.order)
-    outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
+    try:
+        outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
+    except LimitExceeded as exc:
+        return _fallback(baseline, over, f"its plan is over a device limit too: {exc}", nimble,
+                     found.deterministic_time)
     reason = _worse(outcome, baseline, options)
     if reason:
-        return _fallback(baseline, reason, nimble, found.deterministic_time)
+        return _fallback(baseline, over, reason, nimble, found.deterministic_time)
     status, objective, bound = found.status, found.objective, found.bound
     if options.objective == "makespan":
-        status, objective, bound = _makespan_result(graph, baseline, outcome, costs)
+        status, objective, bound = _makespan_result(graph, outcome, costs)
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
-        baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase)
+        baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over)
 
 
-def _makespan_result(graph: Graph, baseline: Outcome, outcome: Outcome, costs: CostTable
+def _baseline(graph: Graph, rules: RuleSet, options: OptimalOptions, costs: CostTable
+              ) -> tuple[Outcome, str]:
+    """The ge-mode plan, and "" or why it is over a device limit (streams, events,
+    notifies). Over one, it is evaluated with them lifted: its streams still hint the search
+    and its events and makespan are still the plan's bar, but it cannot be the fallback."""
+    try:
+        allocation = allocate_ge(graph, rules)
+        try:
+            return evaluate(graph, allocation, rules, options.sync, costs), ""
+        except LimitExceeded as exc:
+            lifted = without_device_limits(graph)
+            return evaluate(lifted, allocation, rules, options.sync, costs), str(exc)
+    except AllocationInfeasible as exc:  # one of GE's error cases: nothing to start from
+        raise type(exc)("optimal mode starts from the ge-mode plan (its baseline and "
+                        f"fallback), and ge mode fails: {exc}") from exc
+
+
+def _makespan_result(graph: Graph, outcome: Outcome, costs: CostTable
                      ) -> tuple[str, float, float]:
     """Status, objective and bound of the makespan objective, in us of the emulated run: the
     CP-SAT model only estimates it (and gets a twentieth of the time), so its own figures
-    would say nothing about the plan; the bound holds for every plan (`makespan_bound`)."""
+    would say nothing about the plan; the bound holds for every plan (`makespan_bound`, read
+    from this one's program)."""
     makespan = round(outcome.makespan_us, 3)
-    bound = round(makespan_bound(graph, baseline.plan, costs), 3)
+    bound = round(makespan_bound(graph, outcome.plan, costs), 3)
     return "OPTIMAL" if makespan <= bound else "FEASIBLE", makespan, bound
 
 
-def _fallback(baseline: Outcome, reason: str, nimble: int | None,
-              deterministic: float = 0.0) -> tuple[SyncPlan, SolverReport]:
+def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
+          deterministic: float = 0.0) -> tuple[SyncPlan, SolverReport]:
+    """The baseline plan with status FALLBACK and `reason`; LimitExceeded when it is over a
+    device limit (`over`): then no plan fits."""
+    if over:
+        raise LimitExceeded(f"no plan within the device limits: the ge-mode plan is over them "
+                            f"({over}), and the solver's does not replace it ({reason}); a "
+                            "--makespan-slack lets it trade makespan for events")
     return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
                                        nimble, reason, baseline.events, baseline.makespan_us,
                                        baseline.makespan_us)

@@ -53,6 +53,7 @@ class SolverReport(msgspec.Struct, frozen=True):
     baseline_makespan_us: float = 0.0
     makespan_us: float = 0.0
     phase: str = ""
+    baseline_over_limit: str = ""  # why the ge-mode plan does not fit the device, if it does not
 
     @property
     def gap(self) -> float | None:
@@ -73,6 +74,8 @@ class SolverReport(msgspec.Struct, frozen=True):
             "makespan_us": round(self.makespan_us, 3), "phase": self.phase}
         if self.reason:
             block["reason"] = self.reason
+        if self.baseline_over_limit:
+            block["baseline_over_limit"] = self.baseline_over_limit
         return block
 
 

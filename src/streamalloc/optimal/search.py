@@ -507,9 +507,18 @@ def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | 
     units = [own_units(graph, graph.node(n)) for n in dag.names]
     if capacity is not None:  # the hint's streams must fit: GE's split may fill them more
         capacity = max([capacity] + [sum(units[v] for v in chain) for chain in hint])
+    device = limits_of(graph)
+    # a dependency between streams is a notify in notify mode (`ge.event: notify`), else an
+    # event; the attached streams count against the stream limit too, and so does the
+    # caller's stream, for which the runtime's pool keeps slot 0 (`runtime_emu.streams`)
+    pairs = device.max_notifies if graph.option("ge.event") == "notify" else device.max_events
+    attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
     return SolveInput(dag=dag, units=units, durations=durations, capacity=capacity,
                       concurrency=options.concurrency, hint=hint, objective=options.objective,
-                      makespan_limit=limit, event_limit=options.event_budget,
+                      makespan_limit=limit,
+                      event_limit=pairs if options.event_budget is None
+                      else min(pairs, options.event_budget),
+                      stream_limit=max(1, device.max_streams - 1 - attached),
                       window=options.window)
 
 

@@ -102,7 +102,11 @@ def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     gap = "" if block.get("gap") is None else f", gap {block['gap']:.4f}"
     nimble = "" if block.get("nimble_min_events") is None else \
         f", Nimble's minimum {block['nimble_min_events']}"
-    return (f"\nsolver: {status}{reason}{gap}; events {block['baseline_events']} (ge-mode "
-            f"baseline) -> {block['events_final']}{nimble}; emulated makespan "
+    baseline = "ge-mode baseline, over a device limit" if block.get("baseline_over_limit") \
+        else "ge-mode baseline"
+    over = f"\nthe ge-mode plan does not fit the device: {block['baseline_over_limit']}" \
+        if block.get("baseline_over_limit") else ""
+    return (f"\nsolver: {status}{reason}{gap}; events {block['baseline_events']} ({baseline}) "
+            f"-> {block['events_final']}{nimble}; emulated makespan "
             f"{block['baseline_makespan_us']:.1f} -> {block['makespan_us']:.1f} us; "
-            f"deterministic time {block['deterministic_time']}, wall {wall_s:.1f} s\n")
+            f"deterministic time {block['deterministic_time']}, wall {wall_s:.1f} s{over}\n")

@@ -47,7 +47,9 @@ class SolveInput:
     hint: Sequence[Sequence[int]]         # the baseline's streams as chains in T-order
     objective: str = "events"             # "events" or "makespan"
     makespan_limit: int | None = None     # schedule bound (events objective)
-    event_limit: int | None = None        # bound on split pairs (makespan objective)
+    event_limit: int | None = None        # bound on split pairs: the device's event (notify)
+    # limit, and the makespan objective's event budget
+    stream_limit: int | None = None       # bound on streams (the device's, less attached ones)
     window: int = 8
     # a part of a larger plan (`solver.windows`): nodes whose start is given (the proxies of
     # the fixed streams around it; dependencies through them are the releases and deadlines),
@@ -189,9 +191,13 @@ def _objective(model: Model) -> None:
     data = model.data
     splits = sum(model.split.values())
     streams = data.dag.size - sum(model.arc.values())
+    # split pairs bound the events minimal sync keeps from above: within the limit, so is
+    # the plan (its split events aside: the capacity keeps streams from splitting)
+    if data.event_limit is not None and data.event_limit < len(model.split):
+        model.cp.add(splits <= data.event_limit)
+    if data.stream_limit is not None and data.stream_limit < data.dag.size:
+        model.cp.add(streams <= data.stream_limit)
     if data.objective == "makespan":
-        if data.event_limit is not None:
-            model.cp.add(splits <= data.event_limit)
         assert model.makespan is not None
         model.objective = model.makespan * (data.dag.size + 1) + streams
     else:
@@ -202,7 +208,8 @@ def _objective(model: Model) -> None:
 
 def _hint(model: Model) -> None:
     """The baseline's streams as the search's first solution, every variable hinted (the
-    caller gives chains of candidate arcs within the capacity, so the hint is feasible)."""
+    caller gives chains of candidate arcs within the capacity, so the hint is feasible unless
+    the baseline is over a device limit: CP-SAT then repairs it)."""
     data = model.data
     follows = {pair for chain in data.hint for pair in itertools.pairwise(chain)}
     head = {v: chain[0] for chain in data.hint for v in chain}

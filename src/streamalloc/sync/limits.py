@@ -29,3 +29,12 @@ def limits_of(graph: Graph) -> Limits:
                               f"integer (default {default})")
         values[key.removeprefix("streamalloc.")] = int(text)
     return Limits(**values)
+
+
+def without_device_limits(graph: Graph) -> Graph:
+    """The graph with its stream, event and notify limits lifted (task depths kept: they
+    decide the split): to measure a plan that does not fit the device, such as a ge-mode
+    plan over a limit the optimal mode must meet."""
+    lifted = str(2**31 - 1)
+    return graph.with_options({f"streamalloc.{key}": lifted
+                               for key in ("max_streams", "max_events", "max_notifies")})

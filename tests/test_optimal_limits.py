@@ -1,0 +1,97 @@
+"""The device's stream, event and notify limits in the optimal mode: the model states them, a
+ge-mode plan over one is the solver's reference (its events and makespan, its streams the
+hint) but never the plan written, and when no plan fits the error says so. `compare` shows
+such a ge-mode plan as OVER_LIMIT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_schemas import valid
+
+from streamalloc import api
+from streamalloc.commands.compare import CompareSettings, compare
+from streamalloc.errors import LimitExceeded
+from streamalloc.optimal import OptimalOptions, allocate_optimal
+from streamalloc.rules import builtin_rules
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.verify import verify_plan
+
+LAYERS = Path(__file__).resolve().parents[1] / "examples" / "graphs" / "transformer_layers.yaml"
+# ge mode: 2 streams and 2 events at 182 us; one stream and no event runs 232 us
+
+
+def planned(settings: dict[str, str], **options: object) -> tuple[dict, dict]:
+    graph = api.read_graph(LAYERS, settings)
+    plan, report = allocate_optimal(graph, options.pop("rules", None),  # type: ignore[arg-type]
+                                    OptimalOptions(**{"time_limit": 1.0, **options}))
+    document = plan.to_json()
+    assert verify_plan(graph, document).exit_code == 0  # the limits included
+    assert emulate(graph, document).status == "ok"
+    return document, report.to_json()
+
+
+def test_ge_mode_over_the_event_limit_is_the_reference_not_the_fallback() -> None:
+    with pytest.raises(LimitExceeded, match="over the limit of 1"):
+        api.plan(api.read_graph(LAYERS, {"streamalloc.max_events": "1"}))
+    plan, solver = planned({"streamalloc.max_events": "1"}, makespan_slack=50.0)
+    assert plan["event_count"] <= 1 and solver["status"] != "FALLBACK"
+    assert "streamalloc.max_events" in solver["baseline_over_limit"]
+    assert solver["baseline_events"] == 2 and solver["baseline_makespan_us"] == pytest.approx(182)
+    assert solver["makespan_us"] <= 182 * 1.5
+
+
+def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out() -> None:
+    """At slack 0 no plan of at most one event runs as fast as ge mode's two."""
+    graph = api.read_graph(LAYERS, {"streamalloc.max_events": "1"})
+    with pytest.raises(LimitExceeded, match="no plan within the device limits") as caught:
+        allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    assert "streamalloc.max_events" in str(caught.value)
+    assert caught.value.exit_code == 4 and "--makespan-slack" in str(caught.value)
+
+
+def test_the_stream_limit_binds_the_makespan_objective() -> None:
+    """Free rules and the makespan objective use 4 streams; a limit of 3 leaves 2 (the
+    runtime keeps a slot for the caller's stream) and ge mode's 2 still fit."""
+    free = builtin_rules("free")
+    unlimited, _ = planned({}, rules=free, objective="makespan")
+    assert unlimited["physical_stream_count"] > 2
+    plan, solver = planned({"streamalloc.max_streams": "3"}, rules=free, objective="makespan")
+    assert plan["physical_stream_count"] + plan["attached_stream_count"] <= 2
+    assert solver["status"] != "FALLBACK" and "baseline_over_limit" not in solver
+
+
+def test_ge_mode_over_the_stream_limit_gets_one_stream() -> None:
+    plan, solver = planned({"streamalloc.max_streams": "2"}, makespan_slack=50.0)
+    assert plan["physical_stream_count"] == 1 and plan["event_count"] == 0
+    assert "caller's stream" in solver["baseline_over_limit"]
+
+
+def test_the_notify_limit_binds_in_notify_mode() -> None:
+    plan, solver = planned({"ge.event": "notify", "streamalloc.max_notifies": "1"},
+                           makespan_slack=50.0)
+    assert plan["notify_count"] <= 1
+    assert "streamalloc.max_notifies" in solver["baseline_over_limit"]
+
+
+def test_compare_shows_a_ge_plan_over_a_limit() -> None:
+    settings = CompareSettings(("ge", "optimal"), None, {"streamalloc.max_events": "1"},
+                               OptimalOptions(time_limit=0.5, makespan_slack=50.0))
+    document = compare([str(LAYERS)], settings)
+    ge, optimal = document["rows"]
+    assert ge["status"] == "OVER_LIMIT" and "streamalloc.max_events" in ge["reason"]
+    assert ge["events"] == 2 and ge["makespan_us"] == pytest.approx(182)
+    assert optimal["events"] <= 1 and optimal["status"] != "FALLBACK"
+    valid("compare", document)
+
+
+def test_the_event_limit_binds_the_makespan_objective() -> None:
+    """Free rules and the makespan objective use 7 events; within 4 the model still finds a
+    plan faster than ge mode's."""
+    free = builtin_rules("free")
+    unlimited, _ = planned({}, rules=free, objective="makespan")
+    assert unlimited["event_count"] > 4
+    plan, solver = planned({"streamalloc.max_events": "4"}, rules=free, objective="makespan")
+    assert plan["event_count"] <= 4 and solver["status"] != "FALLBACK"
+    assert solver["makespan_us"] < solver["baseline_makespan_us"]
