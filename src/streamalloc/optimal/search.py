@@ -126,6 +126,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     chains = found.chains or tuple(tuple(c) for c in data.hint)
     phase = ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint"
     deterministic = found.deterministic_time
+    status, objective, bound = (found.status, found.objective, found.bound) if found.chains \
+        else (found.status, None, None)
     order: Order | None = None
     if options.concurrency == "ge":
         evaluator = Evaluator(graph, dag, baseline, options, costs)
@@ -145,11 +147,18 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             phase += "+fastest+critical" + ("+reordered" if order is not None else "")
         polished = [_polished(graph, dag, start, order, constraints=constraints,
                               evaluator=evaluator, limit=limit) for start in (chains, *earlier)]
-        chains = evaluator.numbering(_fewest_events(dag, polished, evaluator))
+        best = _fewest_events(dag, polished, evaluator, order, limit)
+        if best is None:  # none runs within the limit: the model's schedule only estimates
+            # the emulated run (a cost table of wide kernels). The baseline's streams do, and
+            # so do they polished.
+            best = _polished(graph, dag, tuple(tuple(c) for c in data.hint), order,
+                             constraints=constraints, evaluator=evaluator, limit=limit)
+            phase = "hint"
+            if found.chains:  # the model's figures are not the plan's
+                status, objective, bound = "FEASIBLE", None, None
+        chains = evaluator.numbering(best)
         phase += "+polish"
-    objective = found.objective if found.chains else None
-    bound = found.bound if found.chains else None
-    return Search(chains, found.status, objective, bound, round(deterministic, 3), phase, order)
+    return Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
 
 
 def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
@@ -200,17 +209,16 @@ def windowed(dag: TaskDag, options: OptimalOptions) -> bool:
 
 
 def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
-                   evaluator: Evaluator) -> tuple[tuple[int, ...], ...]:
-    """The streams whose plan needs the fewest events, then runs fastest (the first on a
-    tie, or when none is within the device limits)."""
-    if len(candidates) == 1:
-        return candidates[0]
+                   evaluator: Evaluator, order: Order | None, limit: int
+                   ) -> tuple[tuple[int, ...], ...] | None:
+    """Of the streams whose plan (in `order`) runs within `limit` and the device limits, those
+    that need the fewest events, then run fastest (the first on a tie); None if none does."""
     scored = []
     for k, chains in enumerate(candidates):
-        outcome = evaluator.outcome(assignment_of(dag, chains))
-        if outcome is not None:
+        outcome = evaluator.outcome(assignment_of(dag, chains), order)
+        if outcome is not None and math.ceil(outcome.makespan_us * TIME_SCALE) <= limit:
             scored.append((outcome.events, outcome.makespan_us, k))
-    return candidates[min(scored)[2]] if scored else candidates[0]
+    return candidates[min(scored)[2]] if scored else None
 
 
 def _chain_solve(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
