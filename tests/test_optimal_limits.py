@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from node_graphs import graph_of
 from test_schemas import valid
 
 from streamalloc import api
@@ -116,3 +117,35 @@ def test_a_model_plan_slower_in_emulation_leaves_the_polished_baseline() -> None
     assert solver["events_final"] < solver["baseline_events"] == 7
     assert solver["makespan_us"] <= solver["baseline_makespan_us"]
     assert verify_plan(graph, plan.to_json()).exit_code == 0
+
+
+@pytest.mark.parametrize("objective", ["events", "makespan"])
+def test_a_graph_without_a_streamed_node_is_no_fallback(tmp_path: Path, objective: str) -> None:
+    """Nothing to place: the plan is ge mode's, kept as the solver's own (it fell back with
+    the reason "max() arg is an empty sequence")."""
+    graph = graph_of(tmp_path, "empty", ["{name: d, type: Data}",
+                                         "{name: out, type: NetOutput, inputs: [d]}"])
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.5,
+                                                                objective=objective))
+    solver = report.to_json()
+    assert solver["status"] != "FALLBACK" and "reason" not in solver
+    assert plan.event_count == 0 and verify_plan(graph, plan.to_json()).exit_code == 0
+
+
+def test_a_model_too_large_to_state_keeps_the_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only that verdict falls back (an error in the search is a bug: it is not hidden as a
+    fallback)."""
+    monkeypatch.setattr("streamalloc.solver.rules.PAIR_LIMIT", 0)
+    graph = api.read_graph(TRAIN_STEP)
+    rules = api.load_rule_set(ROOT / "examples" / "rules" / "aicpu_apart_from_aicore.yaml")
+    plan, report = allocate_optimal(graph, rules, OptimalOptions(time_limit=0.5))
+    solver = report.to_json()
+    assert solver["status"] == "FALLBACK"
+    assert solver["reason"].endswith("pairwise stream inequalities")
+    monkeypatch.setattr("streamalloc.optimal.search._solved", _broken_search)
+    with pytest.raises(ValueError, match="a bug"):
+        allocate_optimal(graph, None, OptimalOptions(time_limit=0.5))
+
+
+def _broken_search(*_: object, **__: object) -> None:
+    raise ValueError("a bug")

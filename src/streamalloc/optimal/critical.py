@@ -179,6 +179,9 @@ class Search:
         _, (streams, order), result = self.best
         assert result is not None
         chain = critical_chain(result, self.index)
+        if not chain:  # no graph task runs (nothing streamed): nothing to move
+            self.budget = 0
+            return
         trial, fresh = list(streams), max(streams, default=-1) + 1
         for _ in range(KICK_MOVES):
             link = chain[self.rng.randrange(len(chain))]

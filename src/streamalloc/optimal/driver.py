@@ -4,7 +4,9 @@ The baseline is ge mode under GE's rule set plus the user's rules (for the built
 `free`: GE's default rule set); its plan is the solver's hint and the fallback. The solver's
 streams go through the shared sync layer, the verifier (with the rules) and the emulator; the
 written plan has events <= the baseline's at an emulated makespan <= baseline x (1 + slack)
-(under `--concurrency ge`), or the baseline is kept with status FALLBACK and a reason.
+(under `--concurrency ge`), or the baseline is kept with status FALLBACK and a reason. A
+baseline over a device limit (streams, events, notifies) is measured with the limits lifted:
+still the bar and the hint, never the plan written (LimitExceeded when nothing else fits).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from streamalloc.optimal.search import search, windowed
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
+from streamalloc.solver.model import Unsolvable
 from streamalloc.sync.limits import without_device_limits
 from streamalloc.sync.result import SyncPlan
 
@@ -46,21 +49,21 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     dag = task_dag(graph, baseline.allocation)
     most = MAX_WINDOWED_NODES if windowed(dag, options) else MAX_SOLVER_NODES
     if dag.size > most:
-        return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over the "
-                                     f"solver's {most}; the ge-mode plan is kept", None)
+        return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over "
+                                         f"the solver's {most}; the ge-mode plan is kept", None)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules or base_rules, constraints=constraints)
-    except ValueError as exc:  # a model too large to state, or no plan
+    except Unsolvable as exc:  # a model too large to state, or no plan
         return _fallback(baseline, over, str(exc), nimble)
     in_order = None if found.order is None else graph.reordered(found.order)
     try:
         outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
     except LimitExceeded as exc:
         return _fallback(baseline, over, f"its plan is over a device limit too: {exc}", nimble,
-                     found.deterministic_time)
+                         found.deterministic_time)
     reason = _worse(outcome, baseline, options)
     if reason:
         return _fallback(baseline, over, reason, nimble, found.deterministic_time)
@@ -101,13 +104,13 @@ def _makespan_result(graph: Graph, outcome: Outcome, costs: CostTable
 
 
 def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
-          deterministic: float = 0.0) -> tuple[SyncPlan, SolverReport]:
+              deterministic: float = 0.0) -> tuple[SyncPlan, SolverReport]:
     """The baseline plan with status FALLBACK and `reason`; LimitExceeded when it is over a
     device limit (`over`): then no plan fits."""
     if over:
         raise LimitExceeded(f"no plan within the device limits: the ge-mode plan is over them "
                             f"({over}), and the solver's does not replace it ({reason}); a "
-                            "--makespan-slack lets it trade makespan for events")
+                            "--makespan-slack may let it trade makespan for events and streams")
     return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
                                        nimble, reason, baseline.events, baseline.makespan_us,
                                        baseline.makespan_us)

@@ -20,7 +20,7 @@ from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.program import NodeTask
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import chains_of
+from streamalloc.solver.model import Unsolvable, chains_of
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.insert import insert_cross_stream_pairs
@@ -118,8 +118,8 @@ def _stream_ids(dag: TaskDag, chains: tuple[tuple[int, ...], ...],
         ids = {pin[dag.names[v]] for v in chain if dag.names[v] in pin}
         if ids:
             wanted[k] = min(ids)
-    if max(wanted.values(), default=0) >= len(chains):
-        raise ValueError(f"a rule pins nodes to stream {max(wanted.values())}, but the plan "
+    if wanted and max(wanted.values()) >= len(chains):
+        raise Unsolvable(f"a rule pins nodes to stream {max(wanted.values())}, but the plan "
                          f"has {len(chains)} streams")
     taken = set(wanted.values())
     free = (i for i in itertools.count() if i not in taken)

@@ -147,10 +147,12 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             phase += "+fastest+critical" + ("+reordered" if order is not None else "")
         polished = [_polished(graph, dag, start, order, constraints=constraints,
                               evaluator=evaluator, limit=limit) for start in (chains, *earlier)]
-        best = _fewest_events(dag, polished, evaluator, order, limit)
-        if best is None:  # none runs within the limit: the model's schedule only estimates
-            # the emulated run (a cost table of wide kernels). The baseline's streams do, and
-            # so do they polished.
+        most = baseline.events if options.objective == "events" else None
+        best = _fewest_events(dag, polished, evaluator, order=order, limit=limit, most=most)
+        if best is None:  # none runs within the limit (the model's schedule only estimates
+            # the emulated run: a cost table of wide kernels), or with as few events as the
+            # baseline (the model counts split pairs). The baseline's streams do, and so do
+            # they polished.
             best = _polished(graph, dag, tuple(tuple(c) for c in data.hint), order,
                              constraints=constraints, evaluator=evaluator, limit=limit)
             phase = "hint"
@@ -209,14 +211,16 @@ def windowed(dag: TaskDag, options: OptimalOptions) -> bool:
 
 
 def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
-                   evaluator: Evaluator, order: Order | None, limit: int
-                   ) -> tuple[tuple[int, ...], ...] | None:
-    """Of the streams whose plan (in `order`) runs within `limit` and the device limits, those
-    that need the fewest events, then run fastest (the first on a tie); None if none does."""
+                   evaluator: Evaluator, *, order: Order | None, limit: int,
+                   most: int | None) -> tuple[tuple[int, ...], ...] | None:
+    """Of the streams whose plan (in `order`) runs within `limit` and the device limits, with
+    at most `most` events if given, those that need the fewest events, then run fastest (the
+    first on a tie); None if none does."""
     scored = []
     for k, chains in enumerate(candidates):
         outcome = evaluator.outcome(assignment_of(dag, chains), order)
-        if outcome is not None and math.ceil(outcome.makespan_us * TIME_SCALE) <= limit:
+        if outcome is not None and math.ceil(outcome.makespan_us * TIME_SCALE) <= limit \
+                and (most is None or outcome.events <= most):
             scored.append((outcome.events, outcome.makespan_us, k))
     return candidates[min(scored)[2]] if scored else None
 

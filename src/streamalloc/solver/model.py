@@ -35,6 +35,11 @@ PRESOLVE_MAX_VARIABLES = 20_000  # above this many variables CP-SAT solves witho
 PRESOLVE_MIN_TIME = 1.0  # and below this deterministic limit (s), which presolve alone overruns
 
 
+class Unsolvable(Exception):
+    """The model cannot be stated (too large) or the rules leave no plan: the optimal mode
+    keeps its baseline (status FALLBACK, this message its reason)."""
+
+
 @dataclass(frozen=True)
 class SolveInput:
     """What the model is built from (node indices refer to `dag`)."""

@@ -22,7 +22,7 @@ from streamalloc.rules.constraints import (
     SameStream,
     StreamCap,
 )
-from streamalloc.solver.model import Model
+from streamalloc.solver.model import Model, Unsolvable
 
 PAIR_LIMIT = 200_000  # pairwise inequalities beyond this are a model too large to state
 MAX_KEY_RUNS = 256  # a cap whose member keys make more intervals is tested with Booleans:
@@ -61,7 +61,7 @@ def _same(model: Model, nodes: list[int]) -> None:
 def _apart(model: Model, groups: list[list[int]]) -> None:
     pairs = sum(len(a) * len(b) for i, a in enumerate(groups) for b in groups[i + 1:])
     if pairs > PAIR_LIMIT:
-        raise ValueError(f"{pairs} pairwise stream inequalities")
+        raise Unsolvable(f"{pairs} pairwise stream inequalities")
     for i, first in enumerate(groups):
         for second in groups[i + 1:]:
             for a in first:
