@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from node_graphs import graph_of
+from real_models import LIGHT
 from test_schemas import valid
 
 from streamalloc import api
@@ -149,3 +150,13 @@ def test_a_model_too_large_to_state_keeps_the_baseline(monkeypatch: pytest.Monke
 
 def _broken_search(*_: object, **__: object) -> None:
     raise ValueError("a bug")
+
+
+def test_a_plan_exactly_as_fast_as_ge_mode_is_the_models() -> None:
+    """AlexNet is one chain: every plan runs as long as ge mode's, and CP-SAT's (no event) is
+    kept with its proof. Rounded to schedule units (0.1 us) the limit had rejected it."""
+    graph = api.read_graph(LIGHT / "light_bvlc_alexnet.onnx")
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    solver = report.to_json()
+    assert solver["makespan_us"] == solver["baseline_makespan_us"]
+    assert solver["status"] == "OPTIMAL" and solver["phase"] == "cp-sat+polish"

@@ -63,6 +63,7 @@ from streamalloc.sync.tasks import own_units
 WHOLE_PLAN = (StreamCap, DedicatedStream, AttachedStreams)  # rule forms a move of a node
 # they do not name can break: it can leave a member the opener of its stream (a stream's opener
 # is its first node), join a dedicated stream, or make an attached stream a main one
+EPS_US = 1e-6  # the driver's tolerance on the makespan limit (`optimal.driver._worse`)
 EVALUATION_US = 800  # wall time of one evaluation of the makespan search (sync, emulate)
 TASK_US = 17  # plus this per task of its program: the fit of the medians on the 18 inputs of
 # bench/ (1-35 ms each, 2-core machine, 2026-12), x 0.8 since the node tasks are computed once
@@ -147,8 +148,12 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             phase += "+fastest+critical" + ("+reordered" if order is not None else "")
         polished = [_polished(graph, dag, start, order, constraints=constraints,
                               evaluator=evaluator, limit=limit) for start in (chains, *earlier)]
-        most = baseline.events if options.objective == "events" else None
-        best = _fewest_events(dag, polished, evaluator, order=order, limit=limit, most=most)
+        # what the driver requires of the plan: as few events as the baseline and as fast
+        # (x slack) for the events objective; the makespan objective's start is its bar
+        most, within_us = (baseline.events, evaluator.limit_us()) \
+            if options.objective == "events" else (None, limit / TIME_SCALE)
+        best = _fewest_events(dag, polished, evaluator, order=order, within_us=within_us,
+                              most=most)
         if best is None:  # none runs within the limit (the model's schedule only estimates
             # the emulated run: a cost table of wide kernels), or with as few events as the
             # baseline (the model counts split pairs). The baseline's streams do, and so do
@@ -211,15 +216,15 @@ def windowed(dag: TaskDag, options: OptimalOptions) -> bool:
 
 
 def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
-                   evaluator: Evaluator, *, order: Order | None, limit: int,
+                   evaluator: Evaluator, *, order: Order | None, within_us: float,
                    most: int | None) -> tuple[tuple[int, ...], ...] | None:
-    """Of the streams whose plan (in `order`) runs within `limit` and the device limits, with
-    at most `most` events if given, those that need the fewest events, then run fastest (the
-    first on a tie); None if none does."""
+    """Of the streams whose plan (in `order`) runs within `within_us` and the device limits,
+    with at most `most` events if given, those that need the fewest events, then run fastest
+    (the first on a tie); None if none does."""
     scored = []
     for k, chains in enumerate(candidates):
         outcome = evaluator.outcome(assignment_of(dag, chains), order)
-        if outcome is not None and math.ceil(outcome.makespan_us * TIME_SCALE) <= limit \
+        if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
                 and (most is None or outcome.events <= most):
             scored.append((outcome.events, outcome.makespan_us, k))
     return candidates[min(scored)[2]] if scored else None
@@ -305,9 +310,13 @@ class Evaluator:
             else self.orders.graph_in(order)
 
     def limit(self) -> int:
-        """The baseline's makespan x (1 + slack)."""
-        slack = 1 + self.options.makespan_slack / 100
-        return math.floor(self.baseline.makespan_us * slack * TIME_SCALE)
+        """The baseline's makespan x (1 + slack), in schedule units rounded down (the
+        searches compare run lengths rounded up)."""
+        return math.floor(self.limit_us() * TIME_SCALE)
+
+    def limit_us(self) -> float:
+        """The baseline's makespan x (1 + slack) in us, as the driver checks the plan."""
+        return self.baseline.makespan_us * (1 + self.options.makespan_slack / 100)
 
 
 def _patience(costs: CostTable) -> float:
