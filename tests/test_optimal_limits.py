@@ -141,7 +141,7 @@ def test_a_model_too_large_to_state_keeps_the_baseline(monkeypatch: pytest.Monke
     rules = api.load_rule_set(ROOT / "examples" / "rules" / "aicpu_apart_from_aicore.yaml")
     plan, report = allocate_optimal(graph, rules, OptimalOptions(time_limit=0.5))
     solver = report.to_json()
-    assert solver["status"] == "FALLBACK"
+    assert solver["status"] == "FALLBACK" and plan.event_count == solver["baseline_events"]
     assert solver["reason"].endswith("pairwise stream inequalities")
     monkeypatch.setattr("streamalloc.optimal.search._solved", _broken_search)
     with pytest.raises(ValueError, match="a bug"):
@@ -158,5 +158,14 @@ def test_a_plan_exactly_as_fast_as_ge_mode_is_the_models() -> None:
     graph = api.read_graph(LIGHT / "light_bvlc_alexnet.onnx")
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
     solver = report.to_json()
-    assert solver["makespan_us"] == solver["baseline_makespan_us"]
+    assert solver["makespan_us"] == solver["baseline_makespan_us"] and plan.event_count == 0
     assert solver["status"] == "OPTIMAL" and solver["phase"] == "cp-sat+polish"
+
+
+def test_full_concurrency_within_a_stream_limit_the_matching_exceeds() -> None:
+    """Nimble's matching takes 6 streams; under a limit of 6 (5 usable) the model, which
+    states the limit, places the same graph on 5 (it fell back, over the limit)."""
+    settings = {"streamalloc.unlimited_stream_depth": "true", "streamalloc.max_streams": "6"}
+    plan, solver = planned(settings, rules=builtin_rules("free"), concurrency="full")
+    assert plan["physical_stream_count"] <= 5
+    assert solver["status"] in ("OPTIMAL", "FEASIBLE") and solver["phase"] != "matching"

@@ -62,7 +62,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     try:
         outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
     except LimitExceeded as exc:
-        return _fallback(baseline, over, f"its plan is over a device limit too: {exc}", nimble,
+        return _fallback(baseline, over, f"its plan is over a device limit: {exc}", nimble,
                          found.deterministic_time)
     reason = _worse(outcome, baseline, options)
     if reason:

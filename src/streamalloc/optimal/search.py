@@ -119,7 +119,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     polish on the exact event count."""
     capacity = _capacity(graph)
     if options.concurrency == "full" and not constraints and capacity is None:
-        return Search(matching_chains(dag), "OPTIMAL", None, None, 0.0, "matching")
+        matched = matching_chains(dag)
+        if len(matched) <= _stream_limit(graph, baseline):  # else the model states the limit
+            return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
     data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs)
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
     found, earlier = _solved(graph, data, constraints, time_limit=options.time_limit * share,
@@ -530,17 +532,21 @@ def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | 
         capacity = max([capacity] + [sum(units[v] for v in chain) for chain in hint])
     device = limits_of(graph)
     # a dependency between streams is a notify in notify mode (`ge.event: notify`), else an
-    # event; the attached streams count against the stream limit too, and so does the
-    # caller's stream, for which the runtime's pool keeps slot 0 (`runtime_emu.streams`)
+    # event
     pairs = device.max_notifies if graph.option("ge.event") == "notify" else device.max_events
-    attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
     return SolveInput(dag=dag, units=units, durations=durations, capacity=capacity,
                       concurrency=options.concurrency, hint=hint, objective=options.objective,
                       makespan_limit=limit,
                       event_limit=pairs if options.event_budget is None
                       else min(pairs, options.event_budget),
-                      stream_limit=max(1, device.max_streams - 1 - attached),
-                      window=options.window)
+                      stream_limit=_stream_limit(graph, baseline), window=options.window)
+
+
+def _stream_limit(graph: Graph, baseline: Outcome) -> int:
+    """The main streams a plan may use: the device's limit less the attached streams and the
+    caller's stream, for which the runtime's pool keeps slot 0 (`runtime_emu.streams`)."""
+    attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
+    return max(1, limits_of(graph).max_streams - 1 - attached)
 
 
 def _durations(graph: Graph, dag: TaskDag, costs: CostTable) -> list[int]:
