@@ -16,8 +16,10 @@ from test_schemas import valid
 
 from streamalloc import api
 from streamalloc.commands.compare import CompareSettings, compare
+from streamalloc.commands.sweep import sweep
 from streamalloc.errors import LimitExceeded
 from streamalloc.optimal import OptimalOptions, allocate_optimal
+from streamalloc.report.compare_report import frontier_plot
 from streamalloc.rules import builtin_rules
 from streamalloc.runtime_emu.cost_table import load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -169,3 +171,26 @@ def test_full_concurrency_within_a_stream_limit_the_matching_exceeds() -> None:
     plan, solver = planned(settings, rules=builtin_rules("free"), concurrency="full")
     assert plan["physical_stream_count"] <= 5
     assert solver["status"] in ("OPTIMAL", "FEASIBLE") and solver["phase"] != "matching"
+
+
+def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> None:
+    """A result, not a failure: the row says NO_PLAN with the reason and no plan figures, and
+    the other rows and the frontier go on (at slack 50% a plan fits)."""
+    settings = CompareSettings(("ge", "optimal"), None, {"streamalloc.max_events": "1"},
+                               OptimalOptions(time_limit=0.5), frontier=True)
+    document = compare([str(LAYERS)], settings)
+    ge, optimal = document["rows"]
+    assert ge["status"] == "OVER_LIMIT" and optimal["status"] == "NO_PLAN"
+    assert "no plan within the device limits" in optimal["reason"]
+    assert optimal["events"] is None and optimal["makespan_us"] is None
+    assert optimal["makespan_bound_us"] == ge["makespan_bound_us"]
+    slack_50 = next(p for p in document["frontier"] if p["slack"] == 50.0)
+    assert slack_50["events"] == 0 and slack_50["status"] != "NO_PLAN"
+    valid("compare", document)
+    assert frontier_plot(document)[:8] == b"\x89PNG\r\n\x1a\n"
+    spec = tmp_path / "limits.yaml"
+    spec.write_text(f"format: streamalloc.sweep-spec/v1\ngraphs: [{LAYERS}]\n"
+                    "options: {streamalloc.max_events: ['1', '65535']}\nmodes: [optimal]\n"
+                    "solver: {time_limit: 0.5}\n", encoding="utf-8")
+    rows = sweep(str(spec))["rows"]
+    assert rows[0]["status"] == "NO_PLAN" and rows[1]["events"] is not None

@@ -296,13 +296,17 @@ EMULATION_SCHEMA: dict[str, Any] = {
     ],
 }
 
+_NO_PLAN_COUNT = {"type": ["integer", "null"], "minimum": 0}  # null: status NO_PLAN
+_NO_PLAN_US = {"type": ["number", "null"], "minimum": 0}
 _RESULT = {
-    "logical_streams": _COUNT, "physical_streams": _COUNT,
-    "events": {**_COUNT, "description": "events + notifies"}, "notifies": _COUNT,
-    "makespan_us": _US, "critical_path_us": _US, "work_over_units_us": _US,
-    "status": {"enum": ["-", "OVER_LIMIT", *SOLVER_STATUSES],
-               "description": "the solver's status (optimal mode), else '-', or OVER_LIMIT "
-                              "for a ge-mode plan over a device limit"},
+    "logical_streams": _NO_PLAN_COUNT, "physical_streams": _NO_PLAN_COUNT,
+    "events": {**_NO_PLAN_COUNT, "description": "events + notifies"},
+    "notifies": _NO_PLAN_COUNT, "makespan_us": _NO_PLAN_US, "critical_path_us": _NO_PLAN_US,
+    "work_over_units_us": _NO_PLAN_US,
+    "status": {"enum": ["-", "OVER_LIMIT", "NO_PLAN", *SOLVER_STATUSES],
+               "description": "the solver's status (optimal mode), else '-'; OVER_LIMIT for a "
+                              "ge-mode plan over a device limit, NO_PLAN when the optimal mode "
+                              "finds none within them (its plan figures null)"},
     "gap": {**_NULLABLE_NUMBER, "minimum": 0},
     "reason": {"type": "string"},
     "wall_s": {"type": "number", "minimum": 0, "description": "wall time (not reproducible)"},

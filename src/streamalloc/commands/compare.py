@@ -38,6 +38,9 @@ from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
 
 MODES = ("ge", "ge-minimal", "optimal")
+NO_PLAN = "NO_PLAN"  # the optimal mode found no plan within the device limits
+_PLAN_FIGURES = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
+                 "critical_path_us", "work_over_units_us")
 FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
 
 
@@ -103,7 +106,8 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
     references per graph: Nimble's minimum for GE's allocation, and the makespan bound of every
     plan (`optimal.bounds.program_makespan_bound`) from the program the first row emulated (any
-    plan's program gives it). `step(mode)` before each mode's run (the progress line)."""
+    plan's program gives it; without one, ge mode's with the device limits lifted). `step(mode)`
+    before each mode's run (the progress line)."""
     reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
     runs = []
     for mode in settings.modes:
@@ -111,7 +115,9 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
         runs.append(_run(graph, mode, settings))
     if not runs:
         return []
-    bound = program_makespan_bound(runs[0][1], _costs(settings))
+    program = next((p for _, p in runs if p is not None), None) \
+        or _measured(without_device_limits(graph), "ge", settings)[1]
+    bound = program_makespan_bound(program, _costs(settings))
     return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
              "nimble_min_events": reference, "makespan_bound_us": round(bound, 3), **row}
             for mode, (row, _) in zip(settings.modes, runs, strict=True)]
@@ -126,19 +132,24 @@ def _costs(settings: CompareSettings) -> CostTable:
     return settings.optimal.costs or default_cost_table()
 
 
-def _run(graph: Graph, mode: str, settings: CompareSettings) -> tuple[dict[str, Any], Program]:
-    """The row of one mode, and the program its plan was emulated from. A ge or ge-minimal
-    plan over a device limit (streams, events, notifies) is measured with the limits lifted,
-    status OVER_LIMIT and the limit as its reason: GE's figures still tell what the optimal
-    mode had to beat."""
+def _run(graph: Graph, mode: str, settings: CompareSettings
+         ) -> tuple[dict[str, Any], Program | None]:
+    """The row of one mode, and the program its plan was emulated from. Over a device limit
+    (streams, events, notifies): a ge or ge-minimal plan is measured with the limits lifted,
+    status OVER_LIMIT and the limit as its reason (GE's figures still tell what the optimal
+    mode had to beat); the optimal mode, which finds no plan within them, gives status
+    NO_PLAN, its reason, and null for the figures of a plan."""
     began = time.perf_counter()
+    program: Program | None
     try:
         row, program = _measured(graph, mode, settings)
     except LimitExceeded as exc:
         if mode == "optimal":
-            raise
-        row, program = _measured(without_device_limits(graph), mode, settings)
-        row.update(status="OVER_LIMIT", reason=str(exc))
+            row, program = {**dict.fromkeys(_PLAN_FIGURES), "status": NO_PLAN, "gap": None,
+                            "reason": str(exc)}, None
+        else:
+            row, program = _measured(without_device_limits(graph), mode, settings)
+            row.update(status="OVER_LIMIT", reason=str(exc))
     return {**row, "wall_s": round(time.perf_counter() - began, 3)}, program
 
 

@@ -62,13 +62,15 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
         frontier[point["input"]].append(point)
     for k, name in enumerate(graphs):
         ax = axes[k // cols][k % cols]
-        for row in (r for r in document["rows"] if r["input"] == name):
+        for row in (r for r in document["rows"] if r["input"] == name
+                    and r["makespan_us"] is not None):  # NO_PLAN: nothing to draw
             ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
                        s=80, label=row["mode"], zorder=3)
         bound = next(r.get("makespan_bound_us") for r in document["rows"] if r["input"] == name)
         if bound is not None:
             ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
-        points = sorted(frontier[name], key=lambda p: (p["makespan_us"], -p["events"]))
+        points = sorted((p for p in frontier[name] if p["makespan_us"] is not None),
+                        key=lambda p: (p["makespan_us"], -p["events"]))
         if points:
             ax.plot([p["makespan_us"] for p in points], [p["events"] for p in points], "--",
                     color="grey", label="optimal frontier")
