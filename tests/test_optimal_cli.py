@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamalloc.cli import main
+from streamalloc.optimal import OptimalOptions
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
 
@@ -132,3 +133,20 @@ def test_optimal_plans_do_not_depend_on_the_hash_seed(tmp_path: Path, args: list
                        env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True)
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
+
+
+def test_the_help_states_the_defaults_optimal_options_holds(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The flags have no argparse defaults (ge mode must tell a given one apart), so their
+    help states OptimalOptions' defaults in words: they must agree."""
+    with pytest.raises(SystemExit):
+        main(["allocate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    defaults = OptimalOptions()
+    assert f"(CP-SAT seconds); default {defaults.time_limit:g}" in text
+    assert f"solver random seed; default {defaults.seed}" in text
+    assert f"solver worker threads; default {defaults.workers}" in text
+    assert f"(1 + P/100); default {defaults.makespan_slack:g}" in text
+    assert defaults.objective == "events" and defaults.concurrency == "ge"
+    assert "fewest events (then fewest streams; the default)" in text
+    assert "ge (the default): emulated makespan" in text
