@@ -73,7 +73,7 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
                         key=lambda p: (p["makespan_us"], -p["events"]))
         if points:
             ax.plot([p["makespan_us"] for p in points], [p["events"] for p in points], "--",
-                    color="grey", label="optimal frontier")
+                    marker=".", color="grey", label="optimal frontier")
         for p in points:
             if p["objective"] == "makespan":
                 ax.scatter(p["makespan_us"], p["events"], marker="D", s=60, color="tab:red",
@@ -81,6 +81,7 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("emulated makespan (us)")
         ax.set_ylabel("events")
+        ax.yaxis.get_major_locator().set_params(integer=True)  # events are counts
         ax.legend(fontsize=8)
     for k in range(len(graphs), rows * cols):
         axes[k // cols][k % cols].axis("off")
