@@ -1,9 +1,14 @@
-"""The limits a written plan must meet in the optimal mode. The device's stream, event and
-notify limits: the model states them, a ge-mode plan over one is the solver's reference (its
-events and makespan, its streams the hint) but never the plan written, and when no plan fits
-the error says so; `compare` shows such a ge-mode plan as OVER_LIMIT. The makespan limit of
-the events objective: when no solution of the model meets it in emulation, the polished
-baseline does."""
+"""The limits a written plan must meet in the optimal mode, and what it writes when the
+solver's plan misses one.
+
+* The device's stream, event and notify limits: the model states them, a ge-mode plan over
+  one is the solver's reference (its events and makespan, its streams the hint) but never the
+  plan written, and when no plan fits the error says so; `compare` and `sweep` show such rows
+  as OVER_LIMIT and NO_PLAN and go on.
+* The events objective's makespan limit: when no solution of the model meets it in emulation,
+  the polished baseline does; a plan exactly as fast as ge mode's meets it.
+* Fallbacks: only the solver's own verdict (`Unsolvable`) keeps the baseline; a graph with no
+  streamed node is no fallback."""
 
 from __future__ import annotations
 
