@@ -102,10 +102,9 @@ def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     gap = "" if block.get("gap") is None else f", gap {block['gap']:.4f}"
     nimble = "" if block.get("nimble_min_events") is None else \
         f", Nimble's minimum {block['nimble_min_events']}"
-    baseline = "ge-mode baseline, over a device limit" if block.get("baseline_over_limit") \
-        else "ge-mode baseline"
-    over = f"\nthe ge-mode plan does not fit the device: {block['baseline_over_limit']}" \
-        if block.get("baseline_over_limit") else ""
+    limit = block.get("baseline_over_limit")
+    baseline = "ge-mode baseline, over a device limit" if limit else "ge-mode baseline"
+    over = f"\nthe ge-mode plan does not fit the device: {limit}" if limit else ""
     return (f"\nsolver: {status}{reason}{gap}; events {block['baseline_events']} ({baseline}) "
             f"-> {block['events_final']}{nimble}; emulated makespan "
             f"{block['baseline_makespan_us']:.1f} -> {block['makespan_us']:.1f} us; "

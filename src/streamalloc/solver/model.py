@@ -113,6 +113,7 @@ def build(data: SolveInput) -> Model:
     if data.capacity is not None:
         _loads(model, data.capacity)
     _schedule(model)
+    _limits(model)
     _objective(model)
     _hint(model)
     return model
@@ -192,16 +193,21 @@ def _schedule(model: Model) -> None:
         model.cp.add(model.makespan <= data.makespan_limit)
 
 
+def _limits(model: Model) -> None:
+    """The event and stream limits, where they bind. Split pairs bound the events minimal sync
+    keeps from above: within the limit, so is the plan (its split events aside: the capacity
+    keeps streams from splitting)."""
+    data = model.data
+    if data.event_limit is not None and data.event_limit < len(model.split):
+        model.cp.add(sum(model.split.values()) <= data.event_limit)
+    if data.stream_limit is not None and data.stream_limit < data.dag.size:
+        model.cp.add(data.dag.size - sum(model.arc.values()) <= data.stream_limit)
+
+
 def _objective(model: Model) -> None:
     data = model.data
     splits = sum(model.split.values())
     streams = data.dag.size - sum(model.arc.values())
-    # split pairs bound the events minimal sync keeps from above: within the limit, so is
-    # the plan (its split events aside: the capacity keeps streams from splitting)
-    if data.event_limit is not None and data.event_limit < len(model.split):
-        model.cp.add(splits <= data.event_limit)
-    if data.stream_limit is not None and data.stream_limit < data.dag.size:
-        model.cp.add(streams <= data.stream_limit)
     if data.objective == "makespan":
         assert model.makespan is not None
         model.objective = model.makespan * (data.dag.size + 1) + streams
