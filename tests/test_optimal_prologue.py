@@ -23,7 +23,7 @@ from streamalloc.optimal import OptimalOptions, allocate_optimal, search
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.prologue import prologue_variants
-from streamalloc.optimal.search import Evaluator, _fastest, _solve_input, _starts
+from streamalloc.optimal.search import Evaluator, _fastest, _outcomes, _solve_input, _starts
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -141,9 +141,12 @@ def test_ge_dump_starts_from_its_prologue_on_side_streams(monkeypatch: pytest.Mo
     evaluator = Evaluator(graph, dag, baseline, options, costs, orders=Orders.of(graph))
     data = _solve_input(graph, dag, baseline, None, options=options, costs=costs)
     hint = tuple(tuple(c) for c in data.hint)
-    _, _, best = _fastest(graph, dag, _starts(graph, dag, hint, data.durations, evaluator), [],
-                          evaluator)
+
+    def fastest() -> int:
+        starts = _starts(graph, dag, hint, data.durations, evaluator)
+        return _fastest(starts, _outcomes(graph, dag, starts, [], evaluator), evaluator)[2]
+
+    best = fastest()
     monkeypatch.setattr(search, "prologue_variants", lambda *_: [])
-    _, _, best_plain = _fastest(graph, dag, _starts(graph, dag, hint, data.durations, evaluator),
-                                [], evaluator)
+    best_plain = fastest()
     assert best <= 0.92 * best_plain

@@ -128,7 +128,10 @@ def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions) -> str:
         return f"it needs {outcome.events} events, the baseline {baseline.events}"
     if options.objective == "makespan" and options.event_budget is not None \
             and outcome.events > options.event_budget:
-        return f"it needs {outcome.events} events, over the budget of {options.event_budget}"
+        return (f"no plan found within the budget of {options.event_budget} events runs "
+                f"within the baseline's {baseline.makespan_us:.1f} us x (1 + "
+                f"{options.makespan_slack}%) (the best found needs {outcome.events}); a "
+                "--makespan-slack may let plans trade makespan for events")
     return ""
 
 

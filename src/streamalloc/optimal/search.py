@@ -53,7 +53,7 @@ from streamalloc.solver.bound import relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
 from streamalloc.solver.model import SolveInput, SolveOutput, build, solve
-from streamalloc.solver.polish import polish
+from streamalloc.solver.polish import Polish, polish
 from streamalloc.solver.rules import add_rules
 from streamalloc.solver.windows import windowed_solve
 from streamalloc.sync.driver import synchronize
@@ -87,6 +87,9 @@ PACKING_SHARE = 0.05  # each with this share of --time-limit. On the 18 inputs o
 PACKING_SOLVER_NODES = 2000  # streamed nodes; above, the serial schedule alone (a 10k-node
 # layered graph: CP-SAT took 15.9 s of wall time for 0.32 deterministic s, its serial hint 0.15
 # s, and found nothing shorter)
+BUDGET_SHARE = 1.0  # of --time-limit for each start polished down to the event budget
+BUDGET_STRETCH = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0, None)  # the schedule estimates the
+# polish down to the budget allows in turn, x the start's (None: any)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
 # estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
 # the search); the emulated search gets the time
@@ -139,9 +142,15 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             evaluator = replace(evaluator, orders=Orders.of(graph))
             packed, packing_time = _packed(graph, dag, evaluator)
             deterministic += packing_time
+            starts = _starts(graph, dag, chains, data.durations, evaluator) + packed
+            outcomes = _outcomes(graph, dag, starts, constraints, evaluator)
+            more = _within_budget(graph, dag, starts, outcomes,
+                                  hint=(tuple(tuple(c) for c in data.hint), None),
+                                  durations=data.durations, constraints=constraints,
+                                  evaluator=evaluator)
             chains, order, limit = _fastest(
-                graph, dag, _starts(graph, dag, chains, data.durations, evaluator) + packed,
-                constraints, evaluator)
+                starts + more, outcomes + _outcomes(graph, dag, more, constraints, evaluator),
+                evaluator)
             bests = _sped_up(graph, dag, chains, order, constraints=constraints,
                              evaluator=evaluator)
             chains, order, evaluator, limit = _numbered(
@@ -153,7 +162,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         # what the driver requires of the plan: as few events as the baseline and as fast
         # (x slack) for the events objective; the makespan objective's start is its bar
         most, within_us = (baseline.events, evaluator.limit_us()) \
-            if options.objective == "events" else (None, limit / TIME_SCALE)
+            if options.objective == "events" else (options.event_budget, limit / TIME_SCALE)
         best = _fewest_events(dag, polished, evaluator, order=order, within_us=within_us,
                               most=most)
         if best is None:  # none runs within the limit (the model's schedule only estimates
@@ -285,18 +294,24 @@ class Evaluator:
 
     def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
         """Emulated makespan of the unverified run (infinite over a limit): the polish's
-        probe, as `run` is the search's (the driver verifies the plan it writes)."""
-        result = self.run(streams, order)
+        probe, as `run` is the search's (the driver verifies the plan it writes). The polish
+        lowers the events, so the event budget is checked on its result, not here."""
+        result = self.run(streams, order, budgeted=False)
         if result is None:
             return math.inf  # type: ignore[return-value]
         return math.ceil(result.makespan_us * TIME_SCALE)
 
-    def run(self, streams: Sequence[int], order: Order | None = None) -> EmulationResult | None:
+    def run(self, streams: Sequence[int], order: Order | None = None, *,
+            budgeted: bool = True) -> EmulationResult | None:
         """The emulated run of an assignment's plan, unverified (the search's probe; None
-        over a device limit)."""
+        over a device limit or, when `budgeted`, over the makespan objective's event
+        budget)."""
+        budget = self.options.event_budget if budgeted else None
         try:
             plan = synchronize(self._in_order(order), self._allocation(streams),
                                sync=self.options.sync)
+            if budget is not None and plan.event_count + plan.notify_count > budget:
+                return None
             return emulate(self.graph, plan.to_json(), costs=self.costs, tasks=self.tasks)
         except AllocationInfeasible:
             return None
@@ -344,7 +359,14 @@ def _starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
     from the candidates in T-order, and only where the search may order)."""
     found: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
     found += _list_schedules(graph, dag, evaluator.costs, evaluator.orders)
-    orders = evaluator.orders
+    return _with_prologues(dag, found, durations, evaluator.orders)
+
+
+def _with_prologues(dag: TaskDag, found: list[Found], durations: Sequence[int],
+                    orders: Orders | None) -> list[Found]:
+    """`found`, then each of them with its prologue on side streams (`optimal/prologue.py`;
+    the variants that run it in runs of layers need their own execution order, so they start
+    from T-order, and only where the search may order)."""
     variants: list[Found] = []
     for start, order in found:
         for variant, sequence in prologue_variants(dag, start, durations):
@@ -399,26 +421,92 @@ def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders
     return found
 
 
-def _fastest(graph: Graph, dag: TaskDag, candidates: list[Found],
-             constraints: list[Constraint], evaluator: Evaluator
-             ) -> tuple[tuple[tuple[int, ...], ...], Order | None, int]:
-    """The candidate with the shortest emulated makespan (within the event budget, rules
-    holding), and that makespan as the polish's bound."""
-    budget = evaluator.options.event_budget
-    best: tuple[int, int, Found] | None = None
-    for k, (chains, order) in enumerate(candidates):
+def _outcomes(graph: Graph, dag: TaskDag, candidates: list[Found],
+              constraints: list[Constraint], evaluator: Evaluator) -> list[Outcome | None]:
+    """Each candidate's verified, emulated plan; None where it breaks a rule or a device
+    limit."""
+    found: list[Outcome | None] = []
+    for chains, order in candidates:
         streams = assignment_of(dag, chains)
         if constraints and broken(constraints, graph, _placement(dag, streams)):
-            continue
-        outcome = evaluator.outcome(streams, order)
+            found.append(None)
+        else:
+            found.append(evaluator.outcome(streams, order))
+    return found
+
+
+def _fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator: Evaluator
+             ) -> tuple[tuple[tuple[int, ...], ...], Order | None, int]:
+    """The candidate with the shortest emulated makespan (its outcome given; within the event
+    budget), and that makespan as the polish's bound."""
+    budget = evaluator.options.event_budget
+    best: tuple[int, int, Found] | None = None
+    for k, (found, outcome) in enumerate(zip(candidates, outcomes, strict=True)):
         if outcome is None or (budget is not None and outcome.events > budget):
             continue
         score = (math.ceil(outcome.makespan_us * TIME_SCALE), k)
         if best is None or score < best[:2]:
-            best = (*score, (chains, order))
+            best = (*score, found)
     if best is None:
         return *candidates[0], evaluator.limit()
     return *best[2], best[0]
+
+
+def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
+                   outcomes: list[Outcome | None], *, hint: Found, durations: Sequence[int],
+                   constraints: list[Constraint], evaluator: Evaluator) -> list[Found]:
+    """More starts under the makespan objective's event budget (none without one): the
+    baseline's streams and the fastest start (`outcomes`: the starts'), when it is over the
+    budget and faster than every start within it, each polished down to the budget
+    (`_reduced`); and one stream per graph (the fewest events), also with its prologue on
+    side streams. The critical search then shortens the run within the budget."""
+    budget = evaluator.options.event_budget
+    if budget is None:
+        return []
+    over = [(o.makespan_us, k) for k, o in enumerate(outcomes) if o and o.events > budget]
+    kept = min((o.makespan_us for o in outcomes if o and o.events <= budget), default=math.inf)
+    fastest = [starts[min(over)[1]]] if over and min(over)[0] < kept else []
+    guard = _rule_guard(graph, dag, constraints)
+    found = []
+    for chains, order in [hint, *fastest]:
+        reduced = _reduced(dag, chains, order, durations, evaluator, guard=guard)
+        found += [reduced] if reduced is not None else []
+    serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
+                   for g in dict.fromkeys(dag.graphs))
+    return found + _with_prologues(dag, [(serial, None)], durations, evaluator.orders)
+
+
+def _reduced(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | None,
+             durations: Sequence[int], evaluator: Evaluator, *,
+             guard: Callable[[Sequence[int], Sequence[int]], bool]) -> Found | None:
+    """`chains` polished on the event count down to the event budget, None when their plan
+    stays over it. The polish first keeps the length of the start's schedule estimate
+    (dependencies and stream order, no contention: cheap enough for every move), then allows
+    it longer step by step (BUDGET_STRETCH), so the events that cost least go first. The
+    polish counts the events of minimal sync in T-order; when the plan needs more, its target
+    drops by the difference. The polishes of a start share BUDGET_SHARE of --time-limit in
+    tried moves (as many per second as the polish after the search)."""
+    budget = evaluator.options.event_budget
+    assert budget is not None
+    streams = assignment_of(dag, chains)
+    length = partial(schedule_length, dag, durations)
+    start, target = length(streams), budget
+    tries = int(evaluator.options.time_limit * BUDGET_SHARE
+                * min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size)))
+    for stretch in BUDGET_STRETCH:
+        limit = None if stretch is None else math.ceil(start * stretch)
+        while tries > 0:
+            step = Polish(dag, length, limit, guard, tries, streams, target)
+            streams, tries = step.run(), step.budget
+            outcome = evaluator.outcome(streams, order)
+            if outcome is None:
+                return None
+            if outcome.events <= budget:
+                return chains_of_assignment(streams), order
+            if step.events > target:
+                break  # none of the polish's moves fits this limit
+            target -= outcome.events - budget
+    return None
 
 
 def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
@@ -493,7 +581,7 @@ def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
 def _evaluations(evaluator: Evaluator, streams: Sequence[int], seconds: float) -> int:
     """How many evaluations of plans like that of `streams` take about `seconds` of wall time
     (its program's tasks, Sends and Recvs included, decide the cost)."""
-    result = evaluator.run(streams)
+    result = evaluator.run(streams, budgeted=False)
     tasks = result.program.task_count() if result is not None else evaluator.dag.size
     return max(1, int(seconds * 1e6 / (EVALUATION_US + TASK_US * tasks)))
 

@@ -59,7 +59,7 @@ def _kept(dag: TaskDag, v: int, where: tuple[list[int], list[int]], reach: np.nd
     kept = 0
     for c, u in latest.items():
         implied = own[c] >= pos[u] or any(
-            w != u and reach[w][c] >= pos[u] for w in dag.preds[v])
+            w != u and reach[w, c] >= pos[u] for w in dag.preds[v])
         kept += not implied
     return kept
 

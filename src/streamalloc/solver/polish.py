@@ -5,8 +5,10 @@ events minimal sync keeps are fewer wherever program order implies a dependency.
 works on the exact count (`events.event_count`): it tries, in a fixed order, moving the
 receiving node of each event onto the sending stream, the sending node onto the receiving
 stream, and merging the two streams, and keeps a move when it needs fewer events (then fewer
-streams), the schedule stays within `limit` and the rules the move touches still hold. The
-number of evaluations is the budget, so the result depends only on the input. The makespan
+streams), the schedule stays within `limit` and the rules the move touches still hold; given a
+`target`, it stops as soon as the count is down to it (the makespan objective's event budget). The
+number of tried moves is the budget (the caller reads what is left of it), so the result depends
+only on the input. The makespan
 check is the caller's (the optimal mode emulates the plan of each improving assignment), and
 runs only on moves that already need fewer events.
 """
@@ -32,19 +34,23 @@ class Polish:
     allowed: Allowed
     budget: int
     streams: list[int]
+    target: int = -1
     events: int = 0
 
     def run(self) -> list[int]:
         """Improve until a whole pass changes nothing or the budget is spent."""
         self.events = event_count(self.dag, self.streams)
         improved = True
-        while improved and self.budget > 0:
+        while improved and self._going():
             improved = False
             for u, v in self._event_edges():
-                if self.budget <= 0:
+                if not self._going():
                     break
                 improved |= self._try_moves(u, v)
         return self.streams
+
+    def _going(self) -> bool:
+        return self.budget > 0 and self.events > self.target
 
     def _event_edges(self) -> list[tuple[int, int]]:
         return [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
@@ -76,7 +82,7 @@ class Polish:
 
 
 def polish(dag: TaskDag, streams: Sequence[int], *, length: Callable[[Sequence[int]], int],
-           limit: int | None, allowed: Allowed, budget: int) -> list[int]:
+           limit: int | None, allowed: Allowed, budget: int, target: int = -1) -> list[int]:
     """A better assignment than `streams` (or `streams` itself): fewer events with
-    `length(streams)` <= `limit`."""
-    return Polish(dag, length, limit, allowed, budget, list(streams)).run()
+    `length(streams)` <= `limit`, no fewer than needed to reach `target` when given."""
+    return Polish(dag, length, limit, allowed, budget, list(streams), target).run()
