@@ -1,7 +1,8 @@
 """The makespan objective's event budget (`--event-budget N`): the fastest plan within N events.
 
 * The budget is spent: where a few events buy a shorter run, the plan uses them (the search
-  moved only within the budget, so it does not settle for the serial plan).
+  moves only within the budget, so it does not settle for the serial plan); the example sweep
+  over budgets runs no slower as the budget grows.
 * A budget that no starting point keeps is still met: the baseline's streams and the fastest
   start are polished down to it, and one stream per graph starts the search too.
 * On random graphs a plan that is not the fallback keeps the budget, runs no slower than the
@@ -19,6 +20,7 @@ from real_models import DATA
 from test_heuristic_properties import build, models
 
 from streamalloc import api
+from streamalloc.commands.sweep import sweep
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.emulator import emulate
@@ -29,6 +31,7 @@ from streamalloc.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN_STEP = ROOT / "examples" / "graphs" / "train_step.yaml"
+BUDGET_SWEEP = ROOT / "examples" / "sweeps" / "event_budget.yaml"
 PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
 
@@ -69,6 +72,17 @@ def test_a_budget_no_start_keeps_is_met() -> None:
     assert solver["status"] != "FALLBACK" and solver["baseline_events"] == 12
     assert events(plan) <= 5
     assert solver["makespan_us"] < solver["baseline_makespan_us"]
+
+
+def test_the_example_sweep_shows_what_each_event_buys() -> None:
+    """examples/sweeps/event_budget.yaml, budgets 0 to 4: measured 345.9, 345.9, 294.8,
+    293.4 and 292.8 us. Each plan keeps its budget, and a larger budget never runs slower."""
+    rows = sweep(str(BUDGET_SWEEP))["rows"]
+    assert [row["solver"]["event_budget"] for row in rows] == [0, 1, 2, 3, 4]
+    assert all(row["status"] != "FALLBACK" and row["events"] + row["notifies"]
+               <= row["solver"]["event_budget"] for row in rows)
+    makespans = [row["makespan_us"] for row in rows]
+    assert makespans == sorted(makespans, reverse=True) and makespans[2] < 0.9 * makespans[0]
 
 
 @settings(max_examples=20, derandomize=True, deadline=None, database=None,
