@@ -5,6 +5,8 @@
   over budgets runs no slower as the budget grows.
 * A budget that no starting point keeps is still met: the baseline's streams and the fastest
   start are polished down to it, and one stream per graph starts the search too.
+* Under --concurrency full the budget holds too (below Nimble's minimum: a fallback saying
+  so), and a plan CP-SAT did not find is not reported FEASIBLE.
 * On random graphs a plan that is not the fallback keeps the budget, runs no slower than the
   baseline and verifies.
 * The polish stops at its target event count.
@@ -83,6 +85,29 @@ def test_the_example_sweep_shows_what_each_event_buys() -> None:
                <= row["solver"]["event_budget"] for row in rows)
     makespans = [row["makespan_us"] for row in rows]
     assert makespans == sorted(makespans, reverse=True) and makespans[2] < 0.9 * makespans[0]
+
+
+def test_full_concurrency_keeps_the_budget_or_says_why() -> None:
+    """Under --concurrency full (free rules) the example training step needs Nimble's 5
+    events. A budget of 5 is met; one of 2 used to write a 7-event plan as FEASIBLE."""
+    graph = api.read_graph(TRAIN_STEP)
+    free = builtin_rules("free")
+    options = {"objective": "makespan", "concurrency": "full", "time_limit": 1.0}
+    plan, report = allocate_optimal(graph, free, OptimalOptions(**options, event_budget=5))
+    assert report.status != "FALLBACK" and plan.event_count <= 5
+    plan, report = allocate_optimal(graph, free, OptimalOptions(**options, event_budget=2))
+    assert report.status == "FALLBACK" and plan.event_count == report.baseline_events == 7
+    assert "budget of 2 events" in report.reason and "Nimble's minimum, 5" in report.reason
+
+
+def test_full_concurrency_without_a_solution_says_so_under_the_makespan_objective() -> None:
+    """GE's rules put nodes that do not reach each other on one stream, which full
+    concurrency forbids: CP-SAT finds no plan, and the plan is the baseline's streams. The
+    makespan objective used to call that FEASIBLE."""
+    plan, report = allocate_optimal(api.read_graph(TRAIN_STEP), None, OptimalOptions(
+        objective="makespan", concurrency="full", time_limit=1.0))
+    assert report.phase == "hint" and report.status in ("UNKNOWN", "INFEASIBLE")
+    assert report.objective is None and plan.event_count == report.baseline_events
 
 
 @settings(max_examples=20, derandomize=True, deadline=None, database=None,

@@ -64,11 +64,12 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     except LimitExceeded as exc:
         return _fallback(baseline, over, f"its plan is over a device limit: {exc}", nimble,
                          found.deterministic_time)
-    reason = _worse(outcome, baseline, options)
+    reason = _worse(outcome, baseline, options, nimble)
     if reason:
         return _fallback(baseline, over, reason, nimble, found.deterministic_time)
     status, objective, bound = found.status, found.objective, found.bound
-    if options.objective == "makespan":
+    if options.objective == "makespan" and found.phase != "hint":  # (a bare hint: under
+        # full concurrency CP-SAT found nothing, and its answer says so)
         status, objective, bound = _makespan_result(graph, outcome, costs)
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
@@ -116,19 +117,25 @@ def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
                                        baseline.makespan_us)
 
 
-def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions) -> str:
+def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions,
+           nimble: int | None) -> str:
     """Why the solver's plan may not replace the baseline ("" when it may)."""
-    if options.concurrency == "full":
-        return ""  # Nimble's setting: the parallelism floor is the concurrency itself
+    budget = options.event_budget if options.objective == "makespan" else None
+    if options.concurrency == "full":  # Nimble's setting: the parallelism floor is the
+        # concurrency itself; only a budget bounds the events
+        if budget is not None and outcome.events > budget:
+            return (f"no plan found within the budget of {budget} events (the best found "
+                    f"needs {outcome.events}; under --concurrency full none needs fewer than "
+                    f"Nimble's minimum, {nimble})")
+        return ""
     limit = baseline.makespan_us * (1 + options.makespan_slack / 100)
     if outcome.makespan_us > limit + 1e-6:
         return (f"its emulated makespan {outcome.makespan_us:.1f} us is over the baseline's "
                 f"{baseline.makespan_us:.1f} us x (1 + {options.makespan_slack}%)")
     if options.objective == "events" and outcome.events > baseline.events:
         return f"it needs {outcome.events} events, the baseline {baseline.events}"
-    if options.objective == "makespan" and options.event_budget is not None \
-            and outcome.events > options.event_budget:
-        return (f"no plan found within the budget of {options.event_budget} events runs "
+    if budget is not None and outcome.events > budget:
+        return (f"no plan found within the budget of {budget} events runs "
                 f"within the baseline's {baseline.makespan_us:.1f} us x (1 + "
                 f"{options.makespan_slack}%) (the best found needs {outcome.events}); a "
                 "--makespan-slack may let plans trade makespan for events")
