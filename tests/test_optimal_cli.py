@@ -150,3 +150,38 @@ def test_the_help_states_the_defaults_optimal_options_holds(
     assert defaults.objective == "events" and defaults.concurrency == "ge"
     assert "fewest events (then fewest streams; the default)" in text
     assert "ge (the default): emulated makespan" in text
+
+
+def test_explain_in_optimal_mode_names_the_solver_the_constraints_and_the_neighbours(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It used to say "no rule touched it: it keeps its initial stream", and took none of the
+    optimal mode's flags."""
+    assert main(["explain", EXAMPLE, "relu1", "--mode", "optimal", "--time-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "stream 0, decided by solver" in out and "initial stream" not in out
+    assert "the solver placed it (--objective events, --concurrency ge; status OPTIMAL)" in out
+    assert "assign-by-dependency  AIcoreEngine nodes open at most 1 stream(s)" in out
+    assert "producers: conv1 (stream 0)" in out and "consumers: add (stream 0)" in out
+    assert main(["explain", EXAMPLE, "allreduce1", "--mode", "optimal", "--objective",
+                 "makespan", "--time-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "--objective makespan" in out and "no constraint of the rule set names it" in out
+    assert main(["explain", EXAMPLE, "relu1", "--objective", "makespan"]) == 2
+    assert "only --mode optimal reads it" in capsys.readouterr().err
+
+
+def test_every_constraint_form_reads_in_words() -> None:
+    from streamalloc.report.allocation_report import constraint_text
+    from streamalloc.rules import constraints as c
+    forms = {
+        c.SameStream("r", ("a", "b", "c")): "on one stream with b, c",
+        c.DifferentStreams("r", ("a",), ("x", "y")): "on no stream of x, y",
+        c.DedicatedStream("r", ("a",)): "on a stream of its own, with no other node",
+        c.PinnedStream("r", ("a",), 3): "on logical stream 3",
+        c.DisjointGroups("r", (("a",), ("b",), ("c",))): "the other 2 group(s)",
+        c.StreamCap("r", "g", "DNN_HCCL", ("a",), 2): "DNN_HCCL nodes open at most 2 stream(s)",
+        c.AttachedStreams("r", ("a",)): "none of the main streams",
+    }
+    assert {type(form) for form in forms} == set(c.Constraint.__args__)  # type: ignore[attr-defined]
+    for form, words in forms.items():
+        assert words in constraint_text(form, "a")

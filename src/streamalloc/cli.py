@@ -106,11 +106,7 @@ def _pass_printer(args: argparse.Namespace, graph: api.Graph,
 def _allocate(args: argparse.Namespace) -> int:
     from streamalloc import api, collector
     from streamalloc.verify import verify_plan
-    flags = _optimal_flags_given(args)
-    if flags and args.mode != "optimal":
-        raise UsageError(f"{', '.join(flags)}: only --mode optimal reads "
-                         f"{'it' if len(flags) == 1 else 'them'}; add --mode optimal (this is "
-                         f"--mode {args.mode})")
+    _check_optimal_flags(args)
     given = api.load_rule_set(args.rules)
     graph = _read_graph(args.graph, args, given)
     if args.mode == "optimal":
@@ -167,13 +163,17 @@ def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
         raise UsageError("--event-budget bounds the events of --objective makespan (the events "
                          "objective needs the fewest already); add --objective makespan")
     cost = given.pop("cost", None)
-    return api.OptimalOptions(**given, sync=args.sync or "minimal",
+    return api.OptimalOptions(**given, sync=getattr(args, "sync", None) or "minimal",
                               costs=load_cost_table(cost) if cost else None)
 
 
-def _optimal_flags_given(args: argparse.Namespace) -> list[str]:
-    """The optimal mode's flags given on the command line."""
-    return [flag for field, flag in OPTIMAL_FLAGS.items() if getattr(args, field) is not None]
+def _check_optimal_flags(args: argparse.Namespace) -> None:
+    """UsageError for an optimal mode's flag given in another mode."""
+    flags = [flag for field, flag in OPTIMAL_FLAGS.items() if getattr(args, field) is not None]
+    if flags and args.mode != "optimal":
+        raise UsageError(f"{', '.join(flags)}: only --mode optimal reads "
+                         f"{'it' if len(flags) == 1 else 'them'}; add --mode optimal (this is "
+                         f"--mode {args.mode})")
 
 
 def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
@@ -210,11 +210,24 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from streamalloc import api
     from streamalloc.report.allocation_report import explain_node
-    graph, allocation = _allocated(args)
+    _check_optimal_flags(args)
+    if args.mode != "optimal":
+        graph, allocation = _allocated(args)
+        solver = None
+    else:
+        from streamalloc.optimal.driver import solver_constraints
+        given = api.load_rule_set(args.rules)
+        graph = _read_graph(args.graph, args, given)
+        options = _optimal_options(args)
+        plan, report = api.optimal_plan(graph, given, options)
+        allocation = plan.allocation
+        solver = (f"--objective {options.objective}, --concurrency {options.concurrency}; "
+                  f"status {report.status}", solver_constraints(graph, given))
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
-    sys.stdout.write(explain_node(graph, allocation, args.node))
+    sys.stdout.write(explain_node(graph, allocation, args.node, solver))
     return 0
 
 
@@ -508,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="which rules placed a node where it is, and why")
     _allocation_args(explain)
     explain.add_argument("node", help="node name")
+    _optimal_args(explain)
     explain.set_defaults(run=_explain)
 
     _plan_commands(sub)

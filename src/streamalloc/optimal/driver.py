@@ -31,7 +31,7 @@ from streamalloc.optimal.options import (
 )
 from streamalloc.optimal.search import search, windowed
 from streamalloc.rules import RuleSet, default_rule_set
-from streamalloc.rules.constraints import rule_constraints
+from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.solver.model import Unsolvable
 from streamalloc.sync.limits import without_device_limits
@@ -44,8 +44,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     costs = options.costs or default_cost_table()
     base_rules = default_rule_set(graph) if rules is None or rules.name == FREE else rules
     baseline, over = _baseline(graph, base_rules, options, costs)
-    constraints = [] if rules is not None and rules.name == FREE else \
-        rule_constraints(base_rules, graph)
+    constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
     most = MAX_WINDOWED_NODES if windowed(dag, options) else MAX_SOLVER_NODES
     if dag.size > most:
@@ -74,6 +73,14 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
         baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over)
+
+
+def solver_constraints(graph: Graph, rules: RuleSet | None) -> list[Constraint]:
+    """The constraints the optimal mode keeps: none under `free`, else those of `rules`
+    (GE's when None)."""
+    if rules is not None and rules.name == FREE:
+        return []
+    return rule_constraints(rules or default_rule_set(graph), graph)
 
 
 def _baseline(graph: Graph, rules: RuleSet, options: OptimalOptions, costs: CostTable

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -12,6 +12,17 @@ from streamalloc.facts import INVALID
 from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph
 from streamalloc.report.table import format_table
+from streamalloc.rules.constraints import (
+    AttachedStreams,
+    Constraint,
+    DedicatedStream,
+    DifferentStreams,
+    DisjointGroups,
+    PinnedStream,
+    SameStream,
+    StreamCap,
+    constraint_nodes,
+)
 from streamalloc.sync.result import SyncPlan
 
 _SHOWN = 4  # nodes listed per stream in the table
@@ -76,14 +87,19 @@ def sync_summary(plan: SyncPlan) -> str:
     return f"{head}\n\n{table}\n"
 
 
-def explain_node(graph: Graph, allocation: Allocation, name: str) -> str:
-    """Every rule that touched the node, in rule order, and where it ended."""
+def explain_node(graph: Graph, allocation: Allocation, name: str,
+                 solver: tuple[str, Sequence[Constraint]] | None = None) -> str:
+    """Every rule that touched the node, in rule order, and where it ended. For a plan of the
+    optimal mode (`solver`: its settings in words, and the constraints it kept), the
+    constraints that name the node and the streams of its producers and consumers."""
     node = graph.node(name)
     result = allocation.nodes[name]
     lines = [f"node {name} ({node.type}, engine {node.engine}, graph {node.graph}): "
              f"stream {result.stream}, decided by {result.rule}"]
     if result.attached:
         lines.append(f"attached streams: {', '.join(map(str, result.attached))}")
+    if solver is not None:
+        return "\n".join(lines + _solver_lines(graph, allocation, name, *solver)) + "\n"
     rows = [[t.note.rule, t.scope, t.note.stream if t.scope != "labels" else "-",
              t.note.reason, "yes" if t.note.decides else "no"]
             for t in allocation.provenance[name]]
@@ -92,6 +108,58 @@ def explain_node(graph: Graph, allocation: Allocation, name: str) -> str:
         return "\n".join(lines) + "\n"
     lines += ["", format_table(["rule", "on", "stream", "why", "decides"], rows)]
     return "\n".join(lines) + "\n"
+
+
+def _solver_lines(graph: Graph, allocation: Allocation, name: str, settings: str,
+                  constraints: Sequence[Constraint]) -> list[str]:
+    node = graph.node(name)
+    named = [c for c in constraints if name in constraint_nodes(c)]
+    lines = [f"the solver placed it ({settings}); no pass of the rule set ran"]
+    if named:
+        lines += ["", "constraints of the rule set that name it (every plan keeps them):",
+                  format_table(["rule", "constraint"],
+                               [[c.rule, constraint_text(c, name)] for c in named])]
+    else:
+        lines.append("no constraint of the rule set names it: any stream would do")
+    producers = dict.fromkeys([*(i.src for i in node.data_sources()), *node.control_inputs])
+    consumers = dict.fromkeys(graph.graph(node.graph).successors(name))
+    lines += ["", f"producers: {_streams_of(allocation, producers)}",
+              f"consumers: {_streams_of(allocation, consumers)}"]
+    return lines
+
+
+def _streams_of(allocation: Allocation, names: Iterable[str]) -> str:
+    shown = [f"{n} (stream {allocation.nodes[n].stream})" if allocation.nodes[n].stream != INVALID
+             else f"{n} (no stream)" for n in names if n in allocation.nodes]
+    return ", ".join(shown) or "none"
+
+
+def constraint_text(constraint: Constraint, name: str) -> str:
+    """What `constraint` asks of node `name`, in words."""
+    match constraint:
+        case SameStream(nodes=nodes):
+            return f"on one stream with {_names(nodes, name)}"
+        case DifferentStreams(first=first, second=second):
+            return f"on no stream of {_names(second if name in first else first, name)}"
+        case DedicatedStream(nodes=nodes):
+            return f"on a stream of its own, with {_names(nodes, name)}"
+        case PinnedStream(stream=stream):
+            return f"on logical stream {stream}"
+        case DisjointGroups(groups=groups):
+            return f"its group shares no stream with the other {len(groups) - 1} group(s)"
+        case StreamCap(engine=engine, cap=cap, graph=of):
+            return f"{engine} nodes open at most {cap} stream(s) in graph {of}"
+        case AttachedStreams():
+            return "its attached streams are none of the main streams"
+    raise AssertionError(f"no text for {type(constraint).__name__}")
+
+
+def _names(nodes: Sequence[str], name: str) -> str:
+    others = [n for n in nodes if n != name]
+    if not others:
+        return "no other node"
+    return ", ".join(others[:_SHOWN]) + (f" and {len(others) - _SHOWN} more"
+                                         if len(others) > _SHOWN else "")
 
 
 def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
