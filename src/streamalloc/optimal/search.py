@@ -12,6 +12,7 @@ from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.caps import within_caps
 from streamalloc.optimal.critical import improvements
 from streamalloc.optimal.evaluate import (
     Outcome,
@@ -142,7 +143,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             evaluator = replace(evaluator, orders=Orders.of(graph))
             packed, packing_time = _packed(graph, dag, evaluator)
             deterministic += packing_time
-            starts = _starts(graph, dag, chains, data.durations, evaluator) + packed
+            starts = [_capped(graph, dag, start, constraints, data.durations)
+                      for start in _starts(graph, dag, chains, data.durations, evaluator)
+                      + packed]
             outcomes = _outcomes(graph, dag, starts, constraints, evaluator)
             more = _within_budget(graph, dag, starts, outcomes,
                                   hint=(tuple(tuple(c) for c in data.hint), None),
@@ -419,6 +422,15 @@ def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders
             chains, placed = list_schedule_in_order(graph, dag, costs, max_streams, patience)
             found.append((chains, orders.following([dag.names[v] for v in placed])))
     return found
+
+
+def _capped(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constraint],
+            durations: Sequence[int]) -> Found:
+    """`start` with its streams merged within the engine caps (`optimal/caps.py`); as it
+    is when they cannot be (the rules then reject it)."""
+    chains, order = start
+    capped = within_caps(graph, dag, chains, constraints, durations)
+    return start if capped is None else (capped, order)
 
 
 def _outcomes(graph: Graph, dag: TaskDag, candidates: list[Found],
