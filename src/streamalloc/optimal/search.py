@@ -12,7 +12,6 @@ from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.caps import within_caps
 from streamalloc.optimal.critical import improvements
 from streamalloc.optimal.evaluate import (
     Outcome,
@@ -35,6 +34,7 @@ from streamalloc.optimal.options import (
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.packing import packing, streams_of_packing
 from streamalloc.optimal.prologue import prologue_variants
+from streamalloc.optimal.repair import within_rules
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import (
@@ -143,7 +143,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             evaluator = replace(evaluator, orders=Orders.of(graph))
             packed, packing_time = _packed(graph, dag, evaluator)
             deterministic += packing_time
-            starts = [_capped(graph, dag, start, constraints, data.durations)
+            starts = [_repaired(graph, dag, start, constraints, data.durations)
                       for start in _starts(graph, dag, chains, data.durations, evaluator)
                       + packed]
             outcomes = _outcomes(graph, dag, starts, constraints, evaluator)
@@ -424,13 +424,13 @@ def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders
     return found
 
 
-def _capped(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constraint],
-            durations: Sequence[int]) -> Found:
-    """`start` with its streams merged within the engine caps (`optimal/caps.py`); as it
-    is when they cannot be (the rules then reject it)."""
+def _repaired(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constraint],
+              durations: Sequence[int]) -> Found:
+    """`start` with nodes moved and streams merged within the rules (`optimal/repair.py`);
+    as it is when they cannot be (the rules then reject it)."""
     chains, order = start
-    capped = within_caps(graph, dag, chains, constraints, durations)
-    return start if capped is None else (capped, order)
+    repaired = within_rules(graph, dag, chains, constraints, durations)
+    return start if repaired is None else (repaired, order)
 
 
 def _outcomes(graph: Graph, dag: TaskDag, candidates: list[Found],

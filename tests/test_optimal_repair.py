@@ -1,8 +1,10 @@
-"""Starting points brought within GE's engine caps (`optimal/caps.py`).
+"""Starting points brought within the rules (`optimal/repair.py`).
 
 * A start that opens more AI Core streams than `ge.streamMaxParallelNum` allows comes out with
   streams merged so the cap holds, every node still on a stream, each stream in T-order; a
   start within the caps comes out as it went in; one with too many streams is not repaired.
+* A start that breaks a rule file's form (same stream, dedicated stream, different streams,
+  disjoint groups) comes out with nodes moved so it holds.
 * The merge kept is the one with the shortest schedule estimate: a long branch keeps its own
   stream, the short ones join each other.
 * Under GE's rules the makespan objective starts from such repaired starts: on the ResNet-50
@@ -22,10 +24,11 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, caps, search
-from streamalloc.optimal.caps import within_caps
+from streamalloc.optimal import OptimalOptions, allocate_optimal, repair, search
 from streamalloc.optimal.driver import solver_constraints
 from streamalloc.optimal.evaluate import assignment_of, task_dag
+from streamalloc.optimal.repair import within_rules
+from streamalloc.rules import constraints as c
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
@@ -71,13 +74,32 @@ def test_a_start_over_the_cap_is_merged_within_it(fork: Graph) -> None:
     constraints = solver_constraints(fork, None)
     assert _broken(fork, dag, chains, constraints)
     durations = [30 if n.startswith("l") else 5 for n in dag.names]
-    capped = within_caps(fork, dag, chains, constraints, durations)
+    capped = within_rules(fork, dag, chains, constraints, durations)
     assert capped is not None and not _broken(fork, dag, capped, constraints)
     assert sorted(v for chain in capped for v in chain) == list(range(dag.size))
     assert all(list(chain) == sorted(chain) for chain in capped)  # T-order
     # the long branch keeps its stream, the short ones share the other
     assert set(capped) == {main, short}
-    assert within_caps(fork, dag, capped, constraints, durations) == capped
+    assert within_rules(fork, dag, capped, constraints, durations) == capped
+
+
+@pytest.mark.parametrize("form", [
+    c.SameStream("r", ("s1", "s2")),
+    c.DedicatedStream("r", ("s1", "s2")),
+    c.DifferentStreams("r", ("l1",), ("s1", "s2")),
+    c.DisjointGroups("r", (("s1",), ("s2", "l1"))),
+], ids=lambda form: type(form).__name__)
+def test_each_form_of_a_rule_file_moves_nodes_until_it_holds(fork: Graph,
+                                                             form: Constraint) -> None:
+    """s1 on the long branch's stream, s2 alone: every form above is broken, and repaired."""
+    dag = _dag(fork)
+    at = {n: v for v, n in enumerate(dag.names)}
+    second = (at["s2"],)
+    main = tuple(v for v in range(dag.size) if v not in second)
+    assert _broken(fork, dag, (main, second), [form])
+    repaired = within_rules(fork, dag, (main, second), [form], [1] * dag.size)
+    assert repaired is not None and not _broken(fork, dag, repaired, [form])
+    assert sorted(v for chain in repaired for v in chain) == list(range(dag.size))
 
 
 def test_a_start_of_too_many_streams_is_left_as_it_is(fork: Graph,
@@ -85,9 +107,9 @@ def test_a_start_of_too_many_streams_is_left_as_it_is(fork: Graph,
     dag = _dag(fork)
     many = tuple((v,) for v in range(dag.size))
     constraints = solver_constraints(fork, None)
-    assert within_caps(fork, dag, many, constraints, [1] * dag.size) is not None
-    monkeypatch.setattr(caps, "MAX_STREAMS", len(many) - 1)
-    assert within_caps(fork, dag, many, constraints, [1] * dag.size) is None
+    assert within_rules(fork, dag, many, constraints, [1] * dag.size) is not None
+    monkeypatch.setattr(repair, "MAX_STREAMS", len(many) - 1)
+    assert within_rules(fork, dag, many, constraints, [1] * dag.size) is None
 
 
 def test_the_makespan_objective_under_ge_rules_starts_within_the_caps(
@@ -99,6 +121,6 @@ def test_the_makespan_objective_under_ge_rules_starts_within_the_caps(
     options = OptimalOptions(objective="makespan", time_limit=0.5)
     plan, report = allocate_optimal(graph, None, options)
     assert verify_plan(graph, plan.to_json()).exit_code == 0  # GE's rules, the caps included
-    monkeypatch.setattr(search, "within_caps", lambda *_: None)
+    monkeypatch.setattr(search, "within_rules", lambda *_: None)
     _, unrepaired = allocate_optimal(graph, None, options)
     assert report.makespan_us < 0.8 * unrepaired.makespan_us
