@@ -471,7 +471,8 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     baseline's streams and the fastest start (`outcomes`: the starts'), when it is over the
     budget and faster than every start within it, each polished down to the budget
     (`_reduced`); and one stream per graph (the fewest events), also with its prologue on
-    side streams. The critical search then shortens the run within the budget."""
+    side streams (repaired within the rules). The critical search then shortens the run
+    within the budget."""
     budget = evaluator.options.event_budget
     if budget is None:
         return []
@@ -485,7 +486,9 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
         found += [reduced] if reduced is not None else []
     serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
                    for g in dict.fromkeys(dag.graphs))
-    return found + _with_prologues(dag, [(serial, None)], durations, evaluator.orders)
+    return found + [_repaired(graph, dag, start, constraints, durations)
+                    for start in _with_prologues(dag, [(serial, None)], durations,
+                                                 evaluator.orders)]
 
 
 def _reduced(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | None,
