@@ -12,17 +12,8 @@ from streamalloc.facts import INVALID
 from streamalloc.ir.clusters import is_data_like
 from streamalloc.ir.graph import Graph
 from streamalloc.report.table import format_table
-from streamalloc.rules.constraints import (
-    AttachedStreams,
-    Constraint,
-    DedicatedStream,
-    DifferentStreams,
-    DisjointGroups,
-    PinnedStream,
-    SameStream,
-    StreamCap,
-    constraint_nodes,
-)
+from streamalloc.rules import constraints as forms
+from streamalloc.rules.constraints import Constraint, constraint_nodes
 from streamalloc.sync.result import SyncPlan
 
 _SHOWN = 4  # nodes listed per stream in the table
@@ -137,19 +128,19 @@ def _streams_of(allocation: Allocation, names: Iterable[str]) -> str:
 def constraint_text(constraint: Constraint, name: str) -> str:
     """What `constraint` asks of node `name`, in words."""
     match constraint:
-        case SameStream(nodes=nodes):
+        case forms.SameStream(nodes=nodes):
             return f"on one stream with {_names(nodes, name)}"
-        case DifferentStreams(first=first, second=second):
+        case forms.DifferentStreams(first=first, second=second):
             return f"on no stream of {_names(second if name in first else first, name)}"
-        case DedicatedStream(nodes=nodes):
+        case forms.DedicatedStream(nodes=nodes):
             return f"on a stream of its own, with {_names(nodes, name)}"
-        case PinnedStream(stream=stream):
+        case forms.PinnedStream(stream=stream):
             return f"on logical stream {stream}"
-        case DisjointGroups(groups=groups):
+        case forms.DisjointGroups(groups=groups):
             return f"its group shares no stream with the other {len(groups) - 1} group(s)"
-        case StreamCap(engine=engine, cap=cap, graph=of):
+        case forms.StreamCap(engine=engine, cap=cap, graph=of):
             return f"{engine} nodes open at most {cap} stream(s) in graph {of}"
-        case AttachedStreams():
+        case forms.AttachedStreams():
             return "its attached streams are none of the main streams"
     raise AssertionError(f"no text for {type(constraint).__name__}")
 
