@@ -26,10 +26,10 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, repair, search
 from streamalloc.optimal.driver import solver_constraints
-from streamalloc.optimal.evaluate import assignment_of, task_dag
+from streamalloc.optimal.evaluate import assignment_of, placement_of, task_dag
 from streamalloc.optimal.repair import within_rules
 from streamalloc.rules import constraints as c
-from streamalloc.rules.check import Placement, broken
+from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
 from streamalloc.verify import verify_plan
@@ -58,9 +58,8 @@ def _dag(graph: Graph) -> TaskDag:
 
 def _broken(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
             constraints: list[Constraint]) -> list[str]:
-    streams = assignment_of(dag, chains)
-    placement = Placement({dag.names[v]: streams[v] for v in range(dag.size)}, {})
-    return [b.message for b in broken(constraints, graph, placement)]
+    return [b.message for b in broken(constraints, graph,
+                                      placement_of(dag, assignment_of(dag, chains)))]
 
 
 def test_a_start_over_the_cap_is_merged_within_it(fork: Graph) -> None:

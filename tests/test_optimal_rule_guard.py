@@ -14,8 +14,8 @@ import pytest
 from streamalloc import api
 from streamalloc.cli import main
 from streamalloc.heuristic.driver import allocate_ge
-from streamalloc.optimal.evaluate import task_dag
-from streamalloc.optimal.search import _placement, _rule_guard
+from streamalloc.optimal.evaluate import placement_of, task_dag
+from streamalloc.optimal.search import _rule_guard
 from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import DedicatedStream, StreamCap, rule_constraints
 
@@ -36,7 +36,7 @@ def test_a_move_is_allowed_exactly_when_every_rule_holds(rules: Path | None,
     allocation = allocate_ge(graph, rule_set)
     dag = task_dag(graph, allocation)
     start = [allocation.nodes[name].stream for name in dag.names]
-    assert not broken(constraints, graph, _placement(dag, start))
+    assert not broken(constraints, graph, placement_of(dag, start))
     guard = _rule_guard(graph, dag, constraints)
     rng = random.Random(7)
     verdicts = set()
@@ -46,7 +46,7 @@ def test_a_move_is_allowed_exactly_when_every_rule_holds(rules: Path | None,
         moved = rng.sample(range(dag.size), rng.choice((1, 2)))
         for v in moved:
             trial[v] = rng.randrange(max(start) + 2)
-        holds = not broken(constraints, graph, _placement(dag, trial))
+        holds = not broken(constraints, graph, placement_of(dag, trial))
         assert guard(trial, moved) == holds, [dag.names[v] for v in moved]
         verdicts.add(holds)
         if holds:

@@ -23,8 +23,8 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal import search as optimal_search
-from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
-from streamalloc.optimal.search import _breaks, _capacity, _solve_input
+from streamalloc.optimal.evaluate import assignment_of, breaks, evaluate, task_dag
+from streamalloc.optimal.search import _capacity, _solve_input
 from streamalloc.rules import default_rule_set
 from streamalloc.rules.constraints import (
     AttachedStreams,
@@ -86,7 +86,7 @@ def _check_windows(graph: Graph, data: SolveInput, constraints: list[Constraint]
     dag = data.dag
     caps: list[Constraint] = [c for c in constraints if isinstance(c, StreamCap)]
     found = windows.windowed_solve(data, constraints, time_limit=0.05 * dag.size, seed=0,
-                                   workers=1, broken=lambda s: _breaks(graph, dag, caps, s))
+                                   workers=1, broken=lambda s: breaks(graph, dag, caps, s))
     assert sorted(v for chain in found.chains for v in chain) == list(range(dag.size))
     for chain in found.chains:
         assert all(u < v for u, v in pairwise(chain))
@@ -97,7 +97,7 @@ def _check_windows(graph: Graph, data: SolveInput, constraints: list[Constraint]
     assert data.makespan_limit is not None
     assert schedule_length(dag, data.durations, streams) <= data.makespan_limit
     placed = [c for c in constraints if not isinstance(c, AttachedStreams)]  # attached streams
-    assert not _breaks(graph, dag, placed, streams)  # come with the allocation, after this
+    assert not breaks(graph, dag, placed, streams)  # come with the allocation, after this
     runs = [tuple(run) for c in data.hint for _, run in groupby(c, key=dag.graphs.__getitem__)]
     hinted = assignment_of(dag, runs)  # the hint's streams, each in one graph
     assert found.split_pairs <= sum(hinted[u] != hinted[v] for u, v in dag.reduction)

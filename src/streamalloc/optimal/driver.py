@@ -23,11 +23,13 @@ from streamalloc.optimal.evaluate import (
     task_dag,
 )
 from streamalloc.optimal.options import (
+    EPS_US,
     FREE,
     MAX_SOLVER_NODES,
     MAX_WINDOWED_NODES,
     OptimalOptions,
     SolverReport,
+    makespan_limit_us,
 )
 from streamalloc.optimal.search import search, windowed
 from streamalloc.rules import RuleSet, default_rule_set
@@ -135,8 +137,8 @@ def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions,
                     f"needs {outcome.events}; under --concurrency full none needs fewer than "
                     f"Nimble's minimum, {nimble})")
         return ""
-    limit = baseline.makespan_us * (1 + options.makespan_slack / 100)
-    if outcome.makespan_us > limit + 1e-6:
+    limit = makespan_limit_us(baseline.makespan_us, options.makespan_slack)
+    if outcome.makespan_us > limit + EPS_US:
         return (f"its emulated makespan {outcome.makespan_us:.1f} us is over the baseline's "
                 f"{baseline.makespan_us:.1f} us x (1 + {options.makespan_slack}%)")
     if options.objective == "events" and outcome.events > baseline.events:

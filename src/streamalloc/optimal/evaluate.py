@@ -135,6 +135,18 @@ def assignment_of(dag: TaskDag, chains: Sequence[Sequence[int]]) -> list[int]:
     return streams
 
 
+def placement_of(dag: TaskDag, streams: Sequence[int]) -> Placement:
+    """The placement of a stream assignment of the DAG's nodes (no attached streams)."""
+    return Placement({dag.names[v]: streams[v] for v in range(dag.size)}, {})
+
+
+def breaks(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
+           streams: Sequence[int]) -> bool:
+    """Does the assignment break one of `constraints`?"""
+    return bool(constraints) and bool(broken(list(constraints), graph,
+                                             placement_of(dag, streams)))
+
+
 def chains_of_assignment(streams: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """The streams of an assignment, each in T-order, ordered by their first node."""
     members: dict[int, list[int]] = {}

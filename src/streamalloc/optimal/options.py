@@ -21,7 +21,13 @@ MAX_WINDOWED_NODES = 120_000  # and where it solves windows of it (`solver.windo
 # exact reachability the model's edges come from grows as N^2 (`solver.dag`: 0.6 GB at 100k
 # nodes, 2.4 GB at 200k)
 TIME_SCALE = 10  # schedule time unit: 0.1 us
+EPS_US = 1e-6  # tolerance on the makespan limit, in the driver's check and the search's
 CAPACITY_SHARE = 0.9  # of a stream's free units: room for the Send/Recv tasks events add
+
+
+def makespan_limit_us(baseline_us: float, slack: float) -> float:
+    """The makespan a plan may reach: the baseline's x (1 + slack / 100)."""
+    return baseline_us * (1 + slack / 100)
 
 
 class OptimalOptions(msgspec.Struct, frozen=True):

@@ -25,8 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import assignment_of, chains_of_assignment
-from streamalloc.rules.check import Placement, broken
+from streamalloc.optimal.evaluate import (
+    assignment_of,
+    breaks,
+    chains_of_assignment,
+    placement_of,
+)
+from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import (
     Constraint,
     DedicatedStream,
@@ -51,7 +56,7 @@ def within_rules(graph: Graph, dag: TaskDag, chains: Chains, constraints: Sequen
     if not constraints:
         return chains
     streams = assignment_of(dag, chains)
-    if not _broken(graph, dag, streams, constraints):
+    if not breaks(graph, dag, constraints, streams):
         return chains
     if len(chains) > MAX_STREAMS:
         return None
@@ -68,15 +73,17 @@ def within_rules(graph: Graph, dag: TaskDag, chains: Chains, constraints: Sequen
     others: list[Constraint] = [c for c in constraints if not isinstance(c, StreamCap)]
     capped = _merged(graph, dag, streams, caps=caps, others=others, durations=durations,
                      index=index)
-    if capped is None or _broken(graph, dag, capped, constraints):
+    if capped is None or breaks(graph, dag, constraints, capped):
         return None
     return chains_of_assignment(capped)
 
 
 def _same(c: SameStream, streams: list[int], at: Callable[[Sequence[str]], list[int]]) -> None:
     members = at(c.nodes)
-    for v in members:
-        streams[v] = streams[min(members)]
+    if members:
+        first = streams[min(members)]
+        for v in members:
+            streams[v] = first
 
 
 def _dedicated(c: DedicatedStream, streams: list[int],
@@ -133,7 +140,7 @@ def _merged(graph: Graph, dag: TaskDag, streams: list[int], *, caps: list[Constr
             trial = [target if s == moved else s for s in streams]
             left = _over(graph, dag, trial, [cap])
             if (left is not None and len(left[1]) >= len(opened)) \
-                    or _broken(graph, dag, trial, others):
+                    or breaks(graph, dag, others, trial):
                 continue
             length = schedule_length(dag, durations, trial)
             if best is None or (length, target) < best[:2]:
@@ -146,17 +153,9 @@ def _merged(graph: Graph, dag: TaskDag, streams: list[int], *, caps: list[Constr
     return streams
 
 
-def _broken(graph: Graph, dag: TaskDag, streams: Sequence[int],
-            constraints: Sequence[Constraint]) -> bool:
-    return bool(constraints) and bool(broken(list(constraints), graph, _placement(dag, streams)))
-
-
 def _over(graph: Graph, dag: TaskDag, streams: Sequence[int], caps: list[Constraint]
           ) -> tuple[Constraint, tuple[str, ...]] | None:
     """The first cap `streams` break and the openers of the streams it counts."""
-    problems = broken(caps, graph, _placement(dag, streams)) if caps else []
+    problems = broken(caps, graph, placement_of(dag, streams)) if caps else []
     return (problems[0].constraint, problems[0].nodes) if problems else None
 
-
-def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:
-    return Placement({dag.names[v]: streams[v] for v in range(dag.size)}, {})

@@ -16,6 +16,7 @@ from streamalloc.optimal.critical import improvements
 from streamalloc.optimal.evaluate import (
     Outcome,
     assignment_of,
+    breaks,
     chains_of_assignment,
     evaluate,
     matching_chains,
@@ -25,18 +26,19 @@ from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedul
 from streamalloc.optimal.numbering import Numbering, by_first_node, critical_first
 from streamalloc.optimal.options import (
     CAPACITY_SHARE,
+    EPS_US,
     FREE,
     POLISH_NODES_PER_SECOND,
     POLISH_PER_SECOND,
     TIME_SCALE,
     OptimalOptions,
+    makespan_limit_us,
 )
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.packing import packing, streams_of_packing
 from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.optimal.repair import within_rules
 from streamalloc.rules import RuleSet
-from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import (
     AttachedStreams,
     Constraint,
@@ -64,7 +66,6 @@ from streamalloc.sync.tasks import own_units
 WHOLE_PLAN = (StreamCap, DedicatedStream, AttachedStreams)  # rule forms a move of a node
 # they do not name can break: it can leave a member the opener of its stream (a stream's opener
 # is its first node), join a dedicated stream, or make an attached stream a main one
-EPS_US = 1e-6  # the driver's tolerance on the makespan limit (`optimal.driver._worse`)
 EVALUATION_US = 800  # wall time of one evaluation of the makespan search (sync, emulate)
 TASK_US = 17  # plus this per task of its program: the fit of the medians on the 18 inputs of
 # bench/ (1-35 ms each, 2-core machine, 2026-12), x 0.8 since the node tasks are computed once
@@ -197,7 +198,7 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     if windowed(dag, options):
         caps: list[Constraint] = [c for c in constraints if isinstance(c, StreamCap)]
         return windowed_solve(data, constraints, time_limit=time_limit, broken=partial(
-            _breaks, graph, dag, caps), **settings), ()
+            breaks, graph, dag, caps), **settings), ()
     provable = data.objective == "events" and data.makespan_limit is not None \
         and dag.size <= BOUND_MAX_NODES
     found = _chain_solve(data, constraints, time_limit=time_limit * (
@@ -265,7 +266,7 @@ def _fits(graph: Graph, data: SolveInput, constraints: list[Constraint],
             sum(data.units[v] for v in chain) > data.capacity for chain in chains):
         return False
     streams = assignment_of(data.dag, chains)
-    return not (constraints and broken(constraints, graph, _placement(data.dag, streams)))
+    return not breaks(graph, data.dag, constraints, streams)
 
 
 @dataclass(frozen=True)
@@ -336,7 +337,7 @@ class Evaluator:
 
     def limit_us(self) -> float:
         """The baseline's makespan x (1 + slack) in us, as the driver checks the plan."""
-        return self.baseline.makespan_us * (1 + self.options.makespan_slack / 100)
+        return makespan_limit_us(self.baseline.makespan_us, self.options.makespan_slack)
 
 
 def _patience(costs: CostTable) -> float:
@@ -440,7 +441,7 @@ def _outcomes(graph: Graph, dag: TaskDag, candidates: list[Found],
     found: list[Outcome | None] = []
     for chains, order in candidates:
         streams = assignment_of(dag, chains)
-        if constraints and broken(constraints, graph, _placement(dag, streams)):
+        if breaks(graph, dag, constraints, streams):
             found.append(None)
         else:
             found.append(evaluator.outcome(streams, order))
@@ -568,15 +569,6 @@ def _numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Eva
     return best
 
 
-def _breaks(graph: Graph, dag: TaskDag, constraints: list[Constraint],
-            streams: Sequence[int]) -> bool:
-    return bool(broken(constraints, graph, _placement(dag, streams)))
-
-
-def _placement(dag: TaskDag, streams: Sequence[int]) -> Placement:
-    return Placement({dag.names[v]: streams[v] for v in range(dag.size)}, {})
-
-
 def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
               order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator,
               limit: int) -> tuple[tuple[int, ...], ...]:
@@ -617,7 +609,7 @@ def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
         touched = always + list({id(c): c for w in moved for c in by_node.get(w, [])}.values())
         if not touched:
             return True
-        return not broken(touched, graph, _placement(dag, trial))
+        return not breaks(graph, dag, touched, trial)
 
     return allowed
 

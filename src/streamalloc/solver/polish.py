@@ -6,11 +6,10 @@ works on the exact count (`events.event_count`): it tries, in a fixed order, mov
 receiving node of each event onto the sending stream, the sending node onto the receiving
 stream, and merging the two streams, and keeps a move when it needs fewer events (then fewer
 streams), the schedule stays within `limit` and the rules the move touches still hold; given a
-`target`, it stops as soon as the count is down to it (the makespan objective's event budget). The
-number of tried moves is the budget (the caller reads what is left of it), so the result depends
-only on the input. The makespan
-check is the caller's (the optimal mode emulates the plan of each improving assignment), and
-runs only on moves that already need fewer events.
+`target`, it stops as soon as the count is down to it (the makespan objective's event budget).
+The number of tried moves is the budget (the caller reads what is left of it), so the result
+depends only on the input. The makespan check is the caller's (the optimal mode emulates the
+plan of each improving assignment), and runs only on moves that already need fewer events.
 """
 
 from __future__ import annotations
