@@ -5,6 +5,7 @@ solver's plan misses one.
   one is the solver's reference (its events and makespan, its streams the hint) but never the
   plan written, and when no plan fits the error says so; `compare` and `sweep` show such rows
   as OVER_LIMIT and NO_PLAN and go on.
+* A ge-mode plan over the stream limit hints the search with its streams merged within it.
 * The events objective's makespan limit: when no solution of the model meets it in emulation,
   the polished baseline does; a plan exactly as fast as ge mode's meets it.
 * Fallbacks: only the solver's own verdict (`Unsolvable`) keeps the baseline; a graph with no
@@ -80,6 +81,24 @@ def test_ge_mode_over_the_stream_limit_gets_one_stream() -> None:
     plan, solver = planned({"streamalloc.max_streams": "2"}, makespan_slack=50.0)
     assert plan["physical_stream_count"] == 1 and plan["event_count"] == 0
     assert "caller's stream" in solver["baseline_over_limit"]
+
+
+@pytest.mark.parametrize("objective", ["events", "makespan"])
+def test_ge_mode_streams_over_the_limit_are_merged_within_it(objective: str) -> None:
+    """The example training step: ge mode's 4 streams are over `max_streams` 3 (2 beside the
+    caller's), and so are the model's (a stream of its stays in one graph, and the step has
+    three). Every move of the polish from ge mode's streams stayed over the limit, so the
+    optimal mode failed (exit 4); its start is now ge mode's streams merged within it."""
+    graph = api.read_graph(TRAIN_STEP, {"streamalloc.max_streams": "3"})
+    plan, report = allocate_optimal(graph, builtin_rules("free"),
+                                    OptimalOptions(time_limit=1.0, objective=objective))
+    document, solver = plan.to_json(), report.to_json()
+    assert document["physical_stream_count"] + document["attached_stream_count"] <= 2
+    assert verify_plan(graph, document).exit_code == 0
+    assert emulate(graph, document).status == "ok"
+    assert "streamalloc.max_streams" in solver["baseline_over_limit"]
+    assert solver["events_final"] <= solver["baseline_events"] == 7
+    assert solver["makespan_us"] <= solver["baseline_makespan_us"]
 
 
 def test_the_notify_limit_binds_in_notify_mode() -> None:

@@ -7,6 +7,8 @@
   disjoint groups) comes out with nodes moved so it holds.
 * The merge kept is the one with the shortest schedule estimate: a long branch keeps its own
   stream, the short ones join each other.
+* A start over the device's stream limit (ge mode's own streams included) comes out with
+  streams merged, the same way, until the limit holds; None where a rule forbids the merges.
 * Under GE's rules the makespan objective starts from such repaired starts: on the ResNet-50
   training step the plan runs far faster than from the starts that hold the rules as they are,
   and verifies with the rules.
@@ -27,7 +29,7 @@ from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, repair, search
 from streamalloc.optimal.driver import solver_constraints
 from streamalloc.optimal.evaluate import assignment_of, placement_of, task_dag
-from streamalloc.optimal.repair import within_rules
+from streamalloc.optimal.repair import within_rules, within_stream_limit
 from streamalloc.rules import constraints as c
 from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import Constraint
@@ -99,6 +101,26 @@ def test_each_form_of_a_rule_file_moves_nodes_until_it_holds(fork: Graph,
     repaired = within_rules(fork, dag, (main, second), [form], [1] * dag.size)
     assert repaired is not None and not _broken(fork, dag, repaired, [form])
     assert sorted(v for chain in repaired for v in chain) == list(range(dag.size))
+
+
+def test_a_start_over_the_stream_limit_is_merged_within_it(fork: Graph) -> None:
+    dag = _dag(fork)
+    at = {n: v for v, n in enumerate(dag.names)}
+    short = (at["s1"], at["s2"], at["s3"])
+    main = tuple(v for v in range(dag.size) if v not in short)
+    chains = (main, *((v,) for v in short))
+    durations = [30 if n.startswith("l") else 5 for n in dag.names]
+    assert within_stream_limit(fork, dag, chains, limit=4, constraints=[],
+                               durations=durations) == chains
+    limited = within_stream_limit(fork, dag, chains, limit=2, constraints=[],
+                                  durations=durations)
+    assert limited is not None and set(limited) == {main, short}  # the long branch alone
+    (one,) = within_stream_limit(fork, dag, chains, limit=1, constraints=[],
+                                 durations=durations) or ((),)
+    assert one == tuple(range(dag.size))
+    apart: list[Constraint] = [c.DifferentStreams("r", ("l1",), ("s1", "s2", "s3"))]
+    assert within_stream_limit(fork, dag, chains, limit=1, constraints=apart,
+                               durations=durations) is None
 
 
 def test_a_start_of_too_many_streams_is_left_as_it_is(fork: Graph,

@@ -18,11 +18,16 @@ work, joins another stream of its graph, the one that gives the shortest schedul
 no other rule. A stream keeps T-order, so every result is deadlock free. Starts of more than
 MAX_STREAMS streams are not repaired (a merge tries every stream); pinned and attached streams
 are not moved (the rules then reject the start).
+
+`within_stream_limit` merges streams the same way until the device's stream limit holds: a
+start over it is rejected whole, and the polish cannot bring one within it, since each of its
+moves must be. ge mode's own streams are such a start when its plan is over the limit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import (
@@ -71,8 +76,8 @@ def within_rules(graph: Graph, dag: TaskDag, chains: Chains, constraints: Sequen
             place(constraint, streams, at)
     caps: list[Constraint] = [c for c in constraints if isinstance(c, StreamCap)]
     others: list[Constraint] = [c for c in constraints if not isinstance(c, StreamCap)]
-    capped = _merged(graph, dag, streams, caps=caps, others=others, durations=durations,
-                     index=index)
+    capped = _merged(graph, dag, streams, over=partial(_over_caps, graph, dag, caps, index),
+                     others=others, durations=durations)
     if capped is None or breaks(graph, dag, constraints, capped):
         return None
     return chains_of_assignment(capped)
@@ -120,27 +125,48 @@ _PLACES: Mapping[type, Callable[..., None]] = {
 }
 
 
-def _merged(graph: Graph, dag: TaskDag, streams: list[int], *, caps: list[Constraint],
-            others: list[Constraint], durations: Sequence[int], index: dict[str, int]
-            ) -> list[int] | None:
-    """`streams` with streams merged until the caps hold (None when no merge lowers a count
-    without breaking another rule)."""
+def within_stream_limit(graph: Graph, dag: TaskDag, chains: Chains, *, limit: int,
+                        constraints: Sequence[Constraint], durations: Sequence[int]
+                        ) -> Chains | None:
+    """`chains` with streams merged, as for the caps, until at most `limit` remain; None when
+    they cannot be without breaking one of `constraints`, or the start has more than
+    MAX_STREAMS streams."""
+    if len(chains) <= limit:
+        return chains
+    if len(chains) > MAX_STREAMS:
+        return None
+
+    def over(streams: Sequence[int]) -> Excess | None:
+        return (set(streams), lambda _: True) if len(set(streams)) > limit else None
+
+    merged = _merged(graph, dag, assignment_of(dag, chains), over=over,
+                     others=list(constraints), durations=durations)
+    return None if merged is None else chains_of_assignment(merged)
+
+
+# the streams one of which must join another, and whether a trial merge lowers the excess
+Excess = tuple[set[int], Callable[[Sequence[int]], bool]]
+
+
+def _merged(graph: Graph, dag: TaskDag, streams: list[int], *,
+            over: Callable[[Sequence[int]], Excess | None], others: list[Constraint],
+            durations: Sequence[int]) -> list[int] | None:
+    """`streams` with streams merged until `over` finds no excess (None when no merge lowers
+    it without breaking one of `others`)."""
     work = [0] * (max(streams, default=-1) + 1)
     for v, s in enumerate(streams):
         work[s] += durations[v]
-    over = _over(graph, dag, streams, caps)
-    while over is not None:
-        cap, opened = over
-        moved = min((streams[index[n]] for n in opened), key=lambda s: (work[s], s))
+    excess = over(streams)
+    while excess is not None:
+        movable, lowers = excess
+        moved = min(movable, key=lambda s: (work[s], s))
         home = dag.graphs[streams.index(moved)]
         best: tuple[int, int, list[int]] | None = None
         for target in sorted(set(streams)):
             if target == moved or dag.graphs[streams.index(target)] != home:
                 continue
             trial = [target if s == moved else s for s in streams]
-            left = _over(graph, dag, trial, [cap])
-            if (left is not None and len(left[1]) >= len(opened)) \
-                    or breaks(graph, dag, others, trial):
+            if not lowers(trial) or breaks(graph, dag, others, trial):
                 continue
             length = schedule_length(dag, durations, trial)
             if best is None or (length, target) < best[:2]:
@@ -149,8 +175,24 @@ def _merged(graph: Graph, dag: TaskDag, streams: list[int], *, caps: list[Constr
             return None
         work[best[1]] += work[moved]
         streams = best[2]
-        over = _over(graph, dag, streams, caps)
+        excess = over(streams)
     return streams
+
+
+def _over_caps(graph: Graph, dag: TaskDag, caps: list[Constraint], index: dict[str, int],
+               streams: Sequence[int]) -> Excess | None:
+    """The streams opened under the first cap `streams` break; a merge lowers the excess
+    when that cap then counts fewer."""
+    found = _over(graph, dag, streams, caps)
+    if found is None:
+        return None
+    cap, opened = found
+
+    def lowers(trial: Sequence[int]) -> bool:
+        left = _over(graph, dag, trial, [cap])
+        return left is None or len(left[1]) < len(opened)
+
+    return {streams[index[n]] for n in opened}, lowers
 
 
 def _over(graph: Graph, dag: TaskDag, streams: Sequence[int], caps: list[Constraint]

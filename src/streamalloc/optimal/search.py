@@ -37,7 +37,7 @@ from streamalloc.optimal.options import (
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.packing import packing, streams_of_packing
 from streamalloc.optimal.prologue import prologue_variants
-from streamalloc.optimal.repair import within_rules
+from streamalloc.optimal.repair import within_rules, within_stream_limit
 from streamalloc.rules import RuleSet
 from streamalloc.rules.constraints import (
     AttachedStreams,
@@ -127,11 +127,14 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         matched = matching_chains(dag)
         if len(matched) <= _stream_limit(graph, baseline):  # else the model states the limit
             return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
-    data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs)
+    data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
+                        constraints=constraints)
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
     found, earlier = _solved(graph, data, constraints, time_limit=options.time_limit * share,
                              options=options)
-    chains = found.chains or tuple(tuple(c) for c in data.hint)
+    hint = tuple(tuple(c) for c in data.hint)
+    stream_limit = _stream_limit(graph, baseline)
+    chains = found.chains or hint
     phase = ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint"
     deterministic = found.deterministic_time
     status, objective, bound = (found.status, found.objective, found.bound) if found.chains \
@@ -144,13 +147,14 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             evaluator = replace(evaluator, orders=Orders.of(graph))
             packed, packing_time = _packed(graph, dag, evaluator)
             deterministic += packing_time
-            starts = [_repaired(graph, dag, start, constraints, data.durations)
+            starts = [_repaired(graph, dag, start, constraints, data.durations,
+                                stream_limit=stream_limit)
                       for start in _starts(graph, dag, chains, data.durations, evaluator)
                       + packed]
             outcomes = _outcomes(graph, dag, starts, constraints, evaluator)
             more = _within_budget(graph, dag, starts, outcomes,
-                                  hint=(tuple(tuple(c) for c in data.hint), None),
-                                  durations=data.durations, constraints=constraints,
+                                  hint=(hint, None), durations=data.durations,
+                                  stream_limit=stream_limit, constraints=constraints,
                                   evaluator=evaluator)
             chains, order, limit = _fastest(
                 starts + more, outcomes + _outcomes(graph, dag, more, constraints, evaluator),
@@ -173,7 +177,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             # the emulated run: a cost table of wide kernels), or with as few events as the
             # baseline (the model counts split pairs). The baseline's streams do, and so do
             # they polished.
-            best = _polished(graph, dag, tuple(tuple(c) for c in data.hint), order,
+            best = _polished(graph, dag, hint, order,
                              constraints=constraints, evaluator=evaluator, limit=limit)
             phase = "hint"
             if found.chains:  # the model's figures are not the plan's
@@ -426,12 +430,15 @@ def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders
 
 
 def _repaired(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constraint],
-              durations: Sequence[int]) -> Found:
-    """`start` with nodes moved and streams merged within the rules (`optimal/repair.py`);
-    as it is when they cannot be (the rules then reject it)."""
+              durations: Sequence[int], *, stream_limit: int) -> Found:
+    """`start` with nodes moved and streams merged within the rules, then within the
+    device's stream limit (`optimal/repair.py`); as it is when they cannot be (the rules or
+    the limit then reject it)."""
     chains, order = start
     repaired = within_rules(graph, dag, chains, constraints, durations)
-    return start if repaired is None else (repaired, order)
+    limited = None if repaired is None else within_stream_limit(
+        graph, dag, repaired, limit=stream_limit, constraints=constraints, durations=durations)
+    return start if limited is None else (limited, order)
 
 
 def _outcomes(graph: Graph, dag: TaskDag, candidates: list[Found],
@@ -467,7 +474,8 @@ def _fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator:
 
 def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
                    outcomes: list[Outcome | None], *, hint: Found, durations: Sequence[int],
-                   constraints: list[Constraint], evaluator: Evaluator) -> list[Found]:
+                   stream_limit: int, constraints: list[Constraint], evaluator: Evaluator
+                   ) -> list[Found]:
     """More starts under the makespan objective's event budget (none without one): the
     baseline's streams and the fastest start (`outcomes`: the starts'), when it is over the
     budget and faster than every start within it, each polished down to the budget
@@ -487,7 +495,8 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
         found += [reduced] if reduced is not None else []
     serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
                    for g in dict.fromkeys(dag.graphs))
-    return found + [_repaired(graph, dag, start, constraints, durations)
+    return found + [_repaired(graph, dag, start, constraints, durations,
+                              stream_limit=stream_limit)
                     for start in _with_prologues(dag, [(serial, None)], durations,
                                                  evaluator.orders)]
 
@@ -615,9 +624,16 @@ def _rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
 
 
 def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | None, *,
-                 options: OptimalOptions, costs: CostTable) -> SolveInput:
+                 options: OptimalOptions, costs: CostTable,
+                 constraints: Sequence[Constraint] = ()) -> SolveInput:
+    """The model's data; its hint is the baseline's streams, merged within the stream limit
+    when ge mode's plan is over it (`within_stream_limit`, keeping `constraints`)."""
     durations = _durations(graph, dag, costs)
-    hint = _hint_chains(dag, baseline.allocation)
+    stream_limit = _stream_limit(graph, baseline)
+    given = _hint_chains(dag, baseline.allocation)
+    hint = [list(c) for c in within_stream_limit(
+        graph, dag, tuple(tuple(c) for c in given), limit=stream_limit,
+        constraints=constraints, durations=durations) or given]
     limit = None
     if options.objective == "events" and options.concurrency == "ge":
         limit = math.ceil(schedule_length(dag, durations, assignment_of(dag, hint))
@@ -634,7 +650,7 @@ def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | 
                       makespan_limit=limit,
                       event_limit=pairs if options.event_budget is None
                       else min(pairs, options.event_budget),
-                      stream_limit=_stream_limit(graph, baseline), window=options.window)
+                      stream_limit=stream_limit, window=options.window)
 
 
 def _stream_limit(graph: Graph, baseline: Outcome) -> int:
