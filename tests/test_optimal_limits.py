@@ -5,7 +5,8 @@ solver's plan misses one.
   one is the solver's reference (its events and makespan, its streams the hint) but never the
   plan written, and when no plan fits the error says so; `compare` and `sweep` show such rows
   as OVER_LIMIT and NO_PLAN and go on.
-* A ge-mode plan over the stream limit hints the search with its streams merged within it.
+* A ge-mode plan over the stream limit hints the search with its streams merged within it;
+  one over the event limit is polished down to it.
 * The events objective's makespan limit: when no solution of the model meets it in emulation,
   the polished baseline does; a plan exactly as fast as ge mode's meets it.
 * Fallbacks: only the solver's own verdict (`Unsolvable`) keeps the baseline; a graph with no
@@ -24,6 +25,8 @@ from streamalloc import api
 from streamalloc.commands.compare import CompareSettings, compare
 from streamalloc.commands.sweep import sweep
 from streamalloc.errors import LimitExceeded
+from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.report.compare_report import frontier_plot
 from streamalloc.rules import builtin_rules
@@ -34,6 +37,8 @@ from streamalloc.verify import verify_plan
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ROOT / "examples" / "graphs" / "transformer_layers.yaml"
 TRAIN_STEP = ROOT / "examples" / "graphs" / "train_step.yaml"
+PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+            "ge.hcomParallel": "1"}
 # ge mode: 2 streams and 2 events at 182 us; one stream and no event runs 232 us
 
 
@@ -99,6 +104,22 @@ def test_ge_mode_streams_over_the_limit_are_merged_within_it(objective: str) -> 
     assert "streamalloc.max_streams" in solver["baseline_over_limit"]
     assert solver["events_final"] <= solver["baseline_events"] == 7
     assert solver["makespan_us"] <= solver["baseline_makespan_us"]
+
+
+def test_the_polish_brings_ge_modes_streams_within_the_event_limit() -> None:
+    """The ResNet-50 training step under the parallel options: ge mode (minimal sync) needs
+    159 events, over `max_events` 150, and CP-SAT finds nothing within a second. The polish,
+    which only lowers events, used to reject each of its moves over the limit, so none was
+    kept and the optimal mode failed (exit 4); it now probes with the limits lifted and comes
+    within them step by step."""
+    graph = training_step(load_graph(LIGHT / "light_resnet50.onnx")).with_options(
+        {**PARALLEL, "streamalloc.max_events": "150"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    document, solver = plan.to_json(), report.to_json()
+    assert solver["baseline_events"] == 159 and "max_events" in solver["baseline_over_limit"]
+    assert document["event_count"] <= 150 and solver["status"] != "FALLBACK"
+    assert solver["makespan_us"] <= solver["baseline_makespan_us"]
+    assert verify_plan(graph, document).exit_code == 0
 
 
 def test_the_notify_limit_binds_in_notify_mode() -> None:

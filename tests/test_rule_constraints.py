@@ -8,6 +8,7 @@ models x random user rule files: every declared constraint holds, or the run is 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,36 @@ def test_a_stream_is_opened_by_its_node_of_least_subgraph_rank() -> None:
     # without an order, the first node in G-order opens its stream: a
     assert broken([StreamCap("r", "g", "DNN_VM_AICPU_ASCEND", ("a", "b", "c"), 1)], graph,
                   placement)
+
+
+def test_a_stream_ge_opened_for_a_reshape_is_not_opened_by_its_ai_cpu_consumer(
+        tmp_path: Path) -> None:
+    """Found by the emulator's property test on a random graph. Under an AI CPU cap of 2,
+    GE gives n9 and n11 the two AI CPU streams, and n10 continues on the GE-local stream of
+    its producer, the Reshape n0 (AI CPU attaches, spec 2.4.3); the skip-engine pass then
+    takes n0 off it (it issues no task). So AI CPU nodes sit on three streams of GE's own
+    plan, and ge mode failed its own rule check (exit 3)."""
+    path = tmp_path / "reshape.yaml"
+    relus = "".join(f"  - {{name: r{i}, type: Relu, inputs: [x]}}\n" for i in range(8))
+    path.write_text(
+        "format: streamalloc.graph/v1\nname: g\n"
+        "options: {ge.streamMaxParallelNum: 'AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2'}\n"
+        "nodes:\n  - {name: x, type: Data, outputs: [{shape: [4, 64], dtype: float16}]}\n"
+        f"  - {{name: n0, type: Reshape, inputs: [x]}}\n{relus}"
+        "  - {name: n9, type: NonZero, inputs: [x]}\n"
+        "  - {name: n10, type: NonZero, inputs: [n0]}\n"
+        "  - {name: n11, type: NonZero, inputs: [x]}\n")
+    graph = load_graph(path)
+    allocation = allocate_ge(graph)
+    assert allocation.stream("n0") == -1
+    assert len({allocation.stream(n) for n in ("n9", "n10", "n11")}) == 3
+    (cap,) = [c for c in rule_constraints(default_rule_set(graph), graph)
+              if isinstance(c, StreamCap) and c.engine == "DNN_VM_AICPU_ASCEND"]
+    assert cap.cap == 2 and "n10" not in cap.nodes and {"n9", "n11"} <= set(cap.nodes)
+    assert broken([cap], graph, placement_of(allocation)) == []
+    # n9 and n11 still count: under a cap of 1 their two streams are one too many
+    (over,) = broken([dataclasses.replace(cap, cap=1)], graph, placement_of(allocation))
+    assert set(over.nodes) == {"n9", "n11"}
 
 
 USER_KINDS = ("stream-label", "same-stream", "separate-streams", "dedicated-stream", "pin-stream")

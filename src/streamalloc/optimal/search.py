@@ -60,7 +60,7 @@ from streamalloc.solver.polish import Polish, polish
 from streamalloc.solver.rules import add_rules
 from streamalloc.solver.windows import windowed_solve
 from streamalloc.sync.driver import synchronize
-from streamalloc.sync.limits import limits_of
+from streamalloc.sync.limits import limits_of, without_device_limits
 from streamalloc.sync.tasks import own_units
 
 WHOLE_PLAN = (StreamCap, DedicatedStream, AttachedStreams)  # rule forms a move of a node
@@ -292,6 +292,11 @@ class Evaluator:
         """The graph's node tasks, computed once: the plans differ, the tasks do not."""
         return graph_node_tasks(self.graph, self.costs)
 
+    @cached_property
+    def lifted(self) -> Graph:
+        """The graph without its stream, event and notify limits."""
+        return without_device_limits(self.graph)
+
     def outcome(self, streams: Sequence[int], order: Order | None = None) -> Outcome | None:
         """None when the plan is over a device limit."""
         try:
@@ -301,26 +306,30 @@ class Evaluator:
             return None
 
     def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
-        """Emulated makespan of the unverified run (infinite over a limit): the polish's
-        probe, as `run` is the search's (the driver verifies the plan it writes). The polish
-        lowers the events, so the event budget is checked on its result, not here."""
-        result = self.run(streams, order, budgeted=False)
+        """Emulated makespan of the unverified run (infinite over the task capacity): the
+        polish's probe, as `run` is the search's (the driver verifies the plan it writes).
+        The polish only lowers the events and the streams, so the event budget and the
+        device's stream, event and notify limits are checked on its result, not here: from a
+        start over one it comes within step by step."""
+        result = self.run(streams, order, budgeted=False, lifted=True)
         if result is None:
             return math.inf  # type: ignore[return-value]
         return math.ceil(result.makespan_us * TIME_SCALE)
 
     def run(self, streams: Sequence[int], order: Order | None = None, *,
-            budgeted: bool = True) -> EmulationResult | None:
+            budgeted: bool = True, lifted: bool = False) -> EmulationResult | None:
         """The emulated run of an assignment's plan, unverified (the search's probe; None
         over a device limit or, when `budgeted`, over the makespan objective's event
-        budget)."""
+        budget); `lifted`: with the stream, event and notify limits lifted."""
         budget = self.options.event_budget if budgeted else None
+        graph = self._in_order(order)
         try:
-            plan = synchronize(self._in_order(order), self._allocation(streams),
-                               sync=self.options.sync)
+            plan = synchronize(without_device_limits(graph) if lifted else graph,
+                               self._allocation(streams), sync=self.options.sync)
             if budget is not None and plan.event_count + plan.notify_count > budget:
                 return None
-            return emulate(self.graph, plan.to_json(), costs=self.costs, tasks=self.tasks)
+            return emulate(self.lifted if lifted else self.graph, plan.to_json(),
+                           costs=self.costs, tasks=self.tasks)
         except AllocationInfeasible:
             return None
 

@@ -18,7 +18,12 @@ from streamalloc.ir.clusters import task_nodes
 from streamalloc.ir.engines import Engine
 from streamalloc.ir.graph import ComputeGraph, Graph, Node
 from streamalloc.ir.labels import NodeLabels
-from streamalloc.ir.partition import GraphPartition, auto_multistream_mode, partition_model
+from streamalloc.ir.partition import (
+    EngineSubgraph,
+    GraphPartition,
+    auto_multistream_mode,
+    partition_model,
+)
 from streamalloc.mappings import Columns
 from streamalloc.rules import labelling
 from streamalloc.rules.model import Rule, RuleSet
@@ -126,6 +131,8 @@ class Inputs:
                     continue
                 key = (graph, sg.engine_name)
                 caps[key] = sg.max_parallel_num
+                if _heir(partition, sg):
+                    continue
                 found[key] += [n for n in sg.nodes if n not in left_out] \
                     if not left_out.isdisjoint(sg.nodes) else sg.nodes
         return {k: (tuple(v), caps[k]) for k, v in found.items() if v}
@@ -169,6 +176,23 @@ class Inputs:
                                 frozenset(self.label_rule[n.name] for n in members
                                           if n.name in self.label_rule), bool(engine))
                      for (_, engine, _), members in groups.items())
+
+
+def _heir(partition: GraphPartition, sg: EngineSubgraph) -> bool:
+    """May `sg` continue on the stream GE opened for a skip-engine predecessor (spec 2.4.3,
+    steps 1, 2 and 5: an attach engine after an unlabelled, not independent skip engine of its
+    scheduler)? The skip-engine pass (2.9) then takes that predecessor's nodes off the stream
+    (a Reshape that issues no task), and `sg`'s nodes are the first left on a stream their
+    engine did not open. They never count as its openers: an AI CPU op after a Reshape, under
+    an AI CPU cap of 2, is on the third stream of AI CPU nodes in GE's own plan. Step 4 (the
+    predecessor's other consumers of its own engine) is left out: a cap then counts a stream
+    too few, never one too many."""
+    if not sg.engine.attach:
+        return False
+    subgraphs = partition.subgraphs
+    return any(p.engine.skip_assign_stream and not p.engine.independent and not p.stream_label
+               and p.engine.scheduler_id == sg.engine.scheduler_id
+               for p in map(subgraphs.__getitem__, sg.preds))
 
 
 def _subgraph_ranks(compute: ComputeGraph, partition: GraphPartition) -> Columns[str, int]:
