@@ -71,6 +71,17 @@ def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out() -> None:
     assert caught.value.exit_code == 4 and "--makespan-slack" in str(caught.value)
 
 
+def test_under_full_concurrency_the_way_out_is_nimbles_minimum_not_a_slack() -> None:
+    """The example training step needs at least 5 events when only ordered nodes share a
+    stream, so none fits `max_events` 2; a makespan slack, which full concurrency does not
+    read, is no way out."""
+    graph = api.read_graph(TRAIN_STEP, {"streamalloc.max_events": "2"})
+    with pytest.raises(LimitExceeded, match="Nimble's minimum of 5 events") as caught:
+        allocate_optimal(graph, builtin_rules("free"),
+                         OptimalOptions(time_limit=1.0, concurrency="full"))
+    assert "--makespan-slack" not in str(caught.value)
+
+
 def test_the_stream_limit_binds_the_makespan_objective() -> None:
     """Free rules and the makespan objective use 4 streams; a limit of 3 leaves 2 (the
     runtime keeps a slot for the caller's stream) and ge mode's 2 still fit."""

@@ -51,7 +51,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     most = MAX_WINDOWED_NODES if windowed(dag, options) else MAX_SOLVER_NODES
     if dag.size > most:
         return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over "
-                                         f"the solver's {most}; the ge-mode plan is kept", None)
+                                         f"the solver's {most}; the ge-mode plan is kept", None,
+                         searched=False)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs)
@@ -114,13 +115,21 @@ def _makespan_result(graph: Graph, outcome: Outcome, costs: CostTable
 
 
 def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
-              deterministic: float = 0.0) -> tuple[SyncPlan, SolverReport]:
+              deterministic: float = 0.0, *, searched: bool = True
+              ) -> tuple[SyncPlan, SolverReport]:
     """The baseline plan with status FALLBACK and `reason`; LimitExceeded when it is over a
-    device limit (`over`): then no plan fits."""
+    device limit (`over`): then no plan fits, and the error says what might let one
+    (`searched`: the solver ran; `nimble`: Nimble's minimum, under `--concurrency full`,
+    which has no makespan to trade)."""
     if over:
+        way_out = ("" if not searched else
+                   "; a --makespan-slack may let it trade makespan for events and streams"
+                   if nimble is None else
+                   f"; under --concurrency full a plan needs at least Nimble's minimum of "
+                   f"{nimble} events, and a stream for each of the most nodes no path orders")
         raise LimitExceeded(f"no plan within the device limits: the ge-mode plan is over them "
-                            f"({over}), and the solver's does not replace it ({reason}); a "
-                            "--makespan-slack may let it trade makespan for events and streams")
+                            f"({over}), and the solver's does not replace it ({reason})"
+                            f"{way_out}")
     return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
                                        nimble, reason, baseline.events, baseline.makespan_us,
                                        baseline.makespan_us)
