@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
+import msgspec
+
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
@@ -72,6 +74,7 @@ TASK_US = 17  # plus this per task of its program: the fit of the medians on the
 # per search (the median evaluation of those inputs, old and new code in one run); the
 # searches' budgets are counts derived from it, not clocks, so their plans are deterministic
 CRITICAL_SHARE = 0.8  # of --time-limit for the critical-chain search
+FULLER_SHARE = 0.4  # for its second run under an event budget, from the start that uses it
 MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, most of them
 # rejected on the event count unevaluated (0.1-6.6 s at --time-limit 10); less loses time on
 # T5 and the training step, where its moves also shorten the run
@@ -123,6 +126,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     numbered by first node or critical first (`optimal/numbering.py`); for both objectives the
     polish on the exact event count."""
     capacity = _capacity(graph)
+    if options.objective == "makespan":
+        options = _within_pair_limit(graph, dag, options)
     if options.concurrency == "full" and not constraints and capacity is None:
         matched = matching_chains(dag)
         if len(matched) <= _stream_limit(graph, baseline):  # else the model states the limit
@@ -156,11 +161,15 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                                   hint=(hint, None), durations=data.durations,
                                   stream_limit=stream_limit, constraints=constraints,
                                   evaluator=evaluator)
-            chains, order, limit = _fastest(
-                starts + more, outcomes + _outcomes(graph, dag, more, constraints, evaluator),
-                evaluator)
+            candidates = starts + more
+            measured = outcomes + _outcomes(graph, dag, more, constraints, evaluator)
+            chains, order, limit = _fastest(candidates, measured, evaluator)
             bests = _sped_up(graph, dag, chains, order, constraints=constraints,
                              evaluator=evaluator)
+            fuller = _fullest(candidates, measured, evaluator.options.event_budget)
+            if fuller is not None and fuller != (chains, order):
+                bests += [fuller, *_sped_up(graph, dag, *fuller, constraints=constraints,
+                                            evaluator=evaluator, share=FULLER_SHARE)]
             chains, order, evaluator, limit = _numbered(
                 dag, [(chains, order), *bests], limit,
                 [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
@@ -495,6 +504,12 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     if budget is None:
         return []
     over = [(o.makespan_us, k) for k, o in enumerate(outcomes) if o and o.events > budget]
+    for k, (chains, order) in enumerate(starts):  # over a device limit: as over the budget
+        if outcomes[k] is None and not breaks(graph, dag, constraints,
+                                              streams := assignment_of(dag, chains)):
+            probe = _lifted_run(evaluator, streams, order)
+            if probe is not None and probe[0] > budget:
+                over.append((probe[1], k))
     kept = min((o.makespan_us for o in outcomes if o and o.events <= budget), default=math.inf)
     fastest = [starts[min(over)[1]]] if over and min(over)[0] < kept else []
     guard = _rule_guard(graph, dag, constraints)
@@ -532,24 +547,49 @@ def _reduced(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | N
         while tries > 0:
             step = Polish(dag, length, limit, guard, tries, streams, target)
             streams, tries = step.run(), step.budget
-            outcome = evaluator.outcome(streams, order)
-            if outcome is None:
+            probe = _lifted_run(evaluator, streams, order)
+            if probe is None:
                 return None
-            if outcome.events <= budget:
+            if probe[0] <= budget:
                 return chains_of_assignment(streams), order
             if step.events > target:
                 break  # none of the polish's moves fits this limit
-            target -= outcome.events - budget
+            target -= probe[0] - budget
     return None
 
 
+def _lifted_run(evaluator: Evaluator, streams: Sequence[int], order: Order | None
+                ) -> tuple[int, float] | None:
+    """The events (and notifies) and the emulated makespan of an assignment's plan with the
+    device's stream, event and notify limits lifted (None over the task capacity): a plan
+    over the event limit is polished down to the budget as one over the budget is."""
+    result = evaluator.run(streams, order, budgeted=False, lifted=True)
+    if result is None:
+        return None
+    return result.program.event_count + result.program.notify_count, result.makespan_us
+
+
+def _fullest(candidates: list[Found], outcomes: list[Outcome | None], budget: int | None
+             ) -> Found | None:
+    """Under an event budget, the fastest candidate of those with the most events within
+    it: the critical search moves only within the budget, so from the fastest candidate, when
+    it has events to spare, a move that needs two more may be out of reach (the example
+    training step under free rules and a budget of 1: from one stream and no event at 345.9
+    us, no move fits; from a start with its one event, 325.9 us)."""
+    if budget is None:
+        return None
+    scored = [(-o.events, o.makespan_us, k) for k, o in enumerate(outcomes)
+              if o is not None and o.events <= budget]
+    return candidates[min(scored)[2]] if scored else None
+
+
 def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
-             order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator
-             ) -> list[Found]:
+             order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator,
+             share: float = CRITICAL_SHARE) -> list[Found]:
     """The critical-chain local search from the fastest candidate, in its order (moves that
-    break a rule are not tried; the execution order changes when `evaluator.orders` allows):
-    the streams and orders (None: the graph's) that were its best when found, in that
-    order."""
+    break a rule are not tried; the execution order changes when `evaluator.orders` allows),
+    `share` of --time-limit in evaluations: the streams and orders (None: the graph's) that
+    were its best when found, in that order."""
     guard = _rule_guard(graph, dag, constraints)
     start = assignment_of(dag, chains)
 
@@ -557,7 +597,7 @@ def _sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
         moved = [v for v in range(dag.size) if streams[v] != start[v]]
         return evaluator.run(streams, order) if guard(streams, moved) else None
 
-    budget = _evaluations(evaluator, start, evaluator.options.time_limit * CRITICAL_SHARE)
+    budget = _evaluations(evaluator, start, evaluator.options.time_limit * share)
     found = improvements(dag, start, run, budget, seed=evaluator.options.seed,
                          orders=evaluator.orders, order=order)
     own = evaluator.orders.start if evaluator.orders else None
@@ -650,16 +690,35 @@ def _solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | 
     units = [own_units(graph, graph.node(n)) for n in dag.names]
     if capacity is not None:  # the hint's streams must fit: GE's split may fill them more
         capacity = max([capacity] + [sum(units[v] for v in chain) for chain in hint])
-    device = limits_of(graph)
-    # a dependency between streams is a notify in notify mode (`ge.event: notify`), else an
-    # event
-    pairs = device.max_notifies if graph.option("ge.event") == "notify" else device.max_events
+    pairs = _pair_limit(graph)
     return SolveInput(dag=dag, units=units, durations=durations, capacity=capacity,
                       concurrency=options.concurrency, hint=hint, objective=options.objective,
                       makespan_limit=limit,
                       event_limit=pairs if options.event_budget is None
                       else min(pairs, options.event_budget),
                       stream_limit=stream_limit, window=options.window)
+
+
+def _pair_limit(graph: Graph) -> int:
+    """The device's limit on dependencies between streams: a dependency is a notify in
+    notify mode (`ge.event: notify`), else an event."""
+    device = limits_of(graph)
+    return device.max_notifies if graph.option("ge.event") == "notify" else device.max_events
+
+
+def _within_pair_limit(graph: Graph, dag: TaskDag, options: OptimalOptions) -> OptimalOptions:
+    """The makespan objective's event budget, at most the device's event (or notify) limit
+    where the graph has more dependencies than it may count: a start over the limit is then
+    polished down to it, as one over a budget, instead of being rejected. The 12-layer
+    transformer training step in notify mode under 150 notifies: 16.6 -> 7.6 ms at
+    `--time-limit 5` (free rules, parallel options; 6.1 ms with 177 notifies, unlimited).
+    The budget counts events and notifies together, so in notify mode it also counts the
+    split's events: within it, the plan is within the limit."""
+    pairs = _pair_limit(graph)
+    if len(dag.reduction) <= pairs or (options.event_budget is not None
+                                       and options.event_budget <= pairs):
+        return options
+    return msgspec.structs.replace(options, event_budget=pairs)
 
 
 def _stream_limit(graph: Graph, baseline: Outcome) -> int:
