@@ -495,7 +495,8 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
                    stream_limit: int, constraints: list[Constraint], evaluator: Evaluator
                    ) -> list[Found]:
     """More starts under the makespan objective's event budget (none without one): the
-    baseline's streams and the fastest start (`outcomes`: the starts'), when it is over the
+    baseline's streams and the fastest start (`outcomes`: the starts'; one over a device
+    limit, measured with the limits lifted, counts as over the budget), when it is over the
     budget and faster than every start within it, each polished down to the budget
     (`_reduced`); and one stream per graph (the fewest events), also with its prologue on
     side streams (repaired within the rules). The critical search then shortens the run
