@@ -26,7 +26,7 @@ import pytest
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.optimal import OptimalOptions, allocate_optimal, bounds
+from streamalloc.optimal import OptimalOptions, allocate_optimal, bounds, search
 from streamalloc.optimal.bounds import graph_sync_aware_bound, jackson, sync_aware_bound
 from streamalloc.optimal.critical import critical_chain, improvements
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
@@ -356,3 +356,28 @@ ZERO_TIME_CHAIN = """\
   - {name: v, type: Relu, inputs: [x], cost_us: 1, attrs: {block_dim: 20}}
   - {name: out, type: NetOutput, inputs: [b, w, v]}
 """
+
+
+def test_above_its_node_count_the_makespan_objective_does_not_solve_the_model(
+        squeezenet: Graph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole, CP-SAT's model took most of a 10k-node graph's 4.6 GB for streams that only
+    estimate the emulated run: above MAKESPAN_SOLVER_NODES streamed nodes it is not solved,
+    and the search starts from the other candidates (phase `hint+...`); the events objective
+    still solves it."""
+    monkeypatch.setattr(search, "MAKESPAN_SOLVER_NODES", 10)
+    solves: list[str] = []
+    chain_solve = search._chain_solve
+
+    def counted(*args: object, **kwargs: object) -> object:
+        solves.append("solve")
+        return chain_solve(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "_chain_solve", counted)
+    options = OptimalOptions(objective="makespan", time_limit=0.5)
+    plan, report = allocate_optimal(squeezenet, builtin_rules("free"), options)
+    assert not solves and report.phase.startswith("hint+fastest+critical")
+    assert report.status in ("FEASIBLE", "OPTIMAL") and report.makespan_us is not None
+    assert report.makespan_us <= report.baseline_makespan_us
+    assert verify_plan(squeezenet, plan.to_json()).exit_code == 0
+    allocate_optimal(squeezenet, builtin_rules("free"), OptimalOptions(time_limit=0.5))
+    assert solves
