@@ -184,7 +184,8 @@ def _objective(dag: TaskDag, streams: np.ndarray, count: int) -> int:
 
 
 def test_windows_take_graphs_the_whole_model_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The whole model's size limit does not hold for windows; theirs does."""
+    """The whole model's size limit does not hold for windows, nor for the makespan objective
+    where it solves no model; the windows' limit does."""
     from streamalloc.optimal import driver
     graph = layered_graph(60)
     monkeypatch.setattr(optimal_search, "WINDOWED_ABOVE", 10)
@@ -193,9 +194,18 @@ def test_windows_take_graphs_the_whole_model_cannot(monkeypatch: pytest.MonkeyPa
     assert report.status == "FEASIBLE" and report.phase.startswith("windows")
     _, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1, objective="makespan"))
     assert report.status == "FALLBACK" and "over the solver's 20" in report.reason
+    # the makespan objective above its node count does not solve the model: the windows'
+    # limit holds for it
+    monkeypatch.setattr(optimal_search, "MAKESPAN_SOLVER_NODES", 10)
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1,
+                                                                objective="makespan"))
+    assert report.status != "FALLBACK" and report.phase.startswith("hint+fastest")
+    verify_plan(graph, plan.to_json()).raise_for_failure()
     monkeypatch.setattr(driver, "MAX_WINDOWED_NODES", 30)
-    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1))
-    assert report.status == "FALLBACK" and "over the solver's 30" in report.reason
+    for objective in ("events", "makespan"):
+        plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1,
+                                                                    objective=objective))
+        assert report.status == "FALLBACK" and "over the solver's 30" in report.reason
     verify_plan(graph, plan.to_json()).raise_for_failure()
 
 

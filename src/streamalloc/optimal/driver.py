@@ -31,7 +31,7 @@ from streamalloc.optimal.options import (
     SolverReport,
     makespan_limit_us,
 )
-from streamalloc.optimal.search import search, windowed
+from streamalloc.optimal.search import search, unsolved, windowed
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -48,7 +48,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
-    most = MAX_WINDOWED_NODES if windowed(dag, options) else MAX_SOLVER_NODES
+    most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(dag, options) \
+        else MAX_SOLVER_NODES
     if dag.size > most:
         return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over "
                                          f"the solver's {most}; the ge-mode plan is kept", None,

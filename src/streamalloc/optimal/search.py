@@ -216,8 +216,7 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     replaced them (the model counts split pairs, the plan events, so the polish starts from
     both)."""
     dag = data.dag
-    if options.objective == "makespan" and options.concurrency == "ge" \
-            and dag.size > MAKESPAN_SOLVER_NODES:  # not run: nothing found
+    if unsolved(dag, options):  # nothing found
         return SolveOutput((), "UNKNOWN", math.inf, 0.0, 0.0, 0), ()
     settings = {"seed": options.seed, "workers": options.workers}
     if windowed(dag, options):
@@ -252,6 +251,13 @@ def windowed(dag: TaskDag, options: OptimalOptions) -> bool:
     """Is the model solved window by window (`solver.windows`: the events objective under
     `ge` concurrency, whose schedule limit keeps each window's parallelism)?"""
     return dag.size > WINDOWED_ABOVE and options.objective == "events" \
+        and options.concurrency == "ge"
+
+
+def unsolved(dag: TaskDag, options: OptimalOptions) -> bool:
+    """Is the model left unsolved (the makespan objective under `ge` concurrency above
+    MAKESPAN_SOLVER_NODES: the emulated search alone)?"""
+    return dag.size > MAKESPAN_SOLVER_NODES and options.objective == "makespan" \
         and options.concurrency == "ge"
 
 
