@@ -56,7 +56,7 @@ from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.bound import MAX_NODES as BOUND_MAX_NODES
 from streamalloc.solver.bound import relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.events import schedule_length
+from streamalloc.solver.events import event_count, schedule_length
 from streamalloc.solver.model import SolveInput, SolveOutput, build, solve
 from streamalloc.solver.polish import Polish, polish
 from streamalloc.solver.rules import add_rules
@@ -93,6 +93,7 @@ PACKING_SOLVER_NODES = 2000  # streamed nodes; above, the serial schedule alone 
 # layered graph: CP-SAT took 15.9 s of wall time for 0.32 deterministic s, its serial hint 0.15
 # s, and found nothing shorter)
 BUDGET_SHARE = 1.0  # of --time-limit for each start polished down to the event budget
+GAP_TRIES = 8  # or, when more, this many tried moves per event it is over the budget
 BUDGET_STRETCH = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0, None)  # the schedule estimates the
 # polish down to the budget allows in turn, x the start's (None: any)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
@@ -559,8 +560,9 @@ def _reduced(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | N
     streams = assignment_of(dag, chains)
     length = partial(schedule_length, dag, durations)
     start, target = length(streams), budget
-    tries = int(evaluator.options.time_limit * BUDGET_SHARE
-                * min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size)))
+    tries = max(int(evaluator.options.time_limit * BUDGET_SHARE
+                    * min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size))),
+                GAP_TRIES * (event_count(dag, streams) - budget))
     for stretch in BUDGET_STRETCH:
         limit = None if stretch is None else math.ceil(start * stretch)
         while tries > 0:
