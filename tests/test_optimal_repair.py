@@ -64,17 +64,22 @@ def _broken(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
                                       placement_of(dag, assignment_of(dag, chains)))]
 
 
-def test_a_start_over_the_cap_is_merged_within_it(fork: Graph) -> None:
-    dag = _dag(fork)
+def _four_streams(dag: TaskDag) -> tuple[tuple[int, ...], tuple[int, ...],
+                                         tuple[tuple[int, ...], ...], list[int]]:
+    """The long branch with the fork and the join on one stream (`main`), each short branch
+    on its own (`short`): the 4 streams, and the durations of the fork's tasks."""
     at = {n: v for v, n in enumerate(dag.names)}
-    # the long branch with the fork and the join on one stream, each short branch on its
-    # own: 4 streams opened by AI Core nodes
     short = (at["s1"], at["s2"], at["s3"])
     main = tuple(v for v in range(dag.size) if v not in short)
-    chains = (main, *((v,) for v in short))
+    durations = [30 if n.startswith("l") else 5 for n in dag.names]
+    return main, short, (main, *((v,) for v in short)), durations
+
+
+def test_a_start_over_the_cap_is_merged_within_it(fork: Graph) -> None:
+    dag = _dag(fork)
+    main, short, chains, durations = _four_streams(dag)  # 4 opened by AI Core nodes
     constraints = solver_constraints(fork, None)
     assert _broken(fork, dag, chains, constraints)
-    durations = [30 if n.startswith("l") else 5 for n in dag.names]
     capped = within_rules(fork, dag, chains, constraints, durations)
     assert capped is not None and not _broken(fork, dag, capped, constraints)
     assert sorted(v for chain in capped for v in chain) == list(range(dag.size))
@@ -105,11 +110,7 @@ def test_each_form_of_a_rule_file_moves_nodes_until_it_holds(fork: Graph,
 
 def test_a_start_over_the_stream_limit_is_merged_within_it(fork: Graph) -> None:
     dag = _dag(fork)
-    at = {n: v for v, n in enumerate(dag.names)}
-    short = (at["s1"], at["s2"], at["s3"])
-    main = tuple(v for v in range(dag.size) if v not in short)
-    chains = (main, *((v,) for v in short))
-    durations = [30 if n.startswith("l") else 5 for n in dag.names]
+    main, short, chains, durations = _four_streams(dag)
     assert within_stream_limit(fork, dag, chains, limit=4, constraints=[],
                                durations=durations) == chains
     limited = within_stream_limit(fork, dag, chains, limit=2, constraints=[],

@@ -132,11 +132,12 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     numbered by first node or critical first (`optimal/numbering.py`); for both objectives the
     polish on the exact event count."""
     capacity = _capacity(graph)
+    stream_limit = _stream_limit(graph, baseline)
     if options.objective == "makespan":
         options = _within_pair_limit(graph, dag, options)
     if options.concurrency == "full" and not constraints and capacity is None:
         matched = matching_chains(dag)
-        if len(matched) <= _stream_limit(graph, baseline):  # else the model states the limit
+        if len(matched) <= stream_limit:  # else the model states the limit
             return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
     data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
                         constraints=constraints)
@@ -144,7 +145,6 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     found, earlier = _solved(graph, data, constraints, time_limit=options.time_limit * share,
                              options=options)
     hint = tuple(tuple(c) for c in data.hint)
-    stream_limit = _stream_limit(graph, baseline)
     chains = found.chains or hint
     phase = ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint"
     deterministic = found.deterministic_time
