@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from streamalloc.cli import main
+from streamalloc.commands.compare import pareto_front
 from streamalloc.optimal import OptimalOptions
+from streamalloc.report.compare_report import frontier_plot
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
 
@@ -106,10 +108,28 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
                  "--plot", str(plot)]) == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = capsys.readouterr().out.split("optimal frontier:\n")[1].splitlines()
-    assert table[0].split()[:3] == ["input", "objective", "slack_%"]
+    assert table[0].split() == ["input", "objective", "slack_%", "events", "makespan_us",
+                                "status", "pareto"]
     assert [line.split()[1:3] for line in table[2:]] == [
         ["events", "0"], ["events", "5"], ["events", "10"], ["events", "25"], ["events", "50"],
         ["makespan", "-"]]
+    assert {line.split()[-1] for line in table[2:]} <= {"yes", "no"}
+
+
+def test_the_frontier_marks_the_points_another_beats_in_both() -> None:
+    """Each frontier point is its own search, so a larger slack may end with more events than
+    a smaller one found; `pareto` says which points no other beats (the plot joins those)."""
+    points = [(134, 34525.1), (170, 36391.4), (168, 37673.7), (76, 39703.8), (76, 39703.8),
+              (487, 14257.9), (None, None)]
+    assert pareto_front(points) == [True, False, False, True, True, True, False]
+    front = pareto_front(points)
+    document = {"rows": [{"input": "g", "mode": "optimal", "makespan_us": 34525.1,
+                          "events": 134, "makespan_bound_us": 12325.8}],
+                "frontier": [{"input": "g", "objective": "events" if k < 5 else "makespan",
+                              "slack": None, "events": e, "makespan_us": m,
+                              "status": "FEASIBLE", "pareto": front[k]}
+                             for k, (e, m) in enumerate(points)]}
+    assert frontier_plot(document)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_compare_plot_under_full_concurrency_has_no_frontier(

@@ -339,7 +339,10 @@ COMPARE_SCHEMA: dict[str, Any] = {
             "slack": {"type": ["number", "null"], "minimum": 0,
                       "description": "--makespan-slack P; null for the makespan objective"},
             **_RESULT,
-        }, required=("input", "graph", "objective", "slack", *_RESULT_KEYS))},
+            "pareto": {"type": "boolean",
+                       "description": "no other point of the graph needs no more events and "
+                                      "runs no slower, one strictly"},
+        }, required=("input", "graph", "objective", "slack", *_RESULT_KEYS, "pareto"))},
     }, required=("format", "rows", "frontier")),
 }
 

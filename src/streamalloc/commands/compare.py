@@ -6,7 +6,9 @@ allocator); streams, events, notifies, emulated makespan, the lower bounds (the 
 the makespan bound of every plan), Nimble's minimum as a reference, the solver's status and
 gap, wall time. Under `--concurrency ge`, `--plot` also runs the optimal mode's frontier of
 events against makespan: the events objective at makespan slacks 0, 5, 10, 25 and 50%, and the
-makespan objective (its fast end: the fastest plan the search finds).
+makespan objective (its fast end: the fastest plan the search finds). Each point says whether
+it is on the Pareto front of the points run (`pareto`): each run searches on its own, so a
+larger slack may end with more events than a smaller one found.
 """
 
 from __future__ import annotations
@@ -97,7 +99,21 @@ def _frontier(path: str, graph: Graph, settings: CompareSettings,
         row, _ = _run(graph, "optimal", replace(settings, optimal=options))
         entries.append({"input": Path(path).stem, "graph": graph.name,
                         "objective": objective, "slack": slack, **row})
-    return entries
+    return [{**entry, "pareto": on_front} for entry, on_front in zip(
+        entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
+
+
+def pareto_front(points: Sequence[tuple[int | None, float | None]]) -> list[bool]:
+    """For each (events, makespan) point, whether no other point needs no more events and
+    runs no slower, one of them strictly less; a point without a plan (None) is on no front.
+
+    >>> pareto_front([(5, 100.0), (7, 105.0), (2, 120.0), (2, 120.0), (None, None)])
+    [True, False, True, True, False]
+    """
+    plans = [(e, m) for e, m in points if e is not None and m is not None]
+    return [e is not None and m is not None
+            and not any(f <= e and n <= m and (f, n) != (e, m) for f, n in plans)
+            for e, m in points]
 
 
 def graph_rows(path: str, graph: Graph, settings: CompareSettings,

@@ -29,10 +29,11 @@ def compare_table(document: Mapping[str, Any]) -> str:
     rows = [[cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
     text = format_table(list(COLUMNS), rows) + "\n"
     if document.get("frontier"):
-        columns = ["input", "objective", "slack_%", "events", "makespan_us", "status"]
+        columns = ["input", "objective", "slack_%", "events", "makespan_us", "status", "pareto"]
         text += "\noptimal frontier:\n" + format_table(
             columns, [[r["input"], r["objective"], _percent(r["slack"]), cell(r["events"]),
-                       cell(r["makespan_us"]), r["status"]] for r in document["frontier"]]) + "\n"
+                       cell(r["makespan_us"]), r["status"], "yes" if r["pareto"] else "no"]
+                      for r in document["frontier"]]) + "\n"
     return text
 
 
@@ -51,7 +52,8 @@ def cell(value: Any) -> str:
 
 def frontier_plot(document: Mapping[str, Any]) -> bytes:
     """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, the
-    optimal frontier at the slacks run, and the makespan bound of every plan."""
+    optimal frontier (the line joins its Pareto points; a point another beats in both is drawn
+    hollow), and the makespan bound of every plan."""
     plt = pyplot("--plot")
     graphs = list(dict.fromkeys(row["input"] for row in document["rows"]))
     cols = min(3, len(graphs)) or 1
@@ -71,9 +73,15 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
             ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
         points = sorted((p for p in frontier[name] if p["makespan_us"] is not None),
                         key=lambda p: (p["makespan_us"], -p["events"]))
-        if points:
-            ax.plot([p["makespan_us"] for p in points], [p["events"] for p in points], "--",
+        front = [p for p in points if p["pareto"]]
+        if front:
+            ax.plot([p["makespan_us"] for p in front], [p["events"] for p in front], "--",
                     marker=".", color="grey", label="optimal frontier")
+        dominated = [p for p in points if not p["pareto"]]
+        if dominated:
+            ax.scatter([p["makespan_us"] for p in dominated], [p["events"] for p in dominated],
+                       marker="o", s=30, facecolors="none", edgecolors="grey",
+                       label="slack run behind the frontier")
         for p in points:
             if p["objective"] == "makespan":
                 ax.scatter(p["makespan_us"], p["events"], marker="D", s=60, color="tab:red",
