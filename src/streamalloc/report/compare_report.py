@@ -22,6 +22,8 @@ COLUMNS = ("input", "mode", "logical_streams", "physical_streams", "events", "no
            "nimble_min_events",
            "status", "gap", "wall_s")
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
+LEGEND_LINE_INCHES = 0.22  # a line of the legend below the panels
+LEGEND_ENTRIES = 7  # at most: three modes, the bound, the frontier, behind it, the fastest
 
 
 def compare_table(document: Mapping[str, Any]) -> str:
@@ -53,48 +55,62 @@ def cell(value: Any) -> str:
 def frontier_plot(document: Mapping[str, Any]) -> bytes:
     """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, the
     optimal frontier (the line joins its Pareto points; a point another beats in both is drawn
-    hollow), and the makespan bound of every plan."""
+    hollow), and the makespan bound of every plan; one legend below the panels (inside one it
+    hid points, GE's in a corner)."""
     plt = pyplot("--plot")
     graphs = list(dict.fromkeys(row["input"] for row in document["rows"]))
     cols = min(3, len(graphs)) or 1
     rows = math.ceil(len(graphs) / cols) or 1
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    columns = 2 if cols == 1 else 3  # legend columns that fit the figure's width
+    legend_inches = LEGEND_LINE_INCHES * (math.ceil(LEGEND_ENTRIES / columns) + 1)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows + legend_inches),
+                             squeeze=False)
     frontier: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for point in document.get("frontier", ()):
         frontier[point["input"]].append(point)
     for k, name in enumerate(graphs):
-        ax = axes[k // cols][k % cols]
-        for row in (r for r in document["rows"] if r["input"] == name
-                    and r["makespan_us"] is not None):  # NO_PLAN: nothing to draw
-            ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
-                       s=80, label=row["mode"], zorder=3)
-        bound = next(r.get("makespan_bound_us") for r in document["rows"] if r["input"] == name)
-        if bound is not None:
-            ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
-        points = sorted((p for p in frontier[name] if p["makespan_us"] is not None),
-                        key=lambda p: (p["makespan_us"], -p["events"]))
-        front = [p for p in points if p["pareto"]]
-        if front:
-            ax.plot([p["makespan_us"] for p in front], [p["events"] for p in front], "--",
-                    marker=".", color="grey", label="optimal frontier")
-        dominated = [p for p in points if not p["pareto"]]
-        if dominated:
-            ax.scatter([p["makespan_us"] for p in dominated], [p["events"] for p in dominated],
-                       marker="o", s=30, facecolors="none", edgecolors="grey",
-                       label="slack run behind the frontier")
-        for p in points:
-            if p["objective"] == "makespan":
-                ax.scatter(p["makespan_us"], p["events"], marker="D", s=60, color="tab:red",
-                           label="optimal, fastest (--objective makespan)", zorder=3)
-        ax.set_title(name, fontsize=10)
-        ax.set_xlabel("emulated makespan (us)")
-        ax.set_ylabel("events")
-        ax.yaxis.get_major_locator().set_params(integer=True)  # events are counts
-        ax.legend(fontsize=8)
+        _panel(axes[k // cols][k % cols], name, [r for r in document["rows"] if r["input"] == name],
+               frontier[name])
     for k in range(len(graphs), rows * cols):
         axes[k // cols][k % cols].axis("off")
-    fig.tight_layout()
+    legend: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", fontsize=8,
+               ncol=min(columns, len(legend)) or 1, frameon=False)
+    fig.tight_layout(rect=(0.0, legend_inches / fig.get_figheight(), 1.0, 1.0))
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=100)
     plt.close(fig)
     return out.getvalue()
+
+
+def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
+           frontier: list[Mapping[str, Any]]) -> None:
+    """One graph's panel: its rows (modes), bound and frontier."""
+    for row in (r for r in rows if r["makespan_us"] is not None):  # NO_PLAN: nothing to draw
+        ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
+                   s=80, label=row["mode"], zorder=3)
+    bound = rows[0].get("makespan_bound_us")
+    if bound is not None:
+        ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
+    points = sorted((p for p in frontier if p["makespan_us"] is not None),
+                    key=lambda p: (p["makespan_us"], -p["events"]))
+    front = [p for p in points if p["pareto"]]
+    if front:
+        ax.plot([p["makespan_us"] for p in front], [p["events"] for p in front], "--",
+                marker=".", color="grey", label="optimal frontier")
+    dominated = [p for p in points if not p["pareto"]]
+    if dominated:
+        ax.scatter([p["makespan_us"] for p in dominated], [p["events"] for p in dominated],
+                   marker="o", s=30, facecolors="none", edgecolors="grey",
+                   label="slack run behind the frontier")
+    for p in points:
+        if p["objective"] == "makespan":
+            ax.scatter(p["makespan_us"], p["events"], marker="D", s=60, color="tab:red",
+                       label="optimal, fastest (--objective makespan)", zorder=3)
+    ax.set_title(name, fontsize=10)
+    ax.set_xlabel("emulated makespan (us)")
+    ax.set_ylabel("events")
+    ax.yaxis.get_major_locator().set_params(integer=True)  # events are counts
