@@ -24,6 +24,7 @@ from streamalloc.optimal.evaluate import (
     matching_chains,
     optimal_allocation,
 )
+from streamalloc.optimal.ladder import merge_ladder
 from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
 from streamalloc.optimal.numbering import Numbering, by_first_node, critical_first
 from streamalloc.optimal.options import (
@@ -94,6 +95,9 @@ PACKING_SOLVER_NODES = 2000  # streamed nodes; above, the serial schedule alone 
 # s, and found nothing shorter)
 BUDGET_SHARE = 1.0  # of --time-limit for each start polished down to the event budget
 GAP_TRIES = 8  # or, when more, this many tried moves per event it is over the budget
+LADDER_SHARE = 0.2  # of --time-limit in evaluations for the merge ladder down to the budget,
+LADDER_TRIES = 4  # or, when more, this many per stream of its start (its steps emulate two
+# merges each, and the last step bisects)
 BUDGET_STRETCH = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0, None)  # the schedule estimates the
 # polish down to the budget allows in turn, x the start's (None: any)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
@@ -517,9 +521,9 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     baseline's streams and the fastest start (`outcomes`: the starts'; one over a device
     limit, measured with the limits lifted, counts as over the budget), when it is over the
     budget and faster than every start within it, each polished down to the budget
-    (`_reduced`); and one stream per graph (the fewest events), also with its prologue on
-    side streams (repaired within the rules). The critical search then shortens the run
-    within the budget."""
+    (`_reduced`), the fastest also by merging whole streams (`optimal/ladder.py`); and one
+    stream per graph (the fewest events), also with its prologue on side streams (repaired
+    within the rules). The critical search then shortens the run within the budget."""
     budget = evaluator.options.event_budget
     if budget is None:
         return []
@@ -537,6 +541,14 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     for chains, order in [hint, *fastest]:
         reduced = _reduced(dag, chains, order, durations, evaluator, guard=guard)
         found += [reduced] if reduced is not None else []
+    for chains, order in fastest:
+        streams = assignment_of(dag, chains)
+        evaluations = max(_evaluations(evaluator, streams, evaluator.options.time_limit
+                                       * LADDER_SHARE), LADDER_TRIES * len(chains))
+        laddered = merge_ladder(dag, streams, budget=budget, allowed=guard,
+                                probe=partial(_lifted_run, evaluator, order=order),
+                                durations=durations, evaluations=evaluations)
+        found += [] if laddered is None else [(chains_of_assignment(laddered), order)]
     serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
                    for g in dict.fromkeys(dag.graphs))
     return found + [_repaired(graph, dag, start, constraints, durations,
