@@ -100,9 +100,10 @@ def test_a_comparison_with_its_frontier_validates() -> None:
     settings = CompareSettings(("ge",), None, {},
                                api.OptimalOptions(time_limit=0.5), frontier=True)
     document = compare([str(TRAIN_STEP)], settings)
-    assert [(p["objective"], p["slack"]) for p in document["frontier"]] == [
-        ("events", 0.0), ("events", 5.0), ("events", 10.0), ("events", 25.0),
-        ("events", 50.0), ("makespan", None)]
+    assert [(p["objective"], p["slack"], p["event_budget"]) for p in document["frontier"]] == [
+        ("events", 0.0, None), ("events", 5.0, None), ("events", 10.0, None),
+        ("events", 25.0, None), ("events", 50.0, None), ("makespan", None, 1),
+        ("makespan", None, None)]
     ge = document["rows"][0]
     for point in document["frontier"]:  # what the optimal mode guarantees at each point
         slack = point["slack"] or 0.0
@@ -110,6 +111,8 @@ def test_a_comparison_with_its_frontier_validates() -> None:
         assert point["makespan_us"] >= ge["makespan_bound_us"]
         if point["objective"] == "events":
             assert point["events"] <= ge["events"]
+        if point["event_budget"] is not None:
+            assert point["events"] <= point["event_budget"]
     valid("compare", document)
 
 

@@ -338,11 +338,15 @@ COMPARE_SCHEMA: dict[str, Any] = {
                           "description": "the optimal mode's --objective for this point"},
             "slack": {"type": ["number", "null"], "minimum": 0,
                       "description": "--makespan-slack P; null for the makespan objective"},
+            "event_budget": {"type": ["integer", "null"], "minimum": 0,
+                             "description": "the makespan objective's --event-budget N; null "
+                                            "without one"},
             **_RESULT,
             "pareto": {"type": "boolean",
                        "description": "no other point of the graph needs no more events and "
                                       "runs no slower, one strictly"},
-        }, required=("input", "graph", "objective", "slack", *_RESULT_KEYS, "pareto"))},
+        }, required=("input", "graph", "objective", "slack", "event_budget", *_RESULT_KEYS,
+                     "pareto"))},
     }, required=("format", "rows", "frontier")),
 }
 

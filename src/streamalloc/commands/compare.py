@@ -5,8 +5,9 @@ allocation, minimal elimination: what GE loses in elimination alone), `optimal` 
 allocator); streams, events, notifies, emulated makespan, the lower bounds (the emulator's, and
 the makespan bound of every plan), Nimble's minimum as a reference, the solver's status and
 gap, wall time. Under `--concurrency ge`, `--plot` also runs the optimal mode's frontier of
-events against makespan: the events objective at makespan slacks 0, 5, 10, 25 and 50%, and the
-makespan objective (its fast end: the fastest plan the search finds). Each point says whether
+events against makespan: the events objective at makespan slacks 0, 5, 10, 25 and 50%, the
+makespan objective (its fast end: the fastest plan the search finds), and the makespan
+objective at event budgets between the two. Each point says whether
 it is on the Pareto front of the points run (`pareto`): each run searches on its own, so a
 larger slack may end with more events than a smaller one found.
 """
@@ -44,6 +45,8 @@ NO_PLAN = "NO_PLAN"  # the optimal mode found no plan within the device limits
 _PLAN_FIGURES = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
                  "critical_path_us", "work_over_units_us")
 FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
+FRONTIER_SHARES = (0.25, 0.5, 0.75)  # of the events between the slack-0 and the fastest plan:
+# the frontier's event budgets (those strictly between, once each)
 
 
 @dataclass(frozen=True)
@@ -85,22 +88,44 @@ def _frontier(path: str, graph: Graph, settings: CompareSettings,
               step: Callable[[str], None]) -> list[dict[str, Any]]:
     """The optimal mode's points of events against makespan under `--concurrency ge`: the
     events objective at each of FRONTIER_SLACKS (whatever `--objective` the rows ran), then
-    the makespan objective (slack null: its plan is never slower than ge mode's), within
-    `--event-budget` if given. None under `full`, whose plans do not trade makespan."""
+    the makespan objective at event budgets between the slack-0 plan and the fastest
+    (`_between`), then the fastest: the makespan objective (slack null: its plan is never
+    slower than ge mode's), within `--event-budget` if given (it runs before the budgets,
+    which follow from its events). None under `full`, whose plans do not trade makespan."""
     if settings.optimal.concurrency != "ge":
         return []
-    points: list[tuple[str, float | None]] = [("events", slack) for slack in FRONTIER_SLACKS]
-    points.append(("makespan", None))
-    entries = []
-    for objective, slack in points:
+
+    def point(objective: str, slack: float | None, budget: int | None) -> dict[str, Any]:
         options = msgspec.structs.replace(settings.optimal, objective=objective,
-                                          makespan_slack=slack or 0.0)
-        step(f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%"))
+                                          makespan_slack=slack or 0.0, event_budget=budget)
+        step(f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%")
+             + ("" if budget is None else f", budget {budget}"))
         row, _ = _run(graph, "optimal", replace(settings, optimal=options))
-        entries.append({"input": Path(path).stem, "graph": graph.name,
-                        "objective": objective, "slack": slack, **row})
+        return {"input": Path(path).stem, "graph": graph.name, "objective": objective,
+                "slack": slack, "event_budget": budget, **row}
+
+    entries = [point("events", slack, None) for slack in FRONTIER_SLACKS]
+    fastest = point("makespan", None, settings.optimal.event_budget)
+    entries += [point("makespan", None, budget) for budget in _between(entries[0], fastest)]
+    entries.append(fastest)
     return [{**entry, "pareto": on_front} for entry, on_front in zip(
         entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
+
+
+def _between(fewest: dict[str, Any], fastest: dict[str, Any]) -> list[int]:
+    """Event budgets at FRONTIER_SHARES of the way from the events objective's plan at slack
+    0 to the fastest plan, strictly between their events (none when either has no plan): what
+    the events in between buy, which the slacks (all at or above ge mode's makespan) do not
+    show where the fastest plan runs far faster.
+
+    >>> _between({"events": 0}, {"events": 3}), _between({"events": 134}, {"events": 487})
+    ([1, 2], [222, 310, 399])
+    """
+    if fewest["events"] is None or fastest["events"] is None:
+        return []
+    low, high = fewest["events"], fastest["events"]
+    return sorted({b for share in FRONTIER_SHARES if low < (b := low + round((high - low) * share))
+                   < high})
 
 
 def pareto_front(points: Sequence[tuple[int | None, float | None]]) -> list[bool]:

@@ -31,11 +31,12 @@ def compare_table(document: Mapping[str, Any]) -> str:
     rows = [[cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
     text = format_table(list(COLUMNS), rows) + "\n"
     if document.get("frontier"):
-        columns = ["input", "objective", "slack_%", "events", "makespan_us", "status", "pareto"]
+        columns = ["input", "objective", "slack_%", "event_budget", "events", "makespan_us",
+                   "status", "pareto"]
         text += "\noptimal frontier:\n" + format_table(
-            columns, [[r["input"], r["objective"], _percent(r["slack"]), cell(r["events"]),
-                       cell(r["makespan_us"]), r["status"], "yes" if r["pareto"] else "no"]
-                      for r in document["frontier"]]) + "\n"
+            columns, [[r["input"], r["objective"], _percent(r["slack"]), cell(r["event_budget"]),
+                       cell(r["events"]), cell(r["makespan_us"]), r["status"],
+                       "yes" if r["pareto"] else "no"] for r in document["frontier"]]) + "\n"
     return text
 
 
@@ -106,10 +107,11 @@ def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
         ax.scatter([p["makespan_us"] for p in dominated], [p["events"] for p in dominated],
                    marker="o", s=30, facecolors="none", edgecolors="grey",
                    label="slack run behind the frontier")
-    for p in points:
-        if p["objective"] == "makespan":
-            ax.scatter(p["makespan_us"], p["events"], marker="D", s=60, color="tab:red",
-                       label="optimal, fastest (--objective makespan)", zorder=3)
+    fastest = min((p for p in points if p["objective"] == "makespan"),
+                  key=lambda p: p["makespan_us"], default=None)
+    if fastest is not None:
+        ax.scatter(fastest["makespan_us"], fastest["events"], marker="D", s=60, color="tab:red",
+                   label="optimal, fastest (--objective makespan)", zorder=3)
     ax.set_title(name, fontsize=10)
     ax.set_xlabel("emulated makespan (us)")
     ax.set_ylabel("events")
