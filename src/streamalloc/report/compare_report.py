@@ -22,6 +22,8 @@ COLUMNS = ("input", "mode", "logical_streams", "physical_streams", "events", "no
            "nimble_min_events",
            "status", "gap", "wall_s")
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
+COLORS = {"ge": "tab:blue", "ge-minimal": "tab:orange", "optimal": "tab:green"}  # whatever
+# --modes runs
 LEGEND_LINE_INCHES = 0.22  # a line of the legend below the panels
 LEGEND_ENTRIES = 7  # at most: three modes, the bound, the frontier, behind it, the fastest
 
@@ -91,8 +93,8 @@ def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
            frontier: list[Mapping[str, Any]]) -> None:
     """One graph's panel: its rows (modes), bound and frontier."""
     for row in (r for r in rows if r["makespan_us"] is not None):  # NO_PLAN: nothing to draw
-        ax.scatter(row["makespan_us"], row["events"], marker=MARKERS.get(row["mode"], "x"),
-                   s=80, label=row["mode"], zorder=3)
+        ax.scatter(row["makespan_us"], row["events"], marker=MARKERS[row["mode"]],
+                   color=COLORS[row["mode"]], s=80, label=row["mode"], zorder=3)
     bound = rows[0].get("makespan_bound_us")
     if bound is not None:
         ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
