@@ -30,13 +30,16 @@ Probe = Callable[[Sequence[int]], tuple[int, float] | None]  # (events, makespan
 Allowed = Callable[[Sequence[int], Sequence[int]], bool]  # (streams, moved nodes) -> rules hold
 Run = tuple[int, float]
 LADDER_EMULATED = 2  # candidates emulated per step, best schedule estimates first
+RANK_COST = 0.25  # of an evaluation, the event count and schedule estimate of a candidate (a
+# start of hundreds of streams would rank for long before its probes ran out)
 
 
 def merge_ladder(dag: TaskDag, streams: Sequence[int], *, budget: int, probe: Probe,
                  allowed: Allowed, durations: Sequence[int], evaluations: int
                  ) -> list[int] | None:
     """`streams` with streams merged into its busiest one until the plan has at most `budget`
-    events (None when no merge gets it there within `evaluations` probes)."""
+    events (None when no merge gets it there within `evaluations` probes, a candidate's
+    ranking counted as RANK_COST of one)."""
     return _Ladder(dag, streams, budget, probe, allowed, durations, evaluations).run()
 
 
@@ -50,7 +53,7 @@ class _Ladder:
     probe: Probe
     allowed: Allowed
     durations: Sequence[int]
-    evaluations: int
+    evaluations: float
     members: dict[int, list[int]] = field(default_factory=dict)
     main: int = 0
 
@@ -86,6 +89,9 @@ class _Ladder:
         events, estimate = event_count(dag, current), schedule_length(dag, durations, current)
         ranked = []
         for stream in left:
+            if self.evaluations <= LADDER_EMULATED:
+                break
+            self.evaluations -= RANK_COST
             trial = _merged(current, self.members[stream], self.main)
             saved = events - event_count(dag, trial)
             if saved > 0 and self.allowed(trial, self.members[stream]):

@@ -96,8 +96,8 @@ PACKING_SOLVER_NODES = 2000  # streamed nodes; above, the serial schedule alone 
 BUDGET_SHARE = 1.0  # of --time-limit for each start polished down to the event budget
 GAP_TRIES = 8  # or, when more, this many tried moves per event it is over the budget
 LADDER_SHARE = 0.2  # of --time-limit in evaluations for the merge ladder down to the budget,
-LADDER_TRIES = 4  # or, when more, this many per stream of its start (its steps emulate two
-# merges each, and the last step bisects)
+LADDER_TRIES = 6  # or, when more, this many per stream of its start up to LADDER_STREAMS (a
+LADDER_STREAMS = 32  # step emulates two merges and ranks the others, the last one bisects)
 BUDGET_STRETCH = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0, None)  # the schedule estimates the
 # polish down to the budget allows in turn, x the start's (None: any)
 MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
@@ -544,7 +544,8 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     for chains, order in fastest:
         streams = assignment_of(dag, chains)
         evaluations = max(_evaluations(evaluator, streams, evaluator.options.time_limit
-                                       * LADDER_SHARE), LADDER_TRIES * len(chains))
+                                       * LADDER_SHARE),
+                          LADDER_TRIES * min(len(chains), LADDER_STREAMS))
         laddered = merge_ladder(dag, streams, budget=budget, allowed=guard,
                                 probe=partial(_lifted_run, evaluator, order=order),
                                 durations=durations, evaluations=evaluations)
