@@ -5,16 +5,18 @@ The polish down to a budget (`search._reduced`) moves a node at a time, and each
 event or two: on a training step whose fastest start is hundreds of events over the budget, its
 tries run out first. A stream merged into the busiest stream saves all the events between them
 at once. Each step merges the stream that costs least per event saved: the candidates are
-ranked by their schedule estimate (`earliest_ends`: dependencies and stream order, cheap) per
-event saved (`event_count`), and the first LADDER_EMULATED of them are emulated; the least
-emulated makespan growth per event saved wins. The step that brings the plan within the budget
-merges its stream whole, or only as much of it as the budget needs: the shortest prefix and the
-shortest suffix in T-order (by bisection) that do. The fastest of the three is the start.
+ranked by their work per dependency between them and the busiest stream (what the merge puts
+on it, and the events it may save; cheap, where an exact event count per candidate took
+seconds a step on a start of a hundred streams), and the first LADDER_EMULATED of them are
+emulated: the least emulated makespan growth per event saved wins. The step that brings the
+plan within the budget merges its stream whole, or only as much of it as the budget needs: the
+shortest prefix and the shortest suffix in T-order (by bisection) that do. The fastest of the
+three is the start.
 
 The BERT base training step under the parallel options, free rules, `--time-limit 5`: its
-fastest start (604 events, 13.8 ms) over budgets of 222 to 398 events; the polish down to the
-budget ran out of tries at each, and the search started from plans of 27 to 40 ms. The ladder:
-591 events at 13.8 ms after four cheap merges, then 450 at 16.9 ms, 381 at 18.3, 222 at 28.9.
+fastest start needs 604 events (13.8 ms); the polish down to budgets of 150 to 398 ran out of
+tries at each, and the plans ran 34525, 27176, 25236 and 32669 us at 150, 222, 310 and 398.
+From the ladder's starts: 29720, 27008, 20151 and 18171 us.
 """
 
 from __future__ import annotations
@@ -23,23 +25,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.events import event_count, schedule_length
 
 Probe = Callable[[Sequence[int]], tuple[int, float] | None]  # (events, makespan us), None: no
 # plan (over the task capacity)
 Allowed = Callable[[Sequence[int], Sequence[int]], bool]  # (streams, moved nodes) -> rules hold
 Run = tuple[int, float]
-LADDER_EMULATED = 2  # candidates emulated per step, best schedule estimates first
-RANK_COST = 0.25  # of an evaluation, the event count and schedule estimate of a candidate (a
-# start of hundreds of streams would rank for long before its probes ran out)
+LADDER_EMULATED = 2  # candidates emulated per step, best ranked first
 
 
 def merge_ladder(dag: TaskDag, streams: Sequence[int], *, budget: int, probe: Probe,
                  allowed: Allowed, durations: Sequence[int], evaluations: int
                  ) -> list[int] | None:
     """`streams` with streams merged into its busiest one until the plan has at most `budget`
-    events (None when no merge gets it there within `evaluations` probes, a candidate's
-    ranking counted as RANK_COST of one)."""
+    events (None when no merge gets it there within `evaluations` probes)."""
     return _Ladder(dag, streams, budget, probe, allowed, durations, evaluations).run()
 
 
@@ -53,7 +51,7 @@ class _Ladder:
     probe: Probe
     allowed: Allowed
     durations: Sequence[int]
-    evaluations: float
+    evaluations: int
     members: dict[int, list[int]] = field(default_factory=dict)
     main: int = 0
 
@@ -85,23 +83,24 @@ class _Ladder:
               ) -> tuple[int, list[int], Run] | None:
         """The stream of `left` whose merge into the busiest costs least per event saved:
         (stream, the merged streams, their probe); None when no merge saves an event."""
-        dag, durations = self.dag, self.durations
-        events, estimate = event_count(dag, current), schedule_length(dag, durations, current)
-        ranked = []
-        for stream in left:
-            if self.evaluations <= LADDER_EMULATED:
-                break
-            self.evaluations -= RANK_COST
-            trial = _merged(current, self.members[stream], self.main)
-            saved = events - event_count(dag, trial)
-            if saved > 0 and self.allowed(trial, self.members[stream]):
-                growth = max(0, schedule_length(dag, durations, trial) - estimate)
-                ranked.append((growth / saved, stream, trial))
-        ranked.sort(key=lambda item: item[:2])
+        between = dict.fromkeys(left, 0)  # dependencies between each stream and the busiest
+        for u, v in self.dag.reduction:
+            pair = (current[u], current[v])
+            if self.main in pair and pair[0] != pair[1]:
+                other = pair[1] if pair[0] == self.main else pair[0]
+                if other in between:
+                    between[other] += 1
+        ranked = sorted((sum(self.durations[v] for v in self.members[stream]) / count, stream)
+                        for stream, count in between.items() if count)
         best: tuple[float, int, list[int], Run] | None = None
-        for _, stream, trial in ranked[:LADDER_EMULATED]:
-            if self.evaluations <= 0:
+        tried = 0
+        for _, stream in ranked:
+            if tried == LADDER_EMULATED or self.evaluations <= 0:
                 break
+            trial = _merged(current, self.members[stream], self.main)
+            if not self.allowed(trial, self.members[stream]):
+                continue
+            tried += 1
             trial_run = self._probe(trial)
             if trial_run is None or trial_run[0] >= run[0]:
                 continue
