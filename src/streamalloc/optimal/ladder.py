@@ -21,15 +21,15 @@ From the ladder's starts: 29720, 27008, 20151 and 18171 us.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from streamalloc.solver.dag import TaskDag
 
-Probe = Callable[[Sequence[int]], tuple[int, float] | None]  # (events, makespan us), None: no
-# plan (over the task capacity)
+Run = tuple[int, float]  # (events, makespan us)
+Probe = Callable[[Sequence[int]], Run | None]  # None: no plan (over the task capacity)
 Allowed = Callable[[Sequence[int], Sequence[int]], bool]  # (streams, moved nodes) -> rules hold
-Run = tuple[int, float]
 LADDER_EMULATED = 2  # candidates emulated per step, best ranked first
 
 
@@ -53,11 +53,20 @@ class _Ladder:
     durations: Sequence[int]
     evaluations: int
     members: dict[int, list[int]] = field(default_factory=dict)
+    links: dict[int, Counter[int]] = field(default_factory=dict)  # dependencies between streams
+    work: dict[int, int] = field(default_factory=dict)  # time of each stream's nodes
     main: int = 0
 
     def run(self) -> list[int] | None:
         for v, s in enumerate(self.streams):
             self.members.setdefault(s, []).append(v)
+        self.work = {s: sum(self.durations[v] for v in nodes) for s, nodes in self.members.items()}
+        self.links = {s: Counter() for s in self.members}
+        for u, v in self.dag.reduction:
+            a, b = self.streams[u], self.streams[v]
+            if a != b:
+                self.links[a][b] += 1
+                self.links[b][a] += 1
         self.main = min(self.members, key=lambda s: (-len(self.members[s]), s))
         graph = self.dag.graphs[self.members[self.main][0]]
         left = sorted(s for s, nodes in self.members.items()
@@ -72,6 +81,7 @@ class _Ladder:
             if trial_run[0] <= self.budget:
                 return self._within(current, self.members[stream], trial, trial_run)
             left.remove(stream)
+            self._join(stream)
             current, run = trial, trial_run
         return current if run is not None and run[0] <= self.budget else None
 
@@ -83,15 +93,9 @@ class _Ladder:
               ) -> tuple[int, list[int], Run] | None:
         """The stream of `left` whose merge into the busiest costs least per event saved:
         (stream, the merged streams, their probe); None when no merge saves an event."""
-        between = dict.fromkeys(left, 0)  # dependencies between each stream and the busiest
-        for u, v in self.dag.reduction:
-            pair = (current[u], current[v])
-            if self.main in pair and pair[0] != pair[1]:
-                other = pair[1] if pair[0] == self.main else pair[0]
-                if other in between:
-                    between[other] += 1
-        ranked = sorted((sum(self.durations[v] for v in self.members[stream]) / count, stream)
-                        for stream, count in between.items() if count)
+        linked = self.links[self.main]
+        ranked = sorted((self.work[stream] / linked[stream], stream)
+                        for stream in left if linked[stream])
         best: tuple[float, int, list[int], Run] | None = None
         tried = 0
         for _, stream in ranked:
@@ -108,6 +112,14 @@ class _Ladder:
             if best is None or (cost, stream) < best[:2]:
                 best = (cost, stream, trial, trial_run)
         return None if best is None else (best[1], best[2], best[3])
+
+    def _join(self, stream: int) -> None:
+        """Its dependencies with the other streams become the busiest stream's."""
+        for other, count in self.links.pop(stream).items():
+            del self.links[other][stream]
+            if other != self.main:
+                self.links[self.main][other] += count
+                self.links[other][self.main] += count
 
     def _within(self, current: list[int], nodes: list[int], whole: list[int], whole_run: Run
                 ) -> list[int]:

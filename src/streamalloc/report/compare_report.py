@@ -108,7 +108,7 @@ def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
     if dominated:
         ax.scatter([p["makespan_us"] for p in dominated], [p["events"] for p in dominated],
                    marker="o", s=30, facecolors="none", edgecolors="grey",
-                   label="slack run behind the frontier")
+                   label="a run behind the frontier")
     fastest = min((p for p in points if p["objective"] == "makespan"),
                   key=lambda p: p["makespan_us"], default=None)
     if fastest is not None:
