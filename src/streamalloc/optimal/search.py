@@ -58,7 +58,7 @@ from streamalloc.solver.bound import MAX_NODES as BOUND_MAX_NODES
 from streamalloc.solver.bound import relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count, schedule_length
-from streamalloc.solver.model import SolveInput, SolveOutput, build, solve
+from streamalloc.solver.model import SolveInput, SolveOutput, build, hint_objective, solve
 from streamalloc.solver.polish import Polish, polish
 from streamalloc.solver.rules import add_rules
 from streamalloc.solver.windows import windowed_solve
@@ -82,6 +82,11 @@ MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, m
 CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may
 BOUND_SHARE = 0.6  # follow (`_solved`), for that bound, and for the chain model from its streams
 RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
+PROBE_SHARE = 0.2  # of CP-SAT's time for a first solve of the chain model under the events
+# objective; the full solve follows only when the probe found streams better than its hint (or
+# none, or a proof), else the polish gets the time. On the bench's models where CP-SAT does not
+# prove (BERT, GPT-2, T5, the ResNet-50 training step, --time-limit 10) no longer solve ever
+# left the hint's events, and the polish started from the same streams
 WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window by window
 # (`solver.windows`): whole, a 3k-node layered graph's model took 296 s and 4.9 GB at
 # --time-limit 10 (CP-SAT's first solution from the hint grows faster than its size)
@@ -187,8 +192,11 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                 chains, order, limit = _within_bar(graph, dag, hint, constraints, evaluator) \
                     or (chains, order, limit)
             phase += "+fastest+critical" + ("+reordered" if order is not None else "")
+        spare = max(0.0, options.time_limit * share - found.deterministic_time) \
+            if options.objective == "events" else 0.0  # what CP-SAT left of its time
         polished = [_polished(graph, dag, start, order, constraints=constraints,
-                              evaluator=evaluator, limit=limit) for start in (chains, *earlier)]
+                              evaluator=evaluator, limit=limit, spare=spare)
+                    for start in (chains, *earlier)]
         # what the driver requires of the plan: as few events as the baseline and as fast
         # (x slack) for the events objective; the makespan objective's start is its bar
         most, within_us = (baseline.events, evaluator.limit_us()) \
@@ -199,8 +207,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             # the emulated run: a cost table of wide kernels), or with as few events as the
             # baseline (the model counts split pairs). The baseline's streams do, and so do
             # they polished.
-            best = _polished(graph, dag, hint, order,
-                             constraints=constraints, evaluator=evaluator, limit=limit)
+            best = _polished(graph, dag, hint, order, constraints=constraints,
+                             evaluator=evaluator, limit=limit, spare=spare)
             phase = "hint"
             if found.chains:  # the model's figures are not the plan's
                 status, objective, bound = "FEASIBLE", None, None
@@ -230,9 +238,10 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
             breaks, graph, dag, caps), **settings), ()
     provable = data.objective == "events" and data.makespan_limit is not None \
         and dag.size <= BOUND_MAX_NODES
-    found = _chain_solve(data, constraints, time_limit=time_limit * (
-        CHAIN_SHARE if provable else 1.0), **settings)
-    if not provable or found.status != "FEASIBLE":
+    if not provable:
+        return _probed_solve(data, constraints, time_limit=time_limit, **settings), ()
+    found = _chain_solve(data, constraints, time_limit=time_limit * CHAIN_SHARE, **settings)
+    if found.status != "FEASIBLE":
         return found, ()
     assert data.makespan_limit is not None
     relaxed = relaxed_bound(dag, data.durations, data.makespan_limit,
@@ -289,6 +298,30 @@ def _chain_solve(data: SolveInput, constraints: list[Constraint], *, time_limit:
     if at_least is not None:
         model.cp.add(model.objective >= at_least)
     return solve(model, time_limit=time_limit, seed=seed, workers=workers)
+
+
+def _probed_solve(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
+                  seed: int, workers: int) -> SolveOutput:
+    """The chain model solved for PROBE_SHARE of `time_limit` under the events objective
+    (above BOUND_MAX_NODES; CP-SAT proves most smaller models at once), and for all of it,
+    from the start, unless that probe proved its result or made no progress: it found
+    nothing better than its hint, or nothing at all from a hint within the limits (the
+    search then starts from the hint). After progress, the plan is the one a single solve
+    gives."""
+    if data.objective != "events" or data.dag.size <= BOUND_MAX_NODES:
+        return _chain_solve(data, constraints, time_limit=time_limit, seed=seed,
+                            workers=workers)
+    probe = _chain_solve(data, constraints, time_limit=time_limit * PROBE_SHARE, seed=seed,
+                         workers=workers)
+    at_hint = hint_objective(data)
+    proved = probe.status in ("OPTIMAL", "INFEASIBLE")
+    stalled = at_hint is not None and (probe.objective >= at_hint if probe.chains
+                                       else probe.status == "UNKNOWN")
+    if proved or stalled:
+        return probe
+    full = _chain_solve(data, constraints, time_limit=time_limit, seed=seed, workers=workers)
+    return replace(full, deterministic_time=round(
+        full.deterministic_time + probe.deterministic_time, 3))
 
 
 def _fits(graph: Graph, data: SolveInput, constraints: list[Constraint],
@@ -683,13 +716,15 @@ def _numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Eva
 
 def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
               order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator,
-              limit: int, events_first: bool = False) -> tuple[tuple[int, ...], ...]:
+              limit: int, events_first: bool = False, spare: float = 0.0
+              ) -> tuple[tuple[int, ...], ...]:
     """The polish on the exact event count (in execution order `order`); a move that needs
     fewer events is kept when the emulated makespan of its plan stays within `limit`
-    (`events_first`: with the events objective's budget of moves under the makespan's)."""
+    (`events_first`: with the events objective's budget of moves under the makespan's). It
+    tries moves for --time-limit and the `spare` seconds CP-SAT left."""
     streams = assignment_of(dag, chains)
     per_second = min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size))
-    budget = max(1, int(evaluator.options.time_limit * per_second))
+    budget = max(1, int((evaluator.options.time_limit + spare) * per_second))
     if evaluator.options.objective == "makespan" and not events_first:  # events second
         budget = min(budget, _evaluations(evaluator, streams, evaluator.options.time_limit
                                           * MAKESPAN_POLISH_SHARE))

@@ -217,6 +217,17 @@ def _objective(model: Model) -> None:
     model.cp.minimize(model.objective)
 
 
+def hint_objective(data: SolveInput) -> float | None:
+    """The events objective's value at the hint (every node on one of its chains); None when
+    the hint is over the event or stream limit, which the model then repairs."""
+    stream = {v: k for k, chain in enumerate(data.hint) for v in chain}
+    splits = sum(stream[u] != stream[v] for u, v in data.dag.reduction)
+    over_events = data.event_limit is not None and splits > data.event_limit
+    if over_events or (data.stream_limit is not None and len(data.hint) > data.stream_limit):
+        return None
+    return float(splits * (data.dag.size + 1) + len(data.hint))
+
+
 def _hint(model: Model) -> None:
     """The baseline's streams as the search's first solution, every variable hinted (the
     caller gives chains of candidate arcs within the capacity, so the hint is feasible unless
