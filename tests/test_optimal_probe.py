@@ -1,0 +1,119 @@
+"""CP-SAT's probe under the events objective (`optimal.search._probed_solve`): on a model
+above 320 nodes it solves for a fifth of the limit first and stops there when it made no
+progress over its hint; the polish gets the time it left."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from streamalloc.ir.loaders import load_graph
+from streamalloc.optimal import OptimalOptions, allocate_optimal
+from streamalloc.optimal import search as search_module
+from streamalloc.rules import default_rule_set
+from streamalloc.solver.bound import MAX_NODES
+from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.model import SolveInput, SolveOutput, hint_objective
+from streamalloc.verify import verify_plan
+
+DATA = Path(__file__).parent / "data" / "onnx"
+PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+            "ge.hcomParallel": "1"}
+SIZE = MAX_NODES + 30
+
+
+def two_chains(size: int = SIZE) -> SolveInput:
+    """`size` nodes in two independent chains (even and odd), hinted as one stream each."""
+    names = [f"n{i}" for i in range(size)]
+    pairs = [(names[i], names[i + 2]) for i in range(size - 2)]
+    dag = TaskDag.build(names, pairs, ["g"] * size)
+    hint = [list(range(0, size, 2)), list(range(1, size, 2))]
+    return SolveInput(dag=dag, units=[1] * size, durations=[1] * size, capacity=None,
+                      concurrency="ge", hint=hint)
+
+
+def test_the_hint_objective_counts_its_splits_then_its_streams() -> None:
+    data = two_chains()
+    assert hint_objective(data) == 2  # no split, two streams
+    merged = replace(data, hint=[list(range(SIZE))])  # one stream: every edge stays on it
+    assert hint_objective(merged) == 1
+    split = replace(data, hint=[[0, 2], [v for v in range(SIZE) if v not in (0, 2)]])
+    assert hint_objective(split) == 1 * (SIZE + 1) + 2  # the edge 2 -> 4 changes streams
+    assert hint_objective(replace(split, event_limit=0)) is None  # over the limit: repaired
+    assert hint_objective(replace(data, stream_limit=1)) is None
+
+
+def outputs(*answers: SolveOutput) -> tuple[list[float], object]:
+    """A stand-in for the chain model's solve: the given answers in turn, and the time
+    limits it was called with."""
+    limits: list[float] = []
+    queue = list(answers)
+
+    def solve(data: SolveInput, constraints: object, *, time_limit: float, seed: int,
+              workers: int) -> SolveOutput:
+        limits.append(time_limit)
+        return queue.pop(0)
+
+    return limits, solve
+
+
+def answer(status: str, objective: float = 0.0, chains: tuple[tuple[int, ...], ...] = ((0,),),
+           time: float = 1.0) -> SolveOutput:
+    return SolveOutput(chains if status in ("OPTIMAL", "FEASIBLE") else (), status, objective,
+                       0.0, time, 0)
+
+
+@pytest.mark.parametrize(("probe", "solves"), [
+    (answer("FEASIBLE", objective=2.0), 1),  # found only its hint: stop
+    (answer("OPTIMAL", objective=1.0), 1),  # proved
+    (answer("UNKNOWN"), 1),  # found nothing from a hint within the limits: the hint starts
+    (answer("FEASIBLE", objective=1.0), 2),  # progress: solved again for the whole limit
+])
+def test_the_probe_stops_without_progress(monkeypatch: pytest.MonkeyPatch, probe: SolveOutput,
+                                          solves: int) -> None:
+    full = answer("FEASIBLE", objective=1.0, time=10.0)
+    limits, solve = outputs(probe, full)
+    monkeypatch.setattr(search_module, "_chain_solve", solve)
+    found = search_module._probed_solve(two_chains(), [], time_limit=10.0, seed=0, workers=1)
+    assert limits == [10.0 * search_module.PROBE_SHARE, 10.0][:solves]
+    assert found == (probe if solves == 1 else replace(full, deterministic_time=11.0))
+
+
+def test_a_hint_over_a_limit_is_solved_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CP-SAT repairs a hint over the stream limit: a probe that found nothing is no verdict."""
+    limits, solve = outputs(answer("UNKNOWN"), answer("FEASIBLE", objective=3.0))
+    monkeypatch.setattr(search_module, "_chain_solve", solve)
+    data = replace(two_chains(), stream_limit=1)
+    found = search_module._probed_solve(data, [], time_limit=10.0, seed=0, workers=1)
+    assert len(limits) == 2 and found.status == "FEASIBLE"
+
+
+def test_small_models_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    limits, solve = outputs(answer("FEASIBLE", objective=2.0))
+    monkeypatch.setattr(search_module, "_chain_solve", solve)
+    search_module._probed_solve(two_chains(MAX_NODES), [], time_limit=10.0, seed=0, workers=1)
+    assert limits == [10.0]
+
+
+def test_the_polish_gets_the_time_cp_sat_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BERT base (426 streamed nodes): CP-SAT stops after its probe, a fifth of the limit,
+    and the polish's budget of tries grows by the rest."""
+    budgets: list[int] = []
+    polish = search_module.polish
+
+    def counted(*args: object, budget: int, **kwargs: object) -> list[int]:
+        budgets.append(budget)
+        return polish(*args, budget=budget, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search_module, "polish", counted)
+    graph = load_graph(DATA / "bert_base.onnx").with_options(PARALLEL)
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    solver = report.to_json()
+    assert solver["status"] == "FEASIBLE" and solver["deterministic_time"] <= 0.21
+    assert solver["events_final"] == 1 < solver["baseline_events"]
+    per_second = min(search_module.POLISH_PER_SECOND,
+                     search_module.POLISH_NODES_PER_SECOND / 426)
+    assert budgets == [int((2.0 - solver["deterministic_time"]) * per_second)]
+    assert verify_plan(graph, plan.to_json(), rules=default_rule_set(graph)).exit_code == 0
