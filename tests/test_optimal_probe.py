@@ -101,13 +101,13 @@ def test_the_polish_gets_the_time_cp_sat_left(monkeypatch: pytest.MonkeyPatch) -
     """BERT base (426 streamed nodes): CP-SAT stops after its probe, a fifth of the limit,
     and the polish's budget of tries grows by the rest."""
     budgets: list[int] = []
-    polish = search_module.polish
+    budget_of = search_module._polish_budget
 
-    def counted(*args: object, budget: int, **kwargs: object) -> list[int]:
-        budgets.append(budget)
-        return polish(*args, budget=budget, **kwargs)  # type: ignore[arg-type]
+    def counted(*args: object, **kwargs: object) -> int:
+        budgets.append(budget_of(*args, **kwargs))  # type: ignore[arg-type]
+        return budgets[-1]
 
-    monkeypatch.setattr(search_module, "polish", counted)
+    monkeypatch.setattr(search_module, "_polish_budget", counted)
     graph = load_graph(DATA / "bert_base.onnx").with_options(PARALLEL)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
     solver = report.to_json()

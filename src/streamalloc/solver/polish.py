@@ -35,6 +35,7 @@ class Polish:
     streams: list[int]
     target: int = -1
     events: int = 0
+    reverse: bool = False  # a pass visits the event edges last to first
 
     def run(self) -> list[int]:
         """Improve until a whole pass changes nothing or the budget is spent."""
@@ -52,7 +53,8 @@ class Polish:
         return self.budget > 0 and self.events > self.target
 
     def _event_edges(self) -> list[tuple[int, int]]:
-        return [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
+        edges = [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
+        return edges[::-1] if self.reverse else edges
 
     def _try_moves(self, u: int, v: int) -> bool:
         su, sv = self.streams[u], self.streams[v]
