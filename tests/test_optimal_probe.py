@@ -1,6 +1,7 @@
-"""CP-SAT's probe under the events objective (`optimal.search._probed_solve`): on a model
-above 320 nodes it solves for a fifth of the limit first and stops there when it made no
-progress over its hint; the polish gets the time it left."""
+"""CP-SAT's rounds under the events objective (`optimal.search._probed_solve`): on a model
+above 320 nodes it solves in rounds of a fifth of the limit, each from the streams the last
+found, and stops at the first round without progress over its hint; the polish gets the time
+they left."""
 
 from __future__ import annotations
 
@@ -45,56 +46,73 @@ def test_the_hint_objective_counts_its_splits_then_its_streams() -> None:
     assert hint_objective(replace(data, stream_limit=1)) is None
 
 
-def outputs(*answers: SolveOutput) -> tuple[list[float], object]:
+def outputs(*answers: SolveOutput) -> tuple[list[tuple[float, bool, object]], object]:
     """A stand-in for the chain model's solve: the given answers in turn, and the time
-    limits it was called with."""
-    limits: list[float] = []
+    limit, presolve and hint of each call."""
+    calls: list[tuple[float, bool, object]] = []
     queue = list(answers)
 
     def solve(data: SolveInput, constraints: object, *, time_limit: float, seed: int,
-              workers: int) -> SolveOutput:
-        limits.append(time_limit)
+              workers: int, presolve: bool = True) -> SolveOutput:
+        calls.append((time_limit, presolve, [list(c) for c in data.hint]))
         return queue.pop(0)
 
-    return limits, solve
+    return calls, solve
 
 
 def answer(status: str, objective: float = 0.0, chains: tuple[tuple[int, ...], ...] = ((0,),),
-           time: float = 1.0) -> SolveOutput:
+           time: float = 2.0) -> SolveOutput:
     return SolveOutput(chains if status in ("OPTIMAL", "FEASIBLE") else (), status, objective,
                        0.0, time, 0)
 
 
-@pytest.mark.parametrize(("probe", "solves"), [
+@pytest.mark.parametrize(("first", "rounds"), [
     (answer("FEASIBLE", objective=2.0), 1),  # found only its hint: stop
     (answer("OPTIMAL", objective=1.0), 1),  # proved
     (answer("UNKNOWN"), 1),  # found nothing from a hint within the limits: the hint starts
-    (answer("FEASIBLE", objective=1.0), 2),  # progress: solved again for the whole limit
+    (answer("FEASIBLE", objective=1.5, chains=((0, 1),)), 2),  # progress: a round from it
 ])
-def test_the_probe_stops_without_progress(monkeypatch: pytest.MonkeyPatch, probe: SolveOutput,
-                                          solves: int) -> None:
-    full = answer("FEASIBLE", objective=1.0, time=10.0)
-    limits, solve = outputs(probe, full)
+def test_the_rounds_stop_without_progress(monkeypatch: pytest.MonkeyPatch, first: SolveOutput,
+                                          rounds: int) -> None:
+    stalled = answer("FEASIBLE", objective=1.5, chains=((1,),))
+    calls, solve = outputs(first, stalled)
+    monkeypatch.setattr(search_module, "_chain_solve", solve)
+    data = two_chains()
+    found = search_module._probed_solve(data, [], time_limit=10.0, seed=0, workers=1)
+    assert [limit for limit, _, _ in calls] == [10.0 * search_module.PROBE_SHARE] * rounds
+    assert not any(presolve for _, presolve, _ in calls)  # each round starts at its hint
+    assert calls[0][2] == data.hint
+    assert found == replace(first, deterministic_time=2.0 * rounds)
+    if rounds == 2:
+        assert calls[1][2] == [[0, 1]]  # the second round starts where the first ended
+
+
+def test_the_rounds_run_to_the_limit_while_they_progress(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    better = [answer("FEASIBLE", objective=1.9 - k / 10, chains=((k,),), time=2.5)
+              for k in range(4)]
+    calls, solve = outputs(*better)
     monkeypatch.setattr(search_module, "_chain_solve", solve)
     found = search_module._probed_solve(two_chains(), [], time_limit=10.0, seed=0, workers=1)
-    assert limits == [10.0 * search_module.PROBE_SHARE, 10.0][:solves]
-    assert found == (probe if solves == 1 else replace(full, deterministic_time=11.0))
+    assert [limit for limit, _, _ in calls] == [2.0, 2.0, 2.0, 2.0]  # 10.0 spent after 4
+    assert found == replace(better[-1], deterministic_time=10.0)
 
 
 def test_a_hint_over_a_limit_is_solved_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CP-SAT repairs a hint over the stream limit: a probe that found nothing is no verdict."""
-    limits, solve = outputs(answer("UNKNOWN"), answer("FEASIBLE", objective=3.0))
+    """CP-SAT repairs a hint over the stream limit, with its presolve, in one solve."""
+    calls, solve = outputs(answer("FEASIBLE", objective=3.0))
     monkeypatch.setattr(search_module, "_chain_solve", solve)
     data = replace(two_chains(), stream_limit=1)
     found = search_module._probed_solve(data, [], time_limit=10.0, seed=0, workers=1)
-    assert len(limits) == 2 and found.status == "FEASIBLE"
+    assert [(limit, presolve) for limit, presolve, _ in calls] == [(10.0, True)]
+    assert found.status == "FEASIBLE"
 
 
 def test_small_models_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    limits, solve = outputs(answer("FEASIBLE", objective=2.0))
+    calls, solve = outputs(answer("FEASIBLE", objective=2.0))
     monkeypatch.setattr(search_module, "_chain_solve", solve)
     search_module._probed_solve(two_chains(MAX_NODES), [], time_limit=10.0, seed=0, workers=1)
-    assert limits == [10.0]
+    assert [(limit, presolve) for limit, presolve, _ in calls] == [(10.0, True)]
 
 
 def test_the_polish_gets_the_time_cp_sat_left(monkeypatch: pytest.MonkeyPatch) -> None:

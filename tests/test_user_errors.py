@@ -271,8 +271,7 @@ def test_ctrl_c_is_one_line_and_exit_130(capsys: pytest.CaptureFixture[str],
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_in_a_subprocess() -> None:
-    from real_models import LIGHT
-    model = LIGHT / "light_densenet121.onnx"  # several seconds in optimal mode
+    model = ROOT / "tests" / "data" / "onnx" / "gpt2_small.onnx"  # seconds in optimal mode
     proc = subprocess.Popen([sys.executable, "-m", "streamalloc", "allocate", str(model),
                              "--mode", "optimal", "--time-limit", "30"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),

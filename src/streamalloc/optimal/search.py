@@ -82,11 +82,10 @@ MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, m
 CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may
 BOUND_SHARE = 0.6  # follow (`_solved`), for that bound, and for the chain model from its streams
 RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
-PROBE_SHARE = 0.2  # of CP-SAT's time for a first solve of the chain model under the events
-# objective; the full solve follows only when the probe found streams better than its hint (or
-# none, or a proof), else the polish gets the time. On the bench's models where CP-SAT does not
-# prove (BERT, GPT-2, T5, the ResNet-50 training step, --time-limit 10) no longer solve ever
-# left the hint's events, and the polish started from the same streams
+PROBE_SHARE = 0.2  # of CP-SAT's time for each round of the chain model under the events
+# objective (`_probed_solve`); the polish gets what the rounds leave. Without presolve each
+# round starts from its hint; with it, CP-SAT found nothing on GPT-2, T5 or the ResNet-50
+# training step within 2 s, and only the hint within 13
 WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window by window
 # (`solver.windows`): whole, a 3k-node layered graph's model took 296 s and 4.9 GB at
 # --time-limit 10 (CP-SAT's first solution from the hint grows faster than its size)
@@ -232,16 +231,18 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     dag = data.dag
     if unsolved(dag, options):  # nothing found
         return SolveOutput((), "UNKNOWN", math.inf, 0.0, 0.0, 0), ()
-    settings = {"seed": options.seed, "workers": options.workers}
+    seed, workers = options.seed, options.workers
     if windowed(dag, options):
         caps: list[Constraint] = [c for c in constraints if isinstance(c, StreamCap)]
         return windowed_solve(data, constraints, time_limit=time_limit, broken=partial(
-            breaks, graph, dag, caps), **settings), ()
+            breaks, graph, dag, caps), seed=seed, workers=workers), ()
     provable = data.objective == "events" and data.makespan_limit is not None \
         and dag.size <= BOUND_MAX_NODES
     if not provable:
-        return _probed_solve(data, constraints, time_limit=time_limit, **settings), ()
-    found = _chain_solve(data, constraints, time_limit=time_limit * CHAIN_SHARE, **settings)
+        return _probed_solve(data, constraints, time_limit=time_limit, seed=seed,
+                             workers=workers), ()
+    found = _chain_solve(data, constraints, time_limit=time_limit * CHAIN_SHARE, seed=seed,
+                         workers=workers)
     if found.status != "FEASIBLE":
         return found, ()
     assert data.makespan_limit is not None
@@ -253,7 +254,8 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     best = found
     if relaxed.chains and _fits(graph, data, constraints, relaxed.chains):
         again = _chain_solve(replace(data, hint=relaxed.chains), constraints,
-                             time_limit=time_limit * RESOLVE_SHARE, at_least=lower, **settings)
+                             time_limit=time_limit * RESOLVE_SHARE, at_least=lower, seed=seed,
+                             workers=workers)
         spent += again.deterministic_time
         if again.chains and again.objective < best.objective:
             best = again
@@ -292,37 +294,49 @@ def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
 
 
 def _chain_solve(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
-                 seed: int, workers: int, at_least: int | None = None) -> SolveOutput:
+                 seed: int, workers: int, at_least: int | None = None,
+                 presolve: bool = True) -> SolveOutput:
     """The chain model with the rules (and a known bound of its objective) solved."""
     model = build(data)
     add_rules(model, constraints, {n: i for i, n in enumerate(data.dag.names)})
     if at_least is not None:
         model.cp.add(model.objective >= at_least)
-    return solve(model, time_limit=time_limit, seed=seed, workers=workers)
+    return solve(model, time_limit=time_limit, seed=seed, workers=workers, presolve=presolve)
 
 
 def _probed_solve(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
                   seed: int, workers: int) -> SolveOutput:
-    """The chain model solved for PROBE_SHARE of `time_limit` under the events objective
-    (above BOUND_MAX_NODES; CP-SAT proves most smaller models at once), and for all of it,
-    from the start, unless that probe proved its result or made no progress: it found
-    nothing better than its hint, or nothing at all from a hint within the limits (the
-    search then starts from the hint). After progress, the plan is the one a single solve
-    gives."""
+    """The chain model under the events objective (above BOUND_MAX_NODES; CP-SAT proves most
+    smaller models at once) solved in rounds of PROBE_SHARE of `time_limit`, without presolve
+    so that each starts from its hint: the first from the baseline's streams, each next one
+    from the streams the last found. The rounds stop at a proof, at the first that makes no
+    progress (nothing better than its hint) or at the limit. A hint over the event or stream
+    limit is no start: CP-SAT then gets the whole limit to repair it."""
     if data.objective != "events" or data.dag.size <= BOUND_MAX_NODES:
         return _chain_solve(data, constraints, time_limit=time_limit, seed=seed,
                             workers=workers)
-    probe = _chain_solve(data, constraints, time_limit=time_limit * PROBE_SHARE, seed=seed,
-                         workers=workers)
     at_hint = hint_objective(data)
-    proved = probe.status in ("OPTIMAL", "INFEASIBLE")
-    stalled = at_hint is not None and (probe.objective >= at_hint if probe.chains
-                                       else probe.status == "UNKNOWN")
-    if proved or stalled:
-        return probe
-    full = _chain_solve(data, constraints, time_limit=time_limit, seed=seed, workers=workers)
-    return replace(full, deterministic_time=round(
-        full.deterministic_time + probe.deterministic_time, 3))
+    if at_hint is None:
+        return _chain_solve(data, constraints, time_limit=time_limit, seed=seed,
+                            workers=workers)
+    best: SolveOutput | None = None
+    spent, bound = 0.0, 0.0
+    while spent < time_limit - 1e-9:
+        found = _chain_solve(data, constraints, seed=seed, workers=workers, presolve=False,
+                             time_limit=min(time_limit * PROBE_SHARE, time_limit - spent))
+        spent += found.deterministic_time
+        bound = max(bound, found.bound)
+        if found.status in ("OPTIMAL", "INFEASIBLE") \
+                or (found.chains and found.objective < at_hint):
+            best, at_hint = found, found.objective
+            data = replace(data, hint=[list(c) for c in found.chains])
+            if found.status != "FEASIBLE":
+                break
+        else:
+            best = best or found
+            break
+    assert best is not None
+    return replace(best, bound=max(bound, best.bound), deterministic_time=round(spent, 3))
 
 
 def _fits(graph: Graph, data: SolveInput, constraints: list[Constraint],

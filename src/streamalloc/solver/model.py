@@ -263,14 +263,17 @@ def _hint(model: Model) -> None:
 
 
 def solve(model: Model, *, time_limit: float, seed: int, workers: int,
-          window: bool = False) -> SolveOutput:
+          window: bool = False, presolve: bool = True) -> SolveOutput:
     """Run CP-SAT with a deterministic time limit and extract the streams. A `window`'s model
     (`solver.windows`) runs with CP-SAT's older linear propagation: on those models the newer
     one spends twice the wall time for the same deterministic time (a 1k-node window of a
-    layered graph: 27.4 s against 12.1 s for 1.67 s)."""
+    layered graph: 27.4 s against 12.1 s for 1.67 s). `presolve=False` starts the search from
+    the hint at once (a presolve of 2 s loses it: GPT-2's model finds nothing in 2 s with it,
+    and its hint, then a better solution, without it)."""
     solver = configured_solver(time_limit, seed, workers)
     solver.parameters.new_linear_propagation = not window
-    if len(model.cp.proto.variables) > PRESOLVE_MAX_VARIABLES or time_limit < PRESOLVE_MIN_TIME:
+    if not presolve or len(model.cp.proto.variables) > PRESOLVE_MAX_VARIABLES \
+            or time_limit < PRESOLVE_MIN_TIME:
         # CP-SAT's presolve runs past the deterministic limit: seconds on a real model (T5:
         # 4.7 s of wall time for a 0.5 s limit), minutes on a large one (a 10k-node graph: 238 s
         # for 1.0 s, 20 s without it); size and limit decide, so the plan stays reproducible
