@@ -4,11 +4,12 @@ events objective runs it both ways, `optimal.search._polished_both_ways`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count, schedule_length
-from streamalloc.solver.polish import Polish
+from streamalloc.solver.polish import Polish, polish, remembered
 
 NAMES = ["a", "b", "c", "d", "e"]
 # a forks to b, c and d; b feeds d and e; c feeds d. The critical path a -> c -> d takes 11.
@@ -34,3 +35,27 @@ def test_the_order_of_the_pass_decides_the_optimum() -> None:
     # last to first: d joins c's stream, e joins b's, then a joins c's: the critical path
     # a -> c -> d on one stream, b and e on another: 2 events (a -> b, b -> d)
     assert polished(reverse=True) == (2, [2, 1, 2, 2, 1])
+
+
+def test_a_length_is_measured_once_per_partition() -> None:
+    dag = TaskDag.build(NAMES, EDGES, ["g"] * len(NAMES))
+    measured: list[list[int]] = []
+
+    def length(streams: Sequence[int]) -> int:
+        measured.append(list(streams))
+        return schedule_length(dag, DURATIONS, streams)
+
+    remembered_length = remembered(length)
+    assert remembered_length([0, 0, 1, 1, 2]) == remembered_length([7, 7, 3, 3, 0])  # labels
+    assert remembered_length([0, 1, 1, 1, 2]) != remembered_length([0, 0, 1, 1, 2])
+    assert measured == [[0, 0, 1, 1, 2], [0, 1, 1, 1, 2]]
+    # a polish gives the same streams with it, and measures each partition once
+    start = list(range(len(NAMES)))
+    plain = Polish(dag, partial(schedule_length, dag, DURATIONS), 11,
+                   lambda streams, moved: True, 100, list(start)).run()
+    measured.clear()
+    assert polish(dag, start, length=length, limit=11, allowed=lambda streams, moved: True,
+                  budget=100) == plain
+    partitions = [tuple(sorted(tuple(v for v, x in enumerate(s) if x == k) for k in set(s)))
+                  for s in measured]
+    assert partitions and len(partitions) == len(set(partitions))

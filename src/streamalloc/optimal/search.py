@@ -59,7 +59,7 @@ from streamalloc.solver.bound import relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count, schedule_length
 from streamalloc.solver.model import SolveInput, SolveOutput, build, hint_objective, solve
-from streamalloc.solver.polish import Polish, polish
+from streamalloc.solver.polish import Polish, polish, remembered
 from streamalloc.solver.rules import add_rules
 from streamalloc.solver.windows import windowed_solve
 from streamalloc.sync.driver import synchronize
@@ -757,9 +757,10 @@ def _polished_both_ways(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...
                           evaluator=evaluator, limit=limit, spare=spare)]
     streams = assignment_of(dag, chains)
     budget = _polish_budget(evaluator, streams, spare)
+    length = remembered(partial(evaluator.makespan, order=order))  # shared by both passes
     found = []
     for reverse in (False, True):
-        run = Polish(dag, partial(evaluator.makespan, order=order), limit,
+        run = Polish(dag, length, limit,
                      _rule_guard(graph, dag, constraints), budget, list(streams),
                      reverse=reverse)
         found.append(chains_of_assignment(run.run()))
