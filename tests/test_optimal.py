@@ -127,7 +127,7 @@ def test_events_objective_merges_what_ge_keeps_apart() -> None:
     assert plan["mode"] == "optimal" and solver["status"] in ("OPTIMAL", "FEASIBLE")
 
 
-@pytest.mark.parametrize("nodes", [200, 400])  # 400: CP-SAT's probe, then its whole solve
+@pytest.mark.parametrize("nodes", [200, 400])  # 400: CP-SAT solves in rounds
 def test_the_plan_is_byte_identical_across_runs(nodes: int) -> None:
     graph = layered_graph(nodes, seed=7, label_every=7)
     first = json.dumps(optimal(graph, None, workers=2, time_limit=1.0), sort_keys=True)

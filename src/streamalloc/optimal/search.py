@@ -82,8 +82,8 @@ MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, m
 CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may
 BOUND_SHARE = 0.6  # follow (`_solved`), for that bound, and for the chain model from its streams
 RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
-PROBE_SHARE = 0.2  # of CP-SAT's time for each round of the chain model under the events
-# objective (`_probed_solve`); the polish gets what the rounds leave. Without presolve each
+ROUND_SHARE = 0.2  # of CP-SAT's time for each round of the chain model under the events
+# objective (`_solved_in_rounds`); the polish gets what the rounds leave. Without presolve each
 # round starts from its hint; with it, CP-SAT found nothing on GPT-2, T5 or the ResNet-50
 # training step within 2 s, and only the hint within 13
 WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window by window
@@ -239,8 +239,8 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     provable = data.objective == "events" and data.makespan_limit is not None \
         and dag.size <= BOUND_MAX_NODES
     if not provable:
-        return _probed_solve(data, constraints, time_limit=time_limit, seed=seed,
-                             workers=workers), ()
+        return _solved_in_rounds(data, constraints, time_limit=time_limit, seed=seed,
+                                 workers=workers), ()
     found = _chain_solve(data, constraints, time_limit=time_limit * CHAIN_SHARE, seed=seed,
                          workers=workers)
     if found.status != "FEASIBLE":
@@ -304,37 +304,32 @@ def _chain_solve(data: SolveInput, constraints: list[Constraint], *, time_limit:
     return solve(model, time_limit=time_limit, seed=seed, workers=workers, presolve=presolve)
 
 
-def _probed_solve(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
-                  seed: int, workers: int) -> SolveOutput:
+def _solved_in_rounds(data: SolveInput, constraints: list[Constraint], *, time_limit: float,
+                      seed: int, workers: int) -> SolveOutput:
     """The chain model under the events objective (above BOUND_MAX_NODES; CP-SAT proves most
-    smaller models at once) solved in rounds of PROBE_SHARE of `time_limit`, without presolve
+    smaller models at once) solved in rounds of ROUND_SHARE of `time_limit`, without presolve
     so that each starts from its hint: the first from the baseline's streams, each next one
     from the streams the last found. The rounds stop at a proof, at the first that makes no
     progress (nothing better than its hint) or at the limit. A hint over the event or stream
     limit is no start: CP-SAT then gets the whole limit to repair it."""
-    if data.objective != "events" or data.dag.size <= BOUND_MAX_NODES:
-        return _chain_solve(data, constraints, time_limit=time_limit, seed=seed,
-                            workers=workers)
     at_hint = hint_objective(data)
-    if at_hint is None:
+    if data.objective != "events" or data.dag.size <= BOUND_MAX_NODES or at_hint is None:
         return _chain_solve(data, constraints, time_limit=time_limit, seed=seed,
                             workers=workers)
     best: SolveOutput | None = None
     spent, bound = 0.0, 0.0
     while spent < time_limit - 1e-9:
         found = _chain_solve(data, constraints, seed=seed, workers=workers, presolve=False,
-                             time_limit=min(time_limit * PROBE_SHARE, time_limit - spent))
+                             time_limit=min(time_limit * ROUND_SHARE, time_limit - spent))
         spent += found.deterministic_time
         bound = max(bound, found.bound)
-        if found.status in ("OPTIMAL", "INFEASIBLE") \
-                or (found.chains and found.objective < at_hint):
-            best, at_hint = found, found.objective
-            data = replace(data, hint=[list(c) for c in found.chains])
-            if found.status != "FEASIBLE":
-                break
-        else:
-            best = best or found
+        progress = bool(found.chains) and found.objective < at_hint
+        if best is None or progress or found.status in ("OPTIMAL", "INFEASIBLE"):
+            best = found
+        if not progress or found.status != "FEASIBLE":
             break
+        at_hint = found.objective
+        data = replace(data, hint=[list(c) for c in found.chains])
     assert best is not None
     return replace(best, bound=max(bound, best.bound), deterministic_time=round(spent, 3))
 

@@ -1,4 +1,4 @@
-"""CP-SAT's rounds under the events objective (`optimal.search._probed_solve`): on a model
+"""CP-SAT's rounds under the events objective (`optimal.search._solved_in_rounds`): on a model
 above 320 nodes it solves in rounds of a fifth of the limit, each from the streams the last
 found, and stops at the first round without progress over its hint; the polish gets the time
 they left."""
@@ -78,8 +78,8 @@ def test_the_rounds_stop_without_progress(monkeypatch: pytest.MonkeyPatch, first
     calls, solve = outputs(first, stalled)
     monkeypatch.setattr(search_module, "_chain_solve", solve)
     data = two_chains()
-    found = search_module._probed_solve(data, [], time_limit=10.0, seed=0, workers=1)
-    assert [limit for limit, _, _ in calls] == [10.0 * search_module.PROBE_SHARE] * rounds
+    found = search_module._solved_in_rounds(data, [], time_limit=10.0, seed=0, workers=1)
+    assert [limit for limit, _, _ in calls] == [10.0 * search_module.ROUND_SHARE] * rounds
     assert not any(presolve for _, presolve, _ in calls)  # each round starts at its hint
     assert calls[0][2] == data.hint
     assert found == replace(first, deterministic_time=2.0 * rounds)
@@ -93,7 +93,7 @@ def test_the_rounds_run_to_the_limit_while_they_progress(monkeypatch: pytest.Mon
               for k in range(4)]
     calls, solve = outputs(*better)
     monkeypatch.setattr(search_module, "_chain_solve", solve)
-    found = search_module._probed_solve(two_chains(), [], time_limit=10.0, seed=0, workers=1)
+    found = search_module._solved_in_rounds(two_chains(), [], time_limit=10.0, seed=0, workers=1)
     assert [limit for limit, _, _ in calls] == [2.0, 2.0, 2.0, 2.0]  # 10.0 spent after 4
     assert found == replace(better[-1], deterministic_time=10.0)
 
@@ -103,7 +103,7 @@ def test_a_hint_over_a_limit_is_solved_in_full(monkeypatch: pytest.MonkeyPatch) 
     calls, solve = outputs(answer("FEASIBLE", objective=3.0))
     monkeypatch.setattr(search_module, "_chain_solve", solve)
     data = replace(two_chains(), stream_limit=1)
-    found = search_module._probed_solve(data, [], time_limit=10.0, seed=0, workers=1)
+    found = search_module._solved_in_rounds(data, [], time_limit=10.0, seed=0, workers=1)
     assert [(limit, presolve) for limit, presolve, _ in calls] == [(10.0, True)]
     assert found.status == "FEASIBLE"
 
@@ -111,7 +111,7 @@ def test_a_hint_over_a_limit_is_solved_in_full(monkeypatch: pytest.MonkeyPatch) 
 def test_small_models_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     calls, solve = outputs(answer("FEASIBLE", objective=2.0))
     monkeypatch.setattr(search_module, "_chain_solve", solve)
-    search_module._probed_solve(two_chains(MAX_NODES), [], time_limit=10.0, seed=0, workers=1)
+    search_module._solved_in_rounds(two_chains(MAX_NODES), [], time_limit=10.0, seed=0, workers=1)
     assert [(limit, presolve) for limit, presolve, _ in calls] == [(10.0, True)]
 
 
