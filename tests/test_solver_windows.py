@@ -36,7 +36,7 @@ from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.solver import windows
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
-from streamalloc.solver.model import SolveInput
+from streamalloc.solver.model import SolveInput, SolveOutput
 from streamalloc.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,3 +226,36 @@ def test_a_short_limit_goes_to_the_windows_with_the_most_split_pairs() -> None:
     for limit, expected in ((windows.MIN_WINDOW_TIME, [9]), (2 * windows.MIN_WINDOW_TIME, [6, 9]),
                             (100.0, [6, 9])):
         assert windows._worth_solving(plan, [0, 3, 6, 9], changeable, limit) == expected
+
+
+def _alternating_chain(n: int) -> SolveInput:
+    """A chain of n nodes dealt to two streams in turn: every window has split pairs."""
+    names = [f"n{i}" for i in range(n)]
+    dag = TaskDag.build(names, list(pairwise(names)), ["g"] * n)
+    return SolveInput(dag=dag, units=[1] * n, durations=[10] * n, capacity=None,
+                      concurrency="ge", hint=[list(range(0, n, 2)), list(range(1, n, 2))],
+                      makespan_limit=10 * n)
+
+
+@pytest.mark.parametrize(("gains", "solved"), [
+    ([0] * 9, windows.WINDOW_MISSES),
+    ([0, 0, 1, 0, 0, 0, 0, 0, 0], 3 + windows.WINDOW_MISSES),
+    ([1] * 9, 9),
+])
+def test_the_windows_end_after_misses_in_a_row(monkeypatch: pytest.MonkeyPatch,
+                                               gains: list[int], solved: int) -> None:
+    """Windows stop after WINDOW_MISSES in a row gain nothing (what is left of the limit goes
+    to the polish); a gain starts the count again. A 30-node chain has 9 windows to solve, each
+    given back its own streams here, its gain read from `gains`."""
+    calls: list[float] = []
+
+    def stand_in(model: windows.Model, *, time_limit: float, **_: object) -> SolveOutput:
+        calls.append(time_limit)
+        return SolveOutput(tuple(tuple(c) for c in model.data.hint), "FEASIBLE", 0.0, 0.0,
+                           0.01, 0)
+
+    monkeypatch.setattr(windows, "solve", stand_in)
+    monkeypatch.setattr(windows, "_gain", lambda *_: gains[len(calls) - 1])
+    windows.windowed_solve(_alternating_chain(30), [], time_limit=100.0, seed=0, workers=1,
+                           broken=lambda _: False)
+    assert len(calls) == solved

@@ -36,8 +36,14 @@ WINDOW_NODES = 250  # nodes of the graph per window's model; successive windows 
 STEP = WINDOW_NODES // 2
 MIN_WINDOW_TIME = 0.2  # deterministic s a window gets at least: each solve costs CP-SAT about
 # half a second of wall time whatever its limit, and improves a window only with some tenths
-# of a second (at --time-limit 10, windows of 0.43 s saved 556 of 880 events on a 48-layer
-# transformer's training step, windows of 0.04 s 38 of 8,723 on a 480-layer one)
+# of a second (windows of 0.04 s saved 38 of 8,723 events on a 480-layer transformer's
+# training step)
+WINDOW_MISSES = 3  # windows in a row without a gain that end the windows: the rest of the
+# limit goes to the polish, which works on the exact count and the emulated makespan (at
+# --time-limit 10 the windows found nothing in 16 s on a 48-layer transformer's training step
+# but 2 split pairs in its last windows, nothing in 20 s on a 3k-node generated graph; the
+# polish, given their time, took the plans from 324 to 289 events and from 314 to 304 on a
+# 10k-node one)
 NEAR = WINDOW_NODES  # a stream that ends this close before a window (or starts this close
 # behind it) gets a proxy, so window nodes may join it
 
@@ -105,9 +111,9 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
                    seed: int, workers: int,
                    broken: Callable[[Sequence[int]], bool]) -> SolveOutput:
     """The hint improved window by window over the T-order, each window's model solved for
-    an equal share of what is left of `time_limit` (`_worth_solving` says which);
-    `broken(streams)` tells whether a whole plan breaks an engine cap (which no window
-    states)."""
+    an equal share of what is left of `time_limit` (`_worth_solving` says which), until
+    WINDOW_MISSES windows in a row gain nothing; `broken(streams)` tells whether a whole plan
+    breaks an engine cap (which no window states)."""
     dag = data.dag
     plan = _Plan(data)
     starts = list(range(0, max(1, dag.size - STEP), STEP))
@@ -121,10 +127,10 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
     changeable = {a: _changeable(dag, succs, long_edges, a, min(dag.size, a + WINDOW_NODES))
                   for a in starts}
     starts = _worth_solving(plan, starts, changeable, time_limit)
-    spent = 0.0
+    spent, misses = 0.0, 0
     for done, a in enumerate(starts):
         share = (time_limit - spent) / (len(starts) - done)  # CP-SAT overruns small limits
-        if share <= 0:
+        if share <= 0 or misses == WINDOW_MISSES:
             break
         b = min(dag.size, a + WINDOW_NODES)
         edges = changeable[a]
@@ -136,6 +142,7 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
         found = solve(model, time_limit=share, seed=seed, workers=workers,
                       window=True)
         spent += found.deterministic_time
+        misses += 1
         if not found.chains:
             continue
         if _gain(plan, window, found.chains, edges) <= 0:
@@ -147,6 +154,7 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
         if len(stated) < len(constraints) and broken(streams.tolist()):
             continue
         plan.replace(window.streams, new, a, b)
+        misses = 0
     chains = tuple(sorted(tuple(c.tolist()) for c in plan.chains if c is not None))
     splits = int(np.count_nonzero(plan.stream[reduction[:, 0]] != plan.stream[reduction[:, 1]]))
     return SolveOutput(chains, "FEASIBLE", float(splits * (dag.size + 1) + len(chains)), 0.0,
