@@ -104,16 +104,20 @@ def _check_windows(graph: Graph, data: SolveInput, constraints: list[Constraint]
     assert found.split_pairs == sum(streams[u] != streams[v] for u, v in dag.reduction)
 
 
+def _alternating_chain(n: int) -> SolveInput:
+    """A chain of n nodes dealt to two streams in turn, within its length as the limit."""
+    names = [f"n{i}" for i in range(n)]
+    dag = TaskDag.build(names, list(pairwise(names)), ["g"] * n)
+    return SolveInput(dag=dag, units=[1] * n, durations=[10] * n, capacity=None,
+                      concurrency="ge", hint=[list(range(0, n, 2)), list(range(1, n, 2))],
+                      makespan_limit=10 * n)
+
+
 def test_windows_join_a_chain_the_hint_splits() -> None:
     """A chain of 14 nodes dealt to two streams in turn (13 split pairs): windows of 6 nodes
     join it into one stream without a split pair, in the schedule's limit (its length)."""
-    names = [f"n{i}" for i in range(14)]
-    dag = TaskDag.build(names, list(pairwise(names)), ["g"] * 14)
-    hint = [list(range(0, 14, 2)), list(range(1, 14, 2))]
-    data = SolveInput(dag=dag, units=[1] * 14, durations=[10] * 14, capacity=None,
-                      concurrency="ge", hint=hint, makespan_limit=140)
-    found = windows.windowed_solve(data, [], time_limit=1.0, seed=0, workers=1,
-                                   broken=lambda _: False)
+    found = windows.windowed_solve(_alternating_chain(14), [], time_limit=1.0, seed=0,
+                                   workers=1, broken=lambda _: False)
     assert found.chains == (tuple(range(14)),)
     assert found.split_pairs == 0
 
@@ -226,15 +230,6 @@ def test_a_short_limit_goes_to_the_windows_with_the_most_split_pairs() -> None:
     for limit, expected in ((windows.MIN_WINDOW_TIME, [9]), (2 * windows.MIN_WINDOW_TIME, [6, 9]),
                             (100.0, [6, 9])):
         assert windows._worth_solving(plan, [0, 3, 6, 9], changeable, limit) == expected
-
-
-def _alternating_chain(n: int) -> SolveInput:
-    """A chain of n nodes dealt to two streams in turn: every window has split pairs."""
-    names = [f"n{i}" for i in range(n)]
-    dag = TaskDag.build(names, list(pairwise(names)), ["g"] * n)
-    return SolveInput(dag=dag, units=[1] * n, durations=[10] * n, capacity=None,
-                      concurrency="ge", hint=[list(range(0, n, 2)), list(range(1, n, 2))],
-                      makespan_limit=10 * n)
 
 
 @pytest.mark.parametrize(("gains", "solved"), [
