@@ -59,3 +59,34 @@ def test_a_length_is_measured_once_per_partition() -> None:
     partitions = [tuple(sorted(tuple(v for v, x in enumerate(s) if x == k) for k in set(s)))
                   for s in measured]
     assert partitions and len(partitions) == len(set(partitions))
+
+
+# A round trip through a side stream: q (stream 0) feeds s1 -> s2 on stream 1, whose result
+# o joins stream 0 again; z, long and unrelated, keeps stream 1 busy from the start.
+TRIP_NAMES = ["z", "p", "q", "s1", "s2", "o", "r"]
+TRIP_EDGES = [("p", "q"), ("q", "s1"), ("s1", "s2"), ("s2", "o"), ("q", "o"), ("o", "r")]
+TRIP_DURATIONS = [10, 1, 1, 1, 1, 1, 1]
+
+
+def trip_polish(start: list[int]) -> Polish:
+    dag = TaskDag.build(TRIP_NAMES, TRIP_EDGES, ["g"] * len(TRIP_NAMES))
+    return Polish(dag, partial(schedule_length, dag, TRIP_DURATIONS), 10,
+                  lambda streams, moved: True, 100, start)
+
+
+def test_a_round_trip_moves_back_whole() -> None:
+    start = [1, 0, 0, 1, 1, 0, 0]
+    run = trip_polish(list(start))
+    assert event_count(run.dag, start) == 2
+    # found from either event: from q -> s1 the nodes after it that lead back, from s2 -> o
+    # the nodes before it that came from stream 0
+    assert run._sandwiches(2, 3) == [([3, 4], 0)] and run._sandwiches(4, 5) == [([3, 4], 0)]
+    # moving s1 or q alone keeps two events, and merging the streams puts z before the
+    # chain (length 16 > 10): only s1 and s2 together onto stream 0 remove both events
+    for moved, target in (([3], 0), ([2], 1)):
+        trial = list(start)
+        for w in moved:
+            trial[w] = target
+        assert event_count(run.dag, trial) == 2
+    assert schedule_length(run.dag, TRIP_DURATIONS, [0] * len(start)) == 16
+    assert run.run() == [1, 0, 0, 0, 0, 0, 0] and run.events == 0

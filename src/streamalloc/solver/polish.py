@@ -4,9 +4,11 @@ The CP-SAT model counts an event per reduction edge whose ends are on different 
 events minimal sync keeps are fewer wherever program order implies a dependency. This pass
 works on the exact count (`events.event_count`): it tries, in a fixed order, moving the
 receiving node of each event onto the sending stream, the sending node onto the receiving
-stream, and merging the two streams, and keeps a move when it needs fewer events (then fewer
-streams), the schedule stays within `limit` and the rules the move touches still hold; given a
-`target`, it stops as soon as the count is down to it (the makespan objective's event budget).
+stream, each round trip through the event (a run of nodes that leaves a stream and comes
+back) onto the stream it left, and merging the two streams, and keeps a move when it needs
+fewer events (then fewer streams), the schedule stays within `limit` and the rules the move
+touches still hold; given a `target`, it stops as soon as the count is down to it (the
+makespan objective's event budget).
 The number of tried moves is the budget (the caller reads what is left of it), so the result
 depends only on the input. The makespan check is the caller's (the optimal mode emulates the
 plan of each improving assignment), and runs only on moves that already need fewer events;
@@ -15,7 +17,7 @@ plan of each improving assignment), and runs only on moves that already need few
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from streamalloc.solver.dag import TaskDag
@@ -58,14 +60,40 @@ class Polish:
         return edges[::-1] if self.reverse else edges
 
     def _try_moves(self, u: int, v: int) -> bool:
-        su, sv = self.streams[u], self.streams[v]
-        if su == sv:
+        if self.streams[u] == self.streams[v]:
             return False
-        members = [w for w, s in enumerate(self.streams) if s == sv]
-        for moved, target in (([v], su), ([u], sv), (members, su)):
-            if self._accept(moved, target):
-                return True
-        return False
+        return any(self._accept(moved, target) for moved, target in self._moves(u, v))
+
+    def _moves(self, u: int, v: int) -> Iterator[tuple[list[int], int]]:
+        """v onto u's stream, u onto v's, the round trips through u -> v, v's stream onto
+        u's (each computed only when the ones before it did not help)."""
+        su, sv = self.streams[u], self.streams[v]
+        yield [v], su
+        yield [u], sv
+        yield from self._sandwiches(u, v)
+        yield [w for w, s in enumerate(self.streams) if s == sv], su
+
+    def _sandwiches(self, u: int, v: int) -> list[tuple[list[int], int]]:
+        """The round trips through the event u -> v: the nodes of v's stream from v on that
+        lead back to u's stream after u, moved onto u's; the nodes of u's stream up to u that
+        an earlier node of v's stream leads to, moved onto v's. Each removes the event and
+        the one back (T5's encoder blocks: q MatMul -> attention -> o MatMul)."""
+        streams, anc, graphs = self.streams, self.dag.ancestors, self.dag.graphs
+        su, sv = streams[u], streams[v]
+        back = 0  # the nodes that reach u's stream after u
+        for x in range(u + 1, len(streams)):
+            if streams[x] == su:
+                back |= anc[x]
+        onto_u = [w for w in range(v, len(streams)) if streams[w] == sv
+                  and (w == v or anc[w] >> v & 1) and back >> w & 1]
+        fed = 0  # v's stream before v
+        for x in range(v):
+            if streams[x] == sv:
+                fed |= 1 << x
+        onto_v = [w for w in range(u + 1) if streams[w] == su
+                  and (w == u or anc[u] >> w & 1) and anc[w] & fed]
+        return [(moved, streams[end]) for moved, end in ((onto_u, u), (onto_v, v))
+                if len(moved) > 1 and all(graphs[w] == graphs[end] for w in moved)]
 
     def _accept(self, moved: list[int], target: int) -> bool:
         trial = list(self.streams)
