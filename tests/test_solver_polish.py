@@ -68,10 +68,10 @@ TRIP_EDGES = [("p", "q"), ("q", "s1"), ("s1", "s2"), ("s2", "o"), ("q", "o"), ("
 TRIP_DURATIONS = [10, 1, 1, 1, 1, 1, 1]
 
 
-def trip_polish(start: list[int]) -> Polish:
+def trip_polish(start: list[int], *, round_trips: bool = True) -> Polish:
     dag = TaskDag.build(TRIP_NAMES, TRIP_EDGES, ["g"] * len(TRIP_NAMES))
     return Polish(dag, partial(schedule_length, dag, TRIP_DURATIONS), 10,
-                  lambda streams, moved: True, 100, start)
+                  lambda streams, moved: True, 100, start, round_trips=round_trips)
 
 
 def test_a_round_trip_moves_back_whole() -> None:
@@ -80,7 +80,7 @@ def test_a_round_trip_moves_back_whole() -> None:
     assert event_count(run.dag, start) == 2
     # found from either event: from q -> s1 the nodes after it that lead back, from s2 -> o
     # the nodes before it that came from stream 0
-    assert run._sandwiches(2, 3) == [([3, 4], 0)] and run._sandwiches(4, 5) == [([3, 4], 0)]
+    assert run._round_trips(2, 3) == [([3, 4], 0)] and run._round_trips(4, 5) == [([3, 4], 0)]
     # moving s1 or q alone keeps two events, and merging the streams puts z before the
     # chain (length 16 > 10): only s1 and s2 together onto stream 0 remove both events
     for moved, target in (([3], 0), ([2], 1)):
@@ -90,3 +90,6 @@ def test_a_round_trip_moves_back_whole() -> None:
         assert event_count(run.dag, trial) == 2
     assert schedule_length(run.dag, TRIP_DURATIONS, [0] * len(start)) == 16
     assert run.run() == [1, 0, 0, 0, 0, 0, 0] and run.events == 0
+    # without them (the makespan objective's polish) the two events stay
+    without = trip_polish(list(start), round_trips=False)
+    assert without.run() == start and without.events == 2

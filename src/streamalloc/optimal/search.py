@@ -622,7 +622,7 @@ def _reduced(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | N
     for stretch in BUDGET_STRETCH:
         limit = None if stretch is None else math.ceil(start * stretch)
         while tries > 0:
-            step = Polish(dag, length, limit, guard, tries, streams, target)
+            step = Polish(dag, length, limit, guard, tries, streams, target, round_trips=False)
             streams, tries = step.run(), step.budget
             probe = _lifted_run(evaluator, streams, order)
             if probe is None:
@@ -731,11 +731,13 @@ def _polished(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
     """The polish on the exact event count (in execution order `order`); a move that needs
     fewer events is kept when the emulated makespan of its plan stays within `limit`
     (`events_first`: with the events objective's budget of moves under the makespan's). It
-    tries moves for --time-limit and the `spare` seconds CP-SAT left."""
+    tries moves for --time-limit and the `spare` seconds CP-SAT left; round trips under the
+    events objective only (`Polish.round_trips`)."""
     streams = assignment_of(dag, chains)
     result = polish(dag, streams, length=partial(evaluator.makespan, order=order), limit=limit,
                     allowed=_rule_guard(graph, dag, constraints),
-                    budget=_polish_budget(evaluator, streams, spare, events_first=events_first))
+                    budget=_polish_budget(evaluator, streams, spare, events_first=events_first),
+                    round_trips=evaluator.options.objective == "events")
     return chains_of_assignment(result)
 
 
