@@ -4,11 +4,11 @@ The CP-SAT model counts an event per reduction edge whose ends are on different 
 events minimal sync keeps are fewer wherever program order implies a dependency. This pass
 works on the exact count (`events.event_count`): it tries, in a fixed order, moving the
 receiving node of each event onto the sending stream, the sending node onto the receiving
-stream, each round trip through the event (a run of nodes that leaves a stream and comes
-back) onto the stream it left, and merging the two streams, and keeps a move when it needs
-fewer events (then fewer streams), the schedule stays within `limit` and the rules the move
-touches still hold; given a `target`, it stops as soon as the count is down to it (the
-makespan objective's event budget).
+stream, and merging the two streams (from the local optimum of these moves, also each round
+trip through the event, a run of nodes that leaves a stream and comes back, onto the stream
+it left), and keeps a move when it needs fewer events (then fewer streams), the schedule
+stays within `limit` and the rules the move touches still hold; given a `target`, it stops
+as soon as the count is down to it (the makespan objective's event budget).
 The number of tried moves is the budget (the caller reads what is left of it), so the result
 depends only on the input. The makespan check is the caller's (the optimal mode emulates the
 plan of each improving assignment), and runs only on moves that already need fewer events;
@@ -88,8 +88,9 @@ class Polish:
     def _round_trips(self, u: int, v: int) -> list[tuple[list[int], int]]:
         """The round trips through the event u -> v: the nodes of v's stream from v on that
         lead back to u's stream after u, moved onto u's; the nodes of u's stream up to u that
-        an earlier node of v's stream leads to, moved onto v's. Each removes the event and
-        the one back (T5's encoder blocks: q MatMul -> attention -> o MatMul)."""
+        lead to u and that an earlier node of v's stream leads to, moved onto v's. Each
+        removes the event and the one back (T5's encoder blocks: q MatMul -> attention -> o
+        MatMul)."""
         streams, anc, graphs = self.streams, self.dag.ancestors, self.dag.graphs
         su, sv = streams[u], streams[v]
         back = 0  # the nodes that reach u's stream after u
