@@ -4,11 +4,11 @@ The CP-SAT model counts an event per reduction edge whose ends are on different 
 events minimal sync keeps are fewer wherever program order implies a dependency. This pass
 works on the exact count (`events.event_count`): it tries, in a fixed order, moving the
 receiving node of each event onto the sending stream, the sending node onto the receiving
-stream, and merging the two streams (from the local optimum of these moves, also each round
-trip through the event, a run of nodes that leaves a stream and comes back, onto the stream
-it left), and keeps a move when it needs fewer events (then fewer streams), the schedule
-stays within `limit` and the rules the move touches still hold; given a `target`, it stops
-as soon as the count is down to it (the makespan objective's event budget).
+stream, each round trip through the event (a run of nodes that leaves a stream and comes
+back) onto the stream it left (`Polish.run` says when), and merging the two streams, and
+keeps a move when it needs fewer events (then fewer streams), the schedule stays within
+`limit` and the rules the move touches still hold; given a `target`, it stops as soon as the
+count is down to it (the makespan objective's event budget).
 The number of tried moves is the budget (the caller reads what is left of it), so the result
 depends only on the input. The makespan check is the caller's (the optimal mode emulates the
 plan of each improving assignment), and runs only on moves that already need fewer events;
@@ -24,6 +24,7 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count
 
 Allowed = Callable[[Sequence[int], Sequence[int]], bool]  # (streams, moved nodes) -> rules hold
+ROUND_TRIP_MISSES = 100  # round trips not kept in a row before they wait for a local optimum
 
 
 @dataclass
@@ -39,26 +40,31 @@ class Polish:
     target: int = -1
     events: int = 0
     reverse: bool = False  # a pass visits the event edges last to first
-    round_trips: bool = True  # at a local optimum, move round trips too: they remove
-    # several events at once, and cost the makespan objective, whose polish puts events
-    # second, its time (the ResNet-50 training step at an event budget of 200: 160 events
-    # at 5234 us, not 191 at 4344; at 120, 92 at 6322, not 99 at 6079)
+    round_trips: bool = True  # move round trips too: they remove several events at once,
+    # and cost the makespan objective, whose polish puts events second, its time (the
+    # ResNet-50 training step at an event budget of 200: 160 events at 5234 us, not 191 at
+    # 4344; at 120, 92 at 6322, not 99 at 6079)
+    misses: int = 0  # round trips tried in a row and not kept
 
     def run(self) -> list[int]:
-        """Improve until a whole pass changes nothing or the budget is spent: first with
-        single nodes and merges, then, from their local optimum, with round trips as well
-        (large moves that seldom fit the limit: tried first, they took 152 of the 387 tries
-        on a 10k-node generated graph, none kept, and cost it 8 events)."""
+        """Improve until a whole pass changes nothing or the budget is spent. Round trips
+        are tried from the start until ROUND_TRIP_MISSES in a row are not kept, and again
+        from the local optimum of the other moves: large moves, they often break the limit
+        (a 10k-node generated graph kept none of 152, whose tries cost it 8 events), and
+        where they fit they gain most (the GPT-2 small training step: 139 -> 130 events,
+        with up to 76 misses in a row between the ones it kept)."""
         self.events = event_count(self.dag, self.streams)
-        wide = False
+        wide = False  # round trips whatever they missed: after a local optimum
         while self._going():
-            improved = False
+            improved = skipped = False
             for u, v in self._event_edges():
                 if not self._going():
                     break
-                improved |= self._try_moves(u, v, wide)
+                trips = self.round_trips and (wide or self.misses < ROUND_TRIP_MISSES)
+                skipped |= self.round_trips and not trips
+                improved |= self._try_moves(u, v, trips)
             if not improved:
-                if wide or not self.round_trips:
+                if wide or not skipped:
                     break
                 wide = True
         return self.streams
@@ -70,20 +76,27 @@ class Polish:
         edges = [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
         return edges[::-1] if self.reverse else edges
 
-    def _try_moves(self, u: int, v: int, wide: bool) -> bool:
+    def _try_moves(self, u: int, v: int, trips: bool) -> bool:
         if self.streams[u] == self.streams[v]:
             return False
-        return any(self._accept(moved, target) for moved, target in self._moves(u, v, wide))
+        for moved, target, trip in self._moves(u, v, trips):
+            if self._accept(moved, target):
+                self.misses = 0 if trip else self.misses
+                return True
+            self.misses += trip
+        return False
 
-    def _moves(self, u: int, v: int, wide: bool) -> Iterator[tuple[list[int], int]]:
-        """v onto u's stream, u onto v's, when `wide` the round trips through u -> v, v's
-        stream onto u's (each computed only when the ones before it did not help)."""
+    def _moves(self, u: int, v: int, trips: bool) -> Iterator[tuple[list[int], int, bool]]:
+        """v onto u's stream, u onto v's, when `trips` the round trips through u -> v (the
+        flag marks them), v's stream onto u's; each computed only when the ones before it
+        did not help."""
         su, sv = self.streams[u], self.streams[v]
-        yield [v], su
-        yield [u], sv
-        if wide:
-            yield from self._round_trips(u, v)
-        yield [w for w, s in enumerate(self.streams) if s == sv], su
+        yield [v], su, False
+        yield [u], sv, False
+        if trips:
+            for moved, target in self._round_trips(u, v):
+                yield moved, target, True
+        yield [w for w, s in enumerate(self.streams) if s == sv], su, False
 
     def _round_trips(self, u: int, v: int) -> list[tuple[list[int], int]]:
         """The round trips through the event u -> v: the nodes of v's stream from v on that
