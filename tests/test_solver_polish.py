@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-import pytest
-
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count, schedule_length
 from streamalloc.solver.polish import Polish, polish, remembered
@@ -97,29 +95,19 @@ def test_a_round_trip_moves_back_whole() -> None:
     assert without.run() == start and without.events == 2
 
 
-class CountedTrips(Polish):
-    """A polish that records the event edges whose round trips it computes."""
+def test_round_trips_wait_for_the_local_optimum_of_the_other_moves() -> None:
+    dag = TaskDag.build(NAMES, EDGES, ["g"] * len(NAMES))
+    length = partial(schedule_length, dag, DURATIONS)
+    optimum = Polish(dag, length, 11, lambda streams, moved: True, 100, list(range(5)),
+                     round_trips=False).run()
+    seen: list[list[int]] = []
 
-    calls: list[tuple[int, int]]
+    class Recorded(Polish):
+        def _round_trips(self, u: int, v: int) -> list[tuple[list[int], int]]:
+            seen.append(list(self.streams))
+            return super()._round_trips(u, v)
 
-    def _round_trips(self, u: int, v: int) -> list[tuple[list[int], int]]:
-        self.calls.append((u, v))
-        return super()._round_trips(u, v)
-
-
-def test_round_trips_wait_for_a_local_optimum_after_misses(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    def tried(misses: int) -> list[tuple[int, int]]:
-        monkeypatch.setattr("streamalloc.solver.polish.ROUND_TRIP_MISSES", misses)
-        dag = TaskDag.build(TRIP_NAMES, TRIP_EDGES, ["g"] * len(TRIP_NAMES))
-        # at a limit of 9 the round trip (length 10) never fits: every try misses
-        run = CountedTrips(dag, partial(schedule_length, dag, TRIP_DURATIONS), 9,
-                           lambda streams, moved: True, 100, [1, 0, 0, 1, 1, 0, 0])
-        run.calls = []
-        assert run.run() == [1, 0, 0, 1, 1, 0, 0]
-        return run.calls
-
-    # within the misses allowed, both events' round trips in the first pass, which ends it
-    assert tried(20) == [(2, 3), (4, 5)]
-    # after one miss the second waits: a pass without it, then one with both
-    assert tried(1) == [(2, 3), (2, 3), (4, 5)]
+    ended = Recorded(dag, length, 11, lambda streams, moved: True, 100, list(range(5))).run()
+    # the first pass that changes nothing is the one that also tries them
+    assert ended == optimum == [0, 0, 2, 0, 4]
+    assert len(seen) == 3 and all(streams == optimum for streams in seen)

@@ -24,7 +24,6 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count
 
 Allowed = Callable[[Sequence[int], Sequence[int]], bool]  # (streams, moved nodes) -> rules hold
-ROUND_TRIP_MISSES = 100  # round trips not kept in a row before they wait for a local optimum
 
 
 @dataclass
@@ -40,31 +39,29 @@ class Polish:
     target: int = -1
     events: int = 0
     reverse: bool = False  # a pass visits the event edges last to first
-    round_trips: bool = True  # move round trips too: they remove several events at once,
-    # and cost the makespan objective, whose polish puts events second, its time (the
-    # ResNet-50 training step at an event budget of 200: 160 events at 5234 us, not 191 at
-    # 4344; at 120, 92 at 6322, not 99 at 6079)
-    misses: int = 0  # round trips tried in a row and not kept
+    round_trips: bool = True  # at a local optimum, move round trips too: they remove
+    # several events at once, and cost the makespan objective, whose polish puts events
+    # second, its time (the ResNet-50 training step at an event budget of 200: 160 events
+    # at 5234 us, not 191 at 4344; at 120, 92 at 6322, not 99 at 6079)
 
     def run(self) -> list[int]:
-        """Improve until a whole pass changes nothing or the budget is spent. Round trips
-        are tried from the start until ROUND_TRIP_MISSES in a row are not kept, and again
-        from the local optimum of the other moves: large moves, they often break the limit
-        (a 10k-node generated graph kept none of 152, whose tries cost it 8 events), and
-        where they fit they gain most (the GPT-2 small training step: 139 -> 130 events,
-        with up to 76 misses in a row between the ones it kept)."""
+        """Improve until a whole pass changes nothing or the budget is spent: first with
+        single nodes and merges, then, from their local optimum, with round trips as well.
+        Tried from the start, round trips change the path the greedy passes take: the
+        training steps of T5 and GPT-2 small gained (147 -> 133, 139 -> 130 events), the
+        BERT base training step at 5% and 10% makespan slack lost (114 -> 146, 108 -> 139),
+        and a 10k-node generated graph, which kept none of 152, lost 8 events to their
+        tries. From the local optimum they only add to it."""
         self.events = event_count(self.dag, self.streams)
-        wide = False  # round trips whatever they missed: after a local optimum
+        wide = False
         while self._going():
-            improved = skipped = False
+            improved = False
             for u, v in self._event_edges():
                 if not self._going():
                     break
-                trips = self.round_trips and (wide or self.misses < ROUND_TRIP_MISSES)
-                skipped |= self.round_trips and not trips
-                improved |= self._try_moves(u, v, trips)
+                improved |= self._try_moves(u, v, wide)
             if not improved:
-                if wide or not skipped:
+                if wide or not self.round_trips:
                     break
                 wide = True
         return self.streams
@@ -76,27 +73,20 @@ class Polish:
         edges = [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
         return edges[::-1] if self.reverse else edges
 
-    def _try_moves(self, u: int, v: int, trips: bool) -> bool:
+    def _try_moves(self, u: int, v: int, wide: bool) -> bool:
         if self.streams[u] == self.streams[v]:
             return False
-        for moved, target, trip in self._moves(u, v, trips):
-            if self._accept(moved, target):
-                self.misses = 0 if trip else self.misses
-                return True
-            self.misses += trip
-        return False
+        return any(self._accept(moved, target) for moved, target in self._moves(u, v, wide))
 
-    def _moves(self, u: int, v: int, trips: bool) -> Iterator[tuple[list[int], int, bool]]:
-        """v onto u's stream, u onto v's, when `trips` the round trips through u -> v (the
-        flag marks them), v's stream onto u's; each computed only when the ones before it
-        did not help."""
+    def _moves(self, u: int, v: int, wide: bool) -> Iterator[tuple[list[int], int]]:
+        """v onto u's stream, u onto v's, when `wide` the round trips through u -> v, v's
+        stream onto u's; each computed only when the ones before it did not help."""
         su, sv = self.streams[u], self.streams[v]
-        yield [v], su, False
-        yield [u], sv, False
-        if trips:
-            for moved, target in self._round_trips(u, v):
-                yield moved, target, True
-        yield [w for w, s in enumerate(self.streams) if s == sv], su, False
+        yield [v], su
+        yield [u], sv
+        if wide:
+            yield from self._round_trips(u, v)
+        yield [w for w, s in enumerate(self.streams) if s == sv], su
 
     def _round_trips(self, u: int, v: int) -> list[tuple[list[int], int]]:
         """The round trips through the event u -> v: the nodes of v's stream from v on that
