@@ -96,14 +96,14 @@ class Polish:
         MatMul)."""
         streams, anc, graphs = self.streams, self.dag.ancestors, self.dag.graphs
         su, sv = streams[u], streams[v]
-        back = 0  # the nodes that reach u's stream after u
-        for x in range(u + 1, len(streams)):
+        back = 0  # the nodes that reach u's stream after v (what a node from v on reaches)
+        for x in range(v + 1, len(streams)):
             if streams[x] == su:
                 back |= anc[x]
         onto_u = [w for w in range(v, len(streams)) if streams[w] == sv
                   and (w == v or anc[w] >> v & 1) and back >> w & 1]
-        fed = 0  # v's stream before v
-        for x in range(v):
+        fed = 0  # v's stream before u (what reaches a node up to u)
+        for x in range(u):
             if streams[x] == sv:
                 fed |= 1 << x
         onto_v = [w for w in range(u + 1) if streams[w] == su
