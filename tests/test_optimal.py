@@ -165,7 +165,7 @@ def test_optimal_goldens(case: str, tmp_path: Path, golden: Callable[[Path, str]
     summary = {k: plan[k] for k in ("logical_stream_count", "physical_stream_count",
                                     "event_count", "notify_count", "events", "streams")}
     summary["solver"] = {k: solver[k] for k in ("status", "objective", "bound", "events_final",
-                                                "nimble_min_events", "phase")}
+                                                "events_bound", "nimble_min_events", "phase")}
     golden(GOLDENS / f"{case}.expected", allocation_text(allocation.allocation) + "\n"
            + json.dumps(summary, indent=1, sort_keys=True) + "\n")
 

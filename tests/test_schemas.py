@@ -267,7 +267,7 @@ def test_broken_reports_and_comparisons_are_rejected(outputs: dict[str, Any]) ->
            "makespan_bound_us": 1.0,
            "logical_streams": 1, "physical_streams": 1, "events": 0, "notifies": 0,
            "makespan_us": 1.0, "critical_path_us": 1.0, "work_over_units_us": 1.0,
-           "status": "-", "gap": None, "reason": "", "wall_s": 0.1}
+           "status": "-", "gap": None, "events_bound": None, "reason": "", "wall_s": 0.1}
     valid("compare", {"format": "streamalloc.compare/v1", "rows": [row], "frontier": []})
     with pytest.raises(InputError, match=r"field rows\[0\].mode: expected one of ge, "):
         check_document("compare", {"format": "streamalloc.compare/v1",

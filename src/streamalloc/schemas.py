@@ -94,6 +94,9 @@ _SOLVER = {
         "gap": {**_NULLABLE_NUMBER, "minimum": 0,
                 "description": "|objective - bound| / max(1, |objective|)"},
         "events_final": _id("events + notifies of the written plan"),
+        "events_bound": {"type": ["integer", "null"], "minimum": 0,
+                         "description": "fewer events + notifies than this no plan within the "
+                                        "limits has (null: streams ordered otherwise too)"},
         "deterministic_time": {"type": "number", "minimum": 0,
                                "description": "CP-SAT's deterministic time"},
         "nimble_min_events": {"type": ["integer", "null"], "minimum": 0,
@@ -107,7 +110,8 @@ _SOLVER = {
         "reason": _text("why the baseline was kept (FALLBACK only)"),
         "baseline_over_limit": _text("why the ge-mode plan does not fit the device (a stream, "
                                      "event or notify limit): the solver's reference only"),
-    }, required=("status", "objective", "bound", "gap", "events_final", "deterministic_time",
+    }, required=("status", "objective", "bound", "gap", "events_final", "events_bound",
+                 "deterministic_time",
                  "nimble_min_events", "baseline_events", "baseline_makespan_us", "makespan_us",
                  "phase"), description="the optimal mode's report"),
     "if": {"properties": {"status": {"const": "FALLBACK"}}},
@@ -308,6 +312,9 @@ _RESULT = {
                               "ge-mode plan over a device limit, NO_PLAN when the optimal mode "
                               "finds none within them (its plan figures null)"},
     "gap": {**_NULLABLE_NUMBER, "minimum": 0},
+    "events_bound": {"type": ["integer", "null"], "minimum": 0,
+                     "description": "the optimal mode's lower bound of the events of every plan "
+                                    "within its limits, else null"},
     "reason": {"type": "string"},
     "wall_s": {"type": "number", "minimum": 0, "description": "wall time (not reproducible)"},
 }

@@ -187,7 +187,7 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
     except LimitExceeded as exc:
         if mode == "optimal":
             row, program = {**dict.fromkeys(_PLAN_FIGURES), "status": NO_PLAN, "gap": None,
-                            "reason": str(exc)}, None
+                            "events_bound": None, "reason": str(exc)}, None
         else:
             row, program = _measured(without_device_limits(graph), mode, settings)
             row.update(status="OVER_LIMIT", reason=str(exc))
@@ -211,6 +211,7 @@ def _measured(graph: Graph, mode: str, settings: CompareSettings
             "critical_path_us": round(result.bounds.critical_path_us, 3),
             "work_over_units_us": round(result.bounds.work_over_units_us, 3),
             "status": solver.get("status", "-"), "gap": solver.get("gap"),
+            "events_bound": solver.get("events_bound"),
             "reason": solver.get("reason", "")}, result.program
 
 

@@ -11,6 +11,8 @@ still the bar and the hint, never the plan written (LimitExceeded when nothing e
 
 from __future__ import annotations
 
+from functools import partial
+
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
@@ -22,6 +24,7 @@ from streamalloc.optimal.evaluate import (
     optimal_allocation,
     task_dag,
 )
+from streamalloc.optimal.event_bound import events_bound
 from streamalloc.optimal.options import (
     EPS_US,
     FREE,
@@ -50,33 +53,38 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     dag = task_dag(graph, baseline.allocation)
     most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(dag, options) \
         else MAX_SOLVER_NODES
+    floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
+                    if options.concurrency == "full" else
+                    makespan_limit_us(baseline.makespan_us, options.makespan_slack))
     if dag.size > most:
         return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over "
                                          f"the solver's {most}; the ge-mode plan is kept", None,
-                         searched=False)
+                         fewest=floor(), searched=False)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
+    fewest = floor(nimble=nimble)
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules or base_rules, constraints=constraints)
     except Unsolvable as exc:  # a model too large to state, or no plan
-        return _fallback(baseline, over, str(exc), nimble)
+        return _fallback(baseline, over, str(exc), nimble, fewest=fewest)
     in_order = None if found.order is None else graph.reordered(found.order)
     try:
         outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
     except LimitExceeded as exc:
         return _fallback(baseline, over, f"its plan is over a device limit: {exc}", nimble,
-                         found.deterministic_time)
+                         found.deterministic_time, fewest=fewest)
     reason = _worse(outcome, baseline, options, nimble)
     if reason:
-        return _fallback(baseline, over, reason, nimble, found.deterministic_time)
+        return _fallback(baseline, over, reason, nimble, found.deterministic_time,
+                         fewest=fewest)
     status, objective, bound = found.status, found.objective, found.bound
     if options.objective == "makespan" and found.phase != "hint":  # (a bare hint: under
         # full concurrency CP-SAT found nothing, and its answer says so)
         status, objective, bound = _makespan_result(graph, outcome, costs)
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
-        baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over)
+        baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
 
 
 def solver_constraints(graph: Graph, rules: RuleSet | None) -> list[Constraint]:
@@ -116,7 +124,7 @@ def _makespan_result(graph: Graph, outcome: Outcome, costs: CostTable
 
 
 def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
-              deterministic: float = 0.0, *, searched: bool = True
+              deterministic: float = 0.0, *, fewest: int | None, searched: bool = True
               ) -> tuple[SyncPlan, SolverReport]:
     """The baseline plan with status FALLBACK and `reason`; LimitExceeded when it is over a
     device limit (`over`): then no plan fits, and the error says what might let one
@@ -133,7 +141,7 @@ def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
                             f"{way_out}")
     return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
                                        nimble, reason, baseline.events, baseline.makespan_us,
-                                       baseline.makespan_us)
+                                       baseline.makespan_us, events_bound=fewest)
 
 
 def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions,

@@ -62,6 +62,7 @@ class SolverReport(msgspec.Struct, frozen=True):
     makespan_us: float = 0.0
     phase: str = ""
     baseline_over_limit: str = ""  # why the ge-mode plan does not fit the device, if it does not
+    events_bound: int | None = None  # the fewest events of any plan within the limits
 
     @property
     def gap(self) -> float | None:
@@ -75,6 +76,7 @@ class SolverReport(msgspec.Struct, frozen=True):
         block: dict[str, Any] = {
             "status": self.status, "objective": self.objective, "bound": self.bound,
             "gap": self.gap, "events_final": self.events_final,
+            "events_bound": self.events_bound,
             "deterministic_time": self.deterministic_time,
             "nimble_min_events": self.nimble_min_events,
             "baseline_events": self.baseline_events,

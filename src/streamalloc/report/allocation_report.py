@@ -158,13 +158,16 @@ def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     time is printed here and never written into the plan."""
     status = str(block["status"])
     reason = f" ({block['reason']})" if block.get("reason") else ""
-    gap = "" if block.get("gap") is None else f", gap {block['gap']:.4f}"
+    gap = "" if block.get("gap") is None else f", model gap {block['gap']:.4f}"
+    floor = block.get("events_bound")
+    fewest = "" if floor is None else " (no plan within the limits needs fewer)" \
+        if block["events_final"] <= floor else f" (a plan within the limits needs {floor} or more)"
     nimble = "" if block.get("nimble_min_events") is None else \
         f", Nimble's minimum {block['nimble_min_events']}"
     limit = block.get("baseline_over_limit")
     baseline = "ge-mode baseline, over a device limit" if limit else "ge-mode baseline"
     over = f"\nthe ge-mode plan does not fit the device: {limit}" if limit else ""
     return (f"\nsolver: {status}{reason}{gap}; events {block['baseline_events']} ({baseline}) "
-            f"-> {block['events_final']}{nimble}; emulated makespan "
+            f"-> {block['events_final']}{fewest}{nimble}; emulated makespan "
             f"{block['baseline_makespan_us']:.1f} -> {block['makespan_us']:.1f} us; "
             f"deterministic time {block['deterministic_time']}, wall {wall_s:.1f} s{over}\n")

@@ -38,6 +38,13 @@ def own_units(graph: Graph, node: Node) -> int:
     return graph.engines.engines[node.engine].default_task_count
 
 
+def main_units(graph: Graph, node: Node) -> int:
+    """Units of a graph node's task on its main stream, as the split counts them: ASSIGNED
+    main when given, else its own."""
+    own, main, _ = _counts(graph, node.name)
+    return main if main > 0 else own
+
+
 def _assigned(node: Node, attached: bool) -> int:
     value = 0
     if node.has_attr("_node_sqe_num"):

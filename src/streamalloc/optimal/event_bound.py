@@ -1,0 +1,126 @@
+"""A lower bound of the events (events + notifies) of every plan the optimal mode may write.
+
+The dependencies the sync layer orders join the streamed nodes into components. Within one,
+every cross-stream dependency is ordered by a chain of events (or notifies), so the physical
+streams a component's nodes use are joined by events: spanning them takes one fewer event
+than there are streams. A stream shared by several components joins them, so over the whole
+graph the events are at least the physical streams less the components. A plan needs at
+least as many streams as
+
+* the task capacity asks for: the split gives a stream at most `max_task_per_stream` less
+  the reserved units of node tasks, or one larger task alone (sync tasks only add to them),
+  so the streams are at least the bins a packing of the tasks needs (`bins`);
+* the makespan limit asks for (under `--concurrency ge`): a stream runs one task at a time,
+  so its tasks' times add up to at most the limit.
+
+Under `--concurrency full` Nimble's minimum bounds the events too. The bound holds where
+nothing but events orders streams: a graph that activates streams (control flow, labels, a
+loop activator), has attached streams or declares event sharing has none (None).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+
+import networkx as nx
+
+from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.ir.attached import has_attached_info
+from streamalloc.ir.graph import Graph, Node
+from streamalloc.runtime_emu.cost_model import CostModel
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.program import node_task
+from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.limits import limits_of
+from streamalloc.sync.multiplexing import ATTR as EVENT_SHARING
+from streamalloc.sync.split import NO_SPLIT_TYPES
+from streamalloc.sync.tasks import main_units
+
+ACTIVATING_TYPES = frozenset({"StreamSwitch", "StreamActive", "StreamMerge"}) | NO_SPLIT_TYPES
+ACTIVATING_ATTRS = ("_active_label_list", "is_loop_active", "subgraph_first_active",
+                    EVENT_SHARING)
+EPS = 1e-9  # the time term's tolerance: a stream filled to the limit is still one stream
+
+
+def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: CostTable,
+                 nimble: int | None = None) -> int | None:
+    """The fewest events any plan of the streamed nodes of `dag` needs, running within
+    `limit_us` (None: no limit); None where events are not the only ordering."""
+    if not _events_only(graph):
+        return None
+    components = _components(dag)
+    nodes = [graph.node(n) for n in dag.names]
+    units = [main_units(graph, node) for node in nodes]
+    model = CostModel(graph, costs)
+    times = [node_task(graph, model, node)[1] for node in nodes]
+    capacity = _capacity(graph)
+
+    def streams(members: Sequence[int]) -> int:
+        need = 1 if members else 0
+        if capacity is not None:
+            need = max(need, bins([units[v] for v in members], capacity))
+        if limit_us is not None and limit_us > 0:
+            need = max(need, math.ceil(sum(times[v] for v in members) / limit_us - EPS))
+        return need
+
+    whole = streams(range(dag.size)) - len(components)
+    each = max((streams(c) - 1 for c in components), default=0)
+    return max(0, whole, each, nimble or 0)
+
+
+def bins(sizes: Sequence[int], capacity: int) -> int:
+    """Martello and Toth's bound L2 of the bins of `capacity` that hold items of `sizes` (an
+    item larger than a bin has one to itself, as a task larger than a stream does): for each
+    k up to half a bin, the items over capacity - k each need a bin, and so does each item
+    over half a bin; those from k to half a bin fill what the latter leave, then bins of
+    their own.
+
+    >>> bins([20, 20, 20], 37), bins([15, 15, 15], 37), bins([30, 10, 10, 10], 37)
+    (3, 2, 2)
+    """
+    ordered = sorted(sizes)
+    total = [0, *accumulate(ordered)]
+    half = capacity / 2
+    best = 0
+    for k in {0, *(w for w in ordered if w <= half)}:
+        low = bisect_left(ordered, k)  # items from k on
+        mid = bisect_right(ordered, half)  # items over half a bin from here
+        high = bisect_right(ordered, capacity - k)  # items over capacity - k from here
+        over_half = high - mid
+        left = over_half * capacity - (total[high] - total[mid])
+        small = total[mid] - total[low]
+        best = max(best, len(ordered) - mid + max(0, math.ceil((small - left) / capacity)))
+    return best
+
+
+def _events_only(graph: Graph) -> bool:
+    """Do only events and notifies order streams, and count one each? Not where a node
+    activates streams, has subgraphs or attached streams, or shares event ids."""
+    return not any(_orders_otherwise(node) for node in graph.all_nodes())
+
+
+def _orders_otherwise(node: Node) -> bool:
+    return bool(node.subgraphs) or node.type in ACTIVATING_TYPES or has_attached_info(node) \
+        or any(node.has_attr(a) for a in ACTIVATING_ATTRS)
+
+
+def _components(dag: TaskDag) -> list[list[int]]:
+    """The streamed nodes joined by dependencies, each component ascending."""
+    joined = nx.Graph()
+    joined.add_nodes_from(range(dag.size))
+    joined.add_edges_from(dag.edges)
+    return sorted(sorted(c) for c in nx.connected_components(joined))
+
+
+def _capacity(graph: Graph) -> int | None:
+    """Units of node tasks a physical stream holds at most (None: no split); the huge
+    stream's in single-stream mode."""
+    if graph.option(UNLIMITED_DEPTH) == "true":
+        return None
+    limits = limits_of(graph)
+    most = limits.max_task_per_huge_stream if graph.option("ge.enableSingleStream") == "true" \
+        else limits.max_task_per_stream
+    return max(1, most - RESERVED_UNITS)

@@ -1,0 +1,133 @@
+"""The optimal mode's events bound (`optimal.event_bound`): never above the events of any plan
+within its limits, reached where the streams it counts are forced, and None where streams are
+ordered by more than events."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamalloc import api
+from streamalloc.errors import LimitExceeded
+from streamalloc.ir import AttrValue, DataInput, GraphBuilder
+from streamalloc.ir.graph import Graph
+from streamalloc.ir.loaders import load_graph
+from streamalloc.optimal import OptimalOptions, task_dag
+from streamalloc.optimal.event_bound import events_bound
+from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.runtime_emu.emulator import emulate
+
+ROOT = Path(__file__).resolve().parents[1]
+COSTS = default_cost_table()
+
+
+def _random_graph(rng: random.Random) -> Graph:
+    """A preset graph without control flow, labels or attached streams: a few components,
+    nodes on random streams with random units (explicit counts, HCCL task numbers, some
+    nearly a stream's capacity, which is small) and random times."""
+    capacity = rng.choice((48, 64, 100, 160))
+    options = {"streamalloc.max_task_per_stream": str(capacity)}
+    if rng.random() < 0.2:
+        options["ge.event"] = "notify"
+    builder = GraphBuilder("bound", options=options)
+    builder.add_node("d", "Data", stream_id=-1)
+    made: list[str] = []
+    count = rng.randint(2, 24)
+    drawn = [rng.randrange(rng.randint(1, 4)) for _ in range(count)]
+    ids = {s: k for k, s in enumerate(sorted(set(drawn)))}  # preset ids run from 0
+    for i, stream in enumerate(drawn):
+        hccl = rng.random() < 0.15
+        name = f"{'h' if hccl else 'n'}{i}"
+        inputs = rng.sample(made, k=min(len(made), rng.choice((1, 1, 2)))) \
+            if made and rng.random() > 0.15 else ["d"]
+        big = rng.random() < 0.1
+        units = rng.randint(capacity - 40, capacity - 28) if big and capacity > 60 else \
+            rng.randint(1, capacity // 5)
+        attrs: dict[str, AttrValue] = {}
+        if rng.random() < 0.2:
+            attrs["_node_sqe_num"] = AttrValue("int", units)
+            units = 1
+        if hccl and rng.random() < 0.5:
+            attrs["_hccl_task_num"] = AttrValue("int", rng.randint(1, capacity // 3))
+        builder.add_node(name, "HcomAllReduce" if hccl else rng.choice(("Relu", "MatMul")),
+                         inputs=[DataInput(x) for x in inputs], attrs=attrs,
+                         stream_id=ids[stream], task_count=units,
+                         cost_us=rng.choice((None, float(rng.randint(1, 40)))))
+        made.append(name)
+    return builder.build()
+
+
+@settings(max_examples=150, derandomize=True, deadline=None, database=None)
+@given(rng=st.randoms(use_true_random=False), sync=st.sampled_from(["ge", "minimal"]))
+def test_no_plan_within_the_limits_needs_fewer_events(rng: random.Random, sync: str) -> None:
+    graph = _random_graph(rng)
+    try:
+        plan = api.plan(graph, mode="preset", sync=sync)
+    except LimitExceeded:  # a node with its own events larger than a stream
+        return
+    result = emulate(graph, plan.to_json(), costs=COSTS)
+    assert result.status == "ok"
+    bound = events_bound(graph, task_dag(graph, plan.allocation), limit_us=result.makespan_us,
+                         costs=COSTS)
+    assert bound is not None
+    assert bound <= plan.event_count + plan.notify_count
+
+
+def _chain(options: dict[str, str], units: int, *, fork: bool = False) -> Graph:
+    """a -> b -> c on one stream (with `fork`: a -> b and a -> c), each of `units` units and
+    100 us."""
+    builder = GraphBuilder("chain", options=options)
+    builder.add_node("d", "Data", stream_id=-1)
+    for name, source in (("a", "d"), ("b", "a"), ("c", "a" if fork else "b")):
+        builder.add_node(name, "Relu", inputs=[DataInput(source)], stream_id=0,
+                         task_count=units, cost_us=100.0)
+    return builder.build()
+
+
+def _bound(graph: Graph, limit_us: float | None) -> int | None:
+    return events_bound(graph, task_dag(graph, api.allocate(graph, mode="preset")),
+                        limit_us=limit_us, costs=COSTS)
+
+
+def test_a_stream_over_capacity_needs_its_split_event() -> None:
+    graph = _chain({"streamalloc.max_task_per_stream": "64"}, 15)  # 45 units, 37 per stream
+    plan = api.plan(graph, mode="preset")
+    assert (_bound(graph, None), plan.event_count) == (1, 1)
+    assert _bound(_chain({}, 15), None) == 0  # within the default capacity
+
+
+def test_tasks_over_half_a_stream_each_need_one() -> None:
+    graph = _chain({"streamalloc.max_task_per_stream": "64"}, 20)  # 60 units, 37 per stream
+    plan = api.plan(graph, mode="preset")
+    assert (_bound(graph, None), plan.event_count) == (2, 2)
+
+
+def test_a_makespan_limit_below_the_serial_time_needs_a_second_stream() -> None:
+    graph = _chain({}, 1, fork=True)
+    serial = emulate(graph, api.plan(graph, mode="preset").to_json(), costs=COSTS).makespan_us
+    assert _bound(graph, serial) == 0
+    assert _bound(graph, serial - 1.0) == 1  # b or c on a second stream: one event to it
+    assert _bound(graph, serial / 3 - 1.0) == 3  # four streams, three events to join them
+
+
+def test_separate_components_need_no_event_to_join() -> None:
+    builder = GraphBuilder("two", options={"streamalloc.max_task_per_stream": "64"})
+    builder.add_node("d", "Data", stream_id=-1)
+    for name in ("a", "b"):
+        builder.add_node(name, "Relu", inputs=[DataInput("d")], stream_id=0, task_count=30)
+    assert _bound(builder.build(), None) == 0  # two streams, one per component
+
+
+def test_control_flow_has_no_bound() -> None:
+    graph = load_graph(ROOT / "examples" / "graphs" / "train_step.yaml")  # a While loop
+    assert _bound(graph, None) is None
+
+
+def test_the_optimal_mode_reports_the_bound_and_reaches_it() -> None:
+    graph = _chain({"streamalloc.max_task_per_stream": "64"}, 15)
+    plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=1.0))
+    assert report.events_bound == 1 == plan.event_count + plan.notify_count
+    assert report.to_json()["events_bound"] == 1
