@@ -126,8 +126,17 @@ def test_control_flow_has_no_bound() -> None:
     assert _bound(graph, None) is None
 
 
-def test_the_optimal_mode_reports_the_bound_and_reaches_it() -> None:
+def test_one_stream_that_reaches_the_bound_needs_no_search() -> None:
     graph = _chain({"streamalloc.max_task_per_stream": "64"}, 15)
     plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=1.0))
     assert report.events_bound == 1 == plan.event_count + plan.notify_count
-    assert report.to_json()["events_bound"] == 1
+    assert (report.status, report.phase, report.deterministic_time) == ("OPTIMAL", "one-stream",
+                                                                         0.0)
+    assert report.to_json()["events_bound"] == 1 and report.to_json()["gap"] is None
+
+
+def test_where_one_stream_is_too_slow_the_search_runs() -> None:
+    graph = load_graph(ROOT / "examples" / "graphs" / "transformer_layers.yaml")
+    plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=1.0))
+    assert report.phase.startswith("cp-sat") and plan.allocation.main_stream_num == 2
+    assert report.events_bound == 1 < plan.event_count + plan.notify_count == 2

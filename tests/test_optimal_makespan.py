@@ -379,5 +379,6 @@ def test_above_its_node_count_the_makespan_objective_does_not_solve_the_model(
     assert report.status in ("FEASIBLE", "OPTIMAL") and report.makespan_us is not None
     assert report.makespan_us <= report.baseline_makespan_us
     assert verify_plan(squeezenet, plan.to_json()).exit_code == 0
+    monkeypatch.setattr("streamalloc.optimal.driver.events_bound", lambda *_, **__: None)
     allocate_optimal(squeezenet, builtin_rules("free"), OptimalOptions(time_limit=0.5))
-    assert solves
+    assert solves  # (with the events bound, its one stream needs no solve)

@@ -43,7 +43,7 @@ BYTES_MAX = 2**64 - 1
 STREAM_KEY = r"^(0|[1-9][0-9]*)$"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify", "StreamActive")
 SOLVER_STATUSES = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "MODEL_INVALID", "UNKNOWN", "FALLBACK")
-SOLVER_PHASE = r"^(matching|(cp-sat|windows|hint)(\+[a-z-]+)*)?$"
+SOLVER_PHASE = r"^(matching|one-stream|(cp-sat|windows|hint)(\+[a-z-]+)*)?$"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -105,8 +105,9 @@ _SOLVER = {
         "baseline_makespan_us": {"type": "number", "minimum": 0},
         "makespan_us": {"type": "number", "minimum": 0},
         "phase": {"type": "string", "pattern": SOLVER_PHASE,
-                  "description": "matching, or cp-sat, windows or hint followed by the "
-                                 "later steps (+fastest, +polish); empty for FALLBACK"},
+                  "description": "matching, one-stream, or cp-sat, windows or hint followed "
+                                 "by the later steps (+fastest, +polish); empty for "
+                                 "FALLBACK"},
         "reason": _text("why the baseline was kept (FALLBACK only)"),
         "baseline_over_limit": _text("why the ge-mode plan does not fit the device (a stream, "
                                      "event or notify limit): the solver's reference only"),

@@ -63,7 +63,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     fewest = floor(nimble=nimble)
     try:
-        found = search(graph, dag, baseline, constraints, options=options, costs=costs)
+        found = search(graph, dag, baseline, constraints, options=options, costs=costs,
+                       events_floor=fewest)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules or base_rules, constraints=constraints)
     except Unsolvable as exc:  # a model too large to state, or no plan

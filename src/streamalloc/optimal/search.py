@@ -131,22 +131,24 @@ class Search:
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
-           options: OptimalOptions, costs: CostTable) -> Search:
-    """Full concurrency without rules or capacity is a matching (exact); otherwise CP-SAT's
-    model. Then, under `ge` concurrency: for the makespan objective the fastest emulated plan
-    among the candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule
-    and its patient variant, each also with its prologue on side streams)
-    improved by the critical-chain search, the fastest of its successive bests, their streams
-    numbered by first node or critical first (`optimal/numbering.py`); for both objectives the
-    polish on the exact event count."""
+           options: OptimalOptions, costs: CostTable, events_floor: int | None = None
+           ) -> Search:
+    """Without a search where that is exact (`_unsearched`); otherwise CP-SAT's model. Then,
+    under `ge` concurrency: for the makespan objective the fastest emulated plan among the
+    candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule and its
+    patient variant, each also with its prologue on side streams) improved by the
+    critical-chain search, the fastest of its successive bests, their streams numbered by
+    first node or critical first (`optimal/numbering.py`); for both objectives the polish on
+    the exact event count."""
     capacity = _capacity(graph)
     stream_limit = _stream_limit(graph, baseline)
     if options.objective == "makespan":
         options = _within_pair_limit(graph, dag, options)
-    if options.concurrency == "full" and not constraints and capacity is None:
-        matched = matching_chains(dag)
-        if len(matched) <= stream_limit:  # else the model states the limit
-            return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
+    evaluator = Evaluator(graph, dag, baseline, options, costs)
+    exact = _unsearched(graph, dag, constraints, evaluator, capacity=capacity,
+                        stream_limit=stream_limit, events_floor=events_floor)
+    if exact is not None:
+        return exact
     data = _solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
                         constraints=constraints)
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
@@ -160,7 +162,6 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         else (found.status, None, None)
     order: Order | None = None
     if options.concurrency == "ge":
-        evaluator = Evaluator(graph, dag, baseline, options, costs)
         limit = evaluator.limit()
         if options.objective == "makespan":
             evaluator = replace(evaluator, orders=Orders.of(graph))
@@ -215,6 +216,44 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         chains = evaluator.numbering(best)
         phase += "+polish"
     return Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
+
+
+def _unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
+                events_floor: int | None) -> Search | None:
+    """The streams where no search can do better, or None: under full concurrency without
+    rules or capacity, a maximum matching (exact) when its streams fit; under the events
+    objective and `ge` concurrency, one stream when its plan reaches `events_floor` (the
+    plan's events bound)."""
+    options = evaluator.options
+    if options.concurrency == "full" and not constraints and capacity is None:
+        matched = matching_chains(dag)
+        if len(matched) <= stream_limit:  # else the model states the limit
+            return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
+    if events_floor is not None and options.objective == "events" \
+            and options.concurrency == "ge":
+        return _one_stream(graph, dag, constraints, evaluator, events_floor)
+    return None
+
+
+def _one_stream(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+                evaluator: Evaluator, events_floor: int) -> Search | None:
+    """Every node on one stream, when its plan holds the rules and runs within the makespan
+    and device limits with no more events than `events_floor`: no plan has fewer events, nor
+    fewer streams, so no search can improve it (status OPTIMAL without the model's figures).
+    Where one stream runs fast enough, the model's capacity and schedule estimate can keep
+    CP-SAT from it (BERT base under the parallel options: 1122 task units, which the split
+    puts on two physical streams with one event; the polish found it after 7 s of CP-SAT)."""
+    if len(set(dag.graphs)) > 1:  # a stream stays in its graph
+        return None
+    streams = [0] * dag.size
+    if breaks(graph, dag, constraints, streams):
+        return None
+    outcome = evaluator.outcome(streams)
+    if outcome is None or outcome.events > events_floor \
+            or outcome.makespan_us > evaluator.limit_us() + EPS_US:
+        return None
+    return Search((tuple(range(dag.size)),), "OPTIMAL", None, None, 0.0, "one-stream")
 
 
 def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
