@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,9 @@ from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, task_dag
+from streamalloc.optimal.evaluate import evaluate
 from streamalloc.optimal.event_bound import events_bound
+from streamalloc.optimal.search import Evaluator, _one_stream
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 
@@ -135,8 +138,19 @@ def test_one_stream_that_reaches_the_bound_needs_no_search() -> None:
     assert report.to_json()["events_bound"] == 1 and report.to_json()["gap"] is None
 
 
-def test_where_one_stream_is_too_slow_the_search_runs() -> None:
+def test_where_one_stream_is_too_slow_the_search_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     graph = load_graph(ROOT / "examples" / "graphs" / "transformer_layers.yaml")
     plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=1.0))
     assert report.phase.startswith("cp-sat") and plan.allocation.main_stream_num == 2
     assert report.events_bound == 1 < plan.event_count + plan.notify_count == 2
+    # its tasks alone take longer than the limit: no run of the one stream is needed to know
+    rules = api.default_rule_set(graph)
+    allocation = api.allocate(graph, rules)
+    baseline = evaluate(graph, allocation, rules, "minimal", COSTS)
+    evaluator = Evaluator(graph, task_dag(graph, allocation), baseline, OptimalOptions(), COSTS)
+    monkeypatch.setattr(Evaluator, "outcome", _no_run)
+    assert _one_stream(graph, evaluator.dag, [], evaluator, 1) is None
+
+
+def _no_run(*_: object, **__: object) -> None:
+    raise AssertionError("one stream too slow by its task times alone was run")

@@ -246,6 +246,9 @@ def _one_stream(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     puts on two physical streams with one event; the polish found it after 7 s of CP-SAT)."""
     if len(set(dag.graphs)) > 1:  # a stream stays in its graph
         return None
+    tasks = evaluator.tasks
+    if sum(tasks[n][1] for n in dag.names) > evaluator.limit_us() + EPS_US:
+        return None  # one stream runs its tasks one at a time: too slow, without a run
     streams = [0] * dag.size
     if breaks(graph, dag, constraints, streams):
         return None
