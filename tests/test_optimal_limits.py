@@ -69,6 +69,7 @@ def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out() -> None:
         allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
     assert "streamalloc.max_events" in str(caught.value)
     assert caught.value.exit_code == 4 and "--makespan-slack" in str(caught.value)
+    assert "the events bound of plans within the makespan limit is 1" in str(caught.value)
 
 
 def test_under_full_concurrency_the_way_out_is_nimbles_minimum_not_a_slack() -> None:

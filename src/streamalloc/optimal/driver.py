@@ -130,10 +130,12 @@ def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
     """The baseline plan with status FALLBACK and `reason`; LimitExceeded when it is over a
     device limit (`over`): then no plan fits, and the error says what might let one
     (`searched`: the solver ran; `nimble`: Nimble's minimum, under `--concurrency full`,
-    which has no makespan to trade)."""
+    which has no makespan to trade; `fewest`: the events bound of the plan)."""
     if over:
+        floor = "" if fewest is None else \
+            f" (the events bound of plans within the makespan limit is {fewest})"
         way_out = ("" if not searched else
-                   "; a --makespan-slack may let it trade makespan for events and streams"
+                   f"; a --makespan-slack may let it trade makespan for events and streams{floor}"
                    if nimble is None else
                    f"; under --concurrency full a plan needs at least Nimble's minimum of "
                    f"{nimble} events, and a stream for each of the most nodes no path orders")
