@@ -207,3 +207,18 @@ def test_every_constraint_form_reads_in_words() -> None:
     assert {type(form) for form in forms} == set(c.Constraint.__args__)  # type: ignore[attr-defined]
     for form, words in forms.items():
         assert words in constraint_text(form, "a")
+
+
+def test_the_summary_says_how_close_the_events_are_to_their_bound(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The transformer layers need 2 events under GE's rules (CP-SAT proves it for its model),
+    and the events bound proves only 1: the summary says both; one stream that reaches its
+    bound is called minimal."""
+    layers = str(Path(EXAMPLE).parent / "transformer_layers.yaml")
+    assert main(["allocate", layers, "--mode", "optimal", "--time-limit", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "-> 2 (a plan within the limits needs 1 or more)" in text and "model gap 0" in text
+    assert main(["allocate", layers, "--mode", "optimal", "--time-limit", "1",
+                 "--makespan-slack", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "-> 0 (no plan within the limits needs fewer)" in text and "OPTIMAL;" in text

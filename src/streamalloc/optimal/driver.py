@@ -7,6 +7,8 @@ written plan has events <= the baseline's at an emulated makespan <= baseline x 
 (under `--concurrency ge`), or the baseline is kept with status FALLBACK and a reason. A
 baseline over a device limit (streams, events, notifies) is measured with the limits lifted:
 still the bar and the hint, never the plan written (LimitExceeded when nothing else fits).
+The events bound of plans within the limits (`event_bound.py`) is reported with the plan, and
+the search stops at once where one stream reaches it.
 """
 
 from __future__ import annotations

@@ -139,7 +139,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     patient variant, each also with its prologue on side streams) improved by the
     critical-chain search, the fastest of its successive bests, their streams numbered by
     first node or critical first (`optimal/numbering.py`); for both objectives the polish on
-    the exact event count."""
+    the exact event count, and under the events objective the fewest events, then the
+    fastest, of the polished streams and one stream with its prologue aside
+    (`_one_stream_prologues`)."""
     capacity = _capacity(graph)
     stream_limit = _stream_limit(graph, baseline)
     if options.objective == "makespan":
