@@ -152,14 +152,16 @@ def test_ge_dump_starts_from_its_prologue_on_side_streams(monkeypatch: pytest.Mo
     assert best <= 0.92 * best_plain
 
 
-def test_the_events_objective_keeps_one_stream_with_its_prologue_where_it_runs_faster() -> None:
+def test_the_events_objective_keeps_one_stream_with_its_prologue_where_it_needs_fewer() -> None:
     """T5 small: the decoder's inputs do not depend on the encoder, so one stream with them on
-    a side stream needs as few events as the model's streams polished (3) and runs 2172 us
-    against their 2280 (ge mode, minimal sync: 2297)."""
+    a side stream, in runs of three layers each behind one event, needs 2 events (the
+    stream's split and one run) and runs within ge mode's 2297 us; the model's streams
+    polished needed 3, as does that prologue layer by layer (2172 us)."""
     graph = load_graph(Path(__file__).parent / "data" / "onnx" / "t5_small.onnx"
                        ).with_options(PARALLEL)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
-    assert report.phase == "one-stream+prologue" and report.events_final == 3
-    assert report.makespan_us < 2200 < report.baseline_makespan_us
+    assert report.phase == "one-stream+prologue+reordered" and report.events_final == 2
+    assert report.makespan_us <= report.baseline_makespan_us
     assert (report.status, report.objective, report.bound) == ("FEASIBLE", None, None)
     assert verify_plan(graph, plan.to_json(), rules=default_rule_set(graph)).exit_code == 0
+    assert emulate(graph, plan.to_json()).status == "ok"

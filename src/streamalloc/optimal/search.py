@@ -204,41 +204,54 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         # (x slack) for the events objective; the makespan objective's start is its bar
         most, within_us = (baseline.events, evaluator.limit_us()) \
             if options.objective == "events" else (options.event_budget, limit / TIME_SCALE)
-        best = _fewest_events(dag, polished + _one_stream_prologues(
-            graph, dag, data.durations, constraints, options), evaluator, order=order,
-            within_us=within_us, most=most)
-        if best is None:  # none runs within the limit (the model's schedule only estimates
-            # the emulated run: a cost table of wide kernels), or with as few events as the
-            # baseline (the model counts split pairs). The baseline's streams do, and so do
-            # they polished.
-            best, phase = _polished(graph, dag, hint, order, constraints=constraints,
-                                    evaluator=evaluator, limit=limit, spare=spare), "hint+polish"
-        elif best in polished:
-            phase += "+polish"
-        else:
-            phase = "one-stream+prologue"
+        best, made = _chosen(graph, dag, [(p, order) for p in polished], (hint, order),
+                             constraints=constraints, evaluator=evaluator, limit=limit,
+                             spare=spare, within_us=within_us, most=most)
+        phase = made or phase + "+polish"
         if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
             status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
-        chains = evaluator.numbering(best)
+        chains, order = evaluator.numbering(best[0]), best[1]
     return Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
 
 
-def _one_stream_prologues(graph: Graph, dag: TaskDag, durations: Sequence[int],
-                          constraints: list[Constraint], options: OptimalOptions
-                          ) -> list[tuple[tuple[int, ...], ...]]:
-    """The events objective's candidates beside the model's: every node on one stream per
-    graph with its prologue on side streams (`optimal/prologue.py`, the variants in
-    T-order) where they hold the rules: no events but the stream's splits and one per
-    prologue layer, and the prologue off the critical path (T5 small under the parallel
-    options: 3 events at 2172 us, where the model's streams polished ran 3 at 2280). None
-    under the makespan objective, or in windows, where a run costs seconds."""
-    if options.objective != "events" or windowed(dag, options):
-        return []
+def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
+            constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
+            within_us: float, most: int | None) -> tuple[Found, str | None]:
+    """The plan to write: of the polished streams, and under the events objective of one
+    stream with its prologue aside (`_one_stream_prologues`), the fewest events, then the
+    fastest, within `within_us` and `most` events; and the phase that made it (None: the
+    polish of the search's streams)."""
+    candidates = list(polished)
+    if evaluator.options.objective == "events" and not windowed(dag, evaluator.options):
+        evaluator = replace(evaluator, orders=Orders.of(graph))
+        candidates += _one_stream_prologues(graph, dag, evaluator, constraints)
+    best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most)
+    if best is None:  # none runs within the limit (the model's schedule only estimates the
+        # emulated run: a cost table of wide kernels), or with as few events as the baseline
+        # (the model counts split pairs). The baseline's streams do, and so do they polished.
+        streams, order = hint
+        return (_polished(graph, dag, streams, order, constraints=constraints,
+                          evaluator=evaluator, limit=limit, spare=spare), order), "hint+polish"
+    if best in polished:
+        return best, None
+    return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
+
+
+def _one_stream_prologues(graph: Graph, dag: TaskDag, evaluator: Evaluator,
+                          constraints: list[Constraint]) -> list[Found]:
+    """The events objective's candidates beside the model's streams polished: every node on
+    one stream per graph, and that stream with its prologue on side streams
+    (`optimal/prologue.py`), those in runs of layers in the order that runs each run behind
+    one event, where they hold the rules. No events but the stream's splits and one per
+    prologue layer or run, and the prologue off the critical path: T5 small under the
+    parallel options 2 events at 2263 us in runs of three layers, 3 at 2172 us layer by
+    layer, where the model's streams polished ran 3 at 2280."""
     one = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
                 for g in dict.fromkeys(dag.graphs))
-    return [chains for chains, sequence in prologue_variants(dag, one, durations)
-            if sequence is None and not breaks(graph, dag, constraints,
-                                               assignment_of(dag, chains))]
+    durations = _durations(graph, dag, evaluator.costs)
+    return [(chains, order) for chains, order in _with_prologues(dag, [(one, None)], durations,
+                                                                 evaluator.orders)
+            if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
 
 
 def _unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
@@ -343,14 +356,13 @@ def unsolved(dag: TaskDag, options: OptimalOptions) -> bool:
         and options.concurrency == "ge"
 
 
-def _fewest_events(dag: TaskDag, candidates: list[tuple[tuple[int, ...], ...]],
-                   evaluator: Evaluator, *, order: Order | None, within_us: float,
-                   most: int | None) -> tuple[tuple[int, ...], ...] | None:
-    """Of the streams whose plan (in `order`) runs within `within_us` and the device limits,
-    with at most `most` events if given, those that need the fewest events, then run fastest
-    (the first on a tie); None if none does."""
+def _fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *,
+                   within_us: float, most: int | None) -> Found | None:
+    """Of the streams whose plan (each in its order) runs within `within_us` and the device
+    limits, with at most `most` events if given, those that need the fewest events, then run
+    fastest (the first on a tie); None if none does."""
     scored = []
-    for k, chains in enumerate(candidates):
+    for k, (chains, order) in enumerate(candidates):
         outcome = evaluator.outcome(assignment_of(dag, chains), order)
         if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
                 and (most is None or outcome.events <= most):
