@@ -30,9 +30,8 @@ import networkx as nx
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
-from streamalloc.runtime_emu.program import node_task
+from streamalloc.runtime_emu.program import graph_node_tasks
 from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.multiplexing import ATTR as EVENT_SHARING
@@ -52,10 +51,9 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
     if not _events_only(graph):
         return None
     components = _components(dag)
-    nodes = [graph.node(n) for n in dag.names]
-    units = [main_units(graph, node) for node in nodes]
-    model = CostModel(graph, costs)
-    times = [node_task(graph, model, node)[1] for node in nodes]
+    units = [main_units(graph, graph.node(n)) for n in dag.names]
+    tasks = graph_node_tasks(graph, costs)  # the emulator's: launch and run of each task
+    times = [tasks[n][1] for n in dag.names]
     capacity = _capacity(graph)
 
     def streams(members: Sequence[int]) -> int:

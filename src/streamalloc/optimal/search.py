@@ -141,7 +141,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     first node or critical first (`optimal/numbering.py`); for both objectives the polish on
     the exact event count, and under the events objective the fewest events, then the
     fastest, of the polished streams and one stream with its prologue aside
-    (`_one_stream_prologues`)."""
+    (`_chosen`)."""
     capacity = _capacity(graph)
     stream_limit = _stream_limit(graph, baseline)
     if options.objective == "makespan":
@@ -206,7 +206,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
             if options.objective == "events" else (options.event_budget, limit / TIME_SCALE)
         best, made = _chosen(graph, dag, [(p, order) for p in polished], (hint, order),
                              constraints=constraints, evaluator=evaluator, limit=limit,
-                             spare=spare, within_us=within_us, most=most)
+                             spare=spare, within_us=within_us, most=most,
+                             durations=data.durations)
         phase = made or phase + "+polish"
         if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
             status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
@@ -216,15 +217,22 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
 
 def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
             constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
-            within_us: float, most: int | None) -> tuple[Found, str | None]:
-    """The plan to write: of the polished streams, and under the events objective of one
-    stream with its prologue aside (`_one_stream_prologues`), the fewest events, then the
-    fastest, within `within_us` and `most` events; and the phase that made it (None: the
-    polish of the search's streams)."""
+            within_us: float, most: int | None, durations: Sequence[int]
+            ) -> tuple[Found, str | None]:
+    """The plan to write: the fewest events, then the fastest, within `within_us` and `most`
+    events, of the polished streams and, under the events objective (not in windows, where a
+    run costs seconds), of every node on one stream and that stream with its prologue on side
+    streams (`_serial_prologues`) where they hold the rules: no events but the stream's
+    splits and one per prologue layer or run, and the prologue off the critical path (T5
+    small under the parallel options: 2 events at 2263 us in runs of three layers, where the
+    model's streams polished ran 3 at 2280); and the phase that made it (None: the polish of
+    the search's streams)."""
     candidates = list(polished)
     if evaluator.options.objective == "events" and not windowed(dag, evaluator.options):
         evaluator = replace(evaluator, orders=Orders.of(graph))
-        candidates += _one_stream_prologues(graph, dag, evaluator, constraints)
+        candidates += [(chains, order) for chains, order
+                       in _serial_prologues(dag, durations, evaluator.orders)
+                       if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
     best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most)
     if best is None:  # none runs within the limit (the model's schedule only estimates the
         # emulated run: a cost table of wide kernels), or with as few events as the baseline
@@ -235,23 +243,6 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     if best in polished:
         return best, None
     return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
-
-
-def _one_stream_prologues(graph: Graph, dag: TaskDag, evaluator: Evaluator,
-                          constraints: list[Constraint]) -> list[Found]:
-    """The events objective's candidates beside the model's streams polished: every node on
-    one stream per graph, and that stream with its prologue on side streams
-    (`optimal/prologue.py`), those in runs of layers in the order that runs each run behind
-    one event, where they hold the rules. No events but the stream's splits and one per
-    prologue layer or run, and the prologue off the critical path: T5 small under the
-    parallel options 2 events at 2263 us in runs of three layers, 3 at 2172 us layer by
-    layer, where the model's streams polished ran 3 at 2280."""
-    one = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
-                for g in dict.fromkeys(dag.graphs))
-    durations = _durations(graph, dag, evaluator.costs)
-    return [(chains, order) for chains, order in _with_prologues(dag, [(one, None)], durations,
-                                                                 evaluator.orders)
-            if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
 
 
 def _unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
@@ -670,12 +661,18 @@ def _within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
                                 probe=partial(_lifted_run, evaluator, order=order),
                                 durations=durations, evaluations=evaluations)
         found += [] if laddered is None else [(chains_of_assignment(laddered), order)]
-    serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
-                   for g in dict.fromkeys(dag.graphs))
     return found + [_repaired(graph, dag, start, constraints, durations,
                               stream_limit=stream_limit)
-                    for start in _with_prologues(dag, [(serial, None)], durations,
-                                                 evaluator.orders)]
+                    for start in _serial_prologues(dag, durations, evaluator.orders)]
+
+
+def _serial_prologues(dag: TaskDag, durations: Sequence[int], orders: Orders | None
+                      ) -> list[Found]:
+    """Every node on one stream per graph (the fewest events), then that stream with its
+    prologue on side streams (`_with_prologues`)."""
+    serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
+                   for g in dict.fromkeys(dag.graphs))
+    return _with_prologues(dag, [(serial, None)], durations, orders)
 
 
 def _reduced(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | None,
