@@ -41,6 +41,7 @@ from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.packing import packing, streams_of_packing
 from streamalloc.optimal.prologue import prologue_variants
 from streamalloc.optimal.repair import within_rules, within_stream_limit
+from streamalloc.optimal.waits import Assignment, latest_starts, waits_batched
 from streamalloc.rules import RuleSet
 from streamalloc.rules.constraints import (
     AttachedStreams,
@@ -112,6 +113,14 @@ MAKESPAN_SOLVER_NODES = 2000  # streamed nodes; above, the makespan objective (u
 # graph took 46 s and 4.6 GB with it, 21 s and 0.7 GB without, the 48-layer transformer
 # training step 18 s and 0.7 GB against 15 s and 0.3 GB, a 3k-node layered graph (limit 2) 1.3
 # against 0.3 GB; each the same plan
+
+WAITS_SLACK = (1.0, 0.25, -0.5)  # shares of what the first run left of the makespan limit
+# that the runs batching waits may spend (`_waits_batched`): on the training steps under the
+# parallel options the fewest events came at 1.0 (12-layer transformer), 0.25 and -0.5 (GPT-2
+# small: 67 and 70 events, -0.5 the only one within its limit)
+
+WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
+# graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
 
 Found = tuple[tuple[tuple[int, ...], ...], Order | None]  # streams; execution order (None: the
 # graph's)
@@ -208,7 +217,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                              constraints=constraints, evaluator=evaluator, limit=limit,
                              spare=spare, within_us=within_us, most=most,
                              durations=data.durations)
-        phase = made or phase + "+polish"
+        phase = made if made and not made.startswith("+") else phase + (made or "+polish")
         if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
             status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
         chains, order = evaluator.numbering(best[0]), best[1]
@@ -228,11 +237,18 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     model's streams polished ran 3 at 2280); and the phase that made it (None: the polish of
     the search's streams)."""
     candidates = list(polished)
-    if evaluator.options.objective == "events" and not windowed(dag, evaluator.options):
+    batched: list[Found] = []
+    hinted: list[Found] = []
+    if evaluator.options.objective == "events":
         evaluator = replace(evaluator, orders=Orders.of(graph))
-        candidates += [(chains, order) for chains, order
-                       in _serial_prologues(dag, durations, evaluator.orders)
-                       if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
+        if not windowed(dag, evaluator.options):
+            candidates += [(chains, order) for chains, order
+                           in _serial_prologues(dag, durations, evaluator.orders)
+                           if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
+        if dag.size <= WAITS_NODES:
+            batched = _waits_batched(dag, polished, evaluator)
+            hinted = _waits_batched(dag, [hint], evaluator)
+            candidates += batched + hinted
     best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most)
     if best is None:  # none runs within the limit (the model's schedule only estimates the
         # emulated run: a cost table of wide kernels), or with as few events as the baseline
@@ -242,7 +258,39 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
                           evaluator=evaluator, limit=limit, spare=spare), order), "hint+polish"
     if best in polished:
         return best, None
+    if best in batched:
+        return best, "+polish+waits"
+    if best in hinted:
+        return best, "hint+waits"
     return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
+
+
+def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator) -> list[Found]:
+    """Each distinct assignment of `found` in the orders that batch its streams' waits
+    (`optimal/waits.py`): a first run without latest starts, then runs that wait while
+    WAITS_SLACK shares of what the first left of the makespan limit last; each with the most
+    urgent node first and in T-order."""
+    orders = evaluator.orders
+    if orders is None:
+        return []
+    times = [evaluator.tasks[name][1] for name in dag.names]
+    latency = evaluator.costs.event_record_us + evaluator.costs.event_wait_us
+    result: list[Found] = []
+    for chains in dict.fromkeys(chains for chains, _ in found):
+        streams = Assignment(dag, assignment_of(dag, chains), times, latency)
+        for urgent_first in (True, False):
+            first = waits_batched(streams, urgent_first=urgent_first)
+            order = orders.following([dag.names[v] for v in first.placed])
+            result.append((chains, order))
+            outcome = evaluator.outcome(streams.streams, order)
+            if outcome is None:
+                continue
+            left = evaluator.limit_us() - outcome.makespan_us
+            for share in WAITS_SLACK:
+                latest = latest_starts(streams, first, first.makespan + share * left)
+                run = waits_batched(streams, urgent_first=urgent_first, latest=latest)
+                result.append((chains, orders.following([dag.names[v] for v in run.placed])))
+    return list(dict.fromkeys(result))
 
 
 def _unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],

@@ -1,0 +1,192 @@
+"""Execution orders that batch each stream's waits: fewer events for the same streams.
+
+Minimal sync keeps an event for a dependency between two streams only where no other ordering
+implies it: once stream B has waited for node x of stream A, every node A ran before x is done
+for B too. In T-order a stream that lags behind its producers (AllReduces behind the backward
+pass) still waits for them one at a time, and a stream ahead of its producer (the updates
+behind the AllReduces) waits for each. In another order the same streams need far fewer events:
+the lagging stream waits only when nothing else is left to run, and then for the producer that
+finished last; the leading one waits as late as its slack allows, for all that finished by
+then.
+
+`waits_batched` simulates the plan of a fixed assignment (the emulator's task times, an event's
+record and wait latency, no contention for cores) and returns the order it ran the nodes in. A
+stream that is free runs:
+
+* a node whose producers on other streams it already knows done (no new event): the one with
+  the longest path to the end (`urgent_first`) or the first in T-order;
+* else, from the latest start of its most urgent node on (at once without `latest`), the node
+  whose producers finished last among those finished by then: its event covers the others.
+
+What a stream knows done is a vector clock: per stream, the last node known to run before.
+`latest_starts` schedules a run back from a target makespan: its nodes in the order each stream
+ran them, and their dependencies. The search's emulated checks decide which order is kept; the
+simulation only proposes. Each step scans the stream's ready nodes, so a run costs up to
+O(nodes x width): the search runs it below the windowed sizes only.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from streamalloc.solver.dag import TaskDag
+
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What the simulation runs: the streamed nodes' streams, their task times, and an event's
+    record and wait latency."""
+
+    dag: TaskDag
+    streams: Sequence[int]
+    times: Sequence[float]
+    latency: float
+
+
+@dataclass(frozen=True)
+class WaitsRun:
+    """The nodes in the order the simulation ran them (a topological order) and their
+    simulated finish times."""
+
+    placed: tuple[int, ...]
+    finish: tuple[float, ...]
+
+    @property
+    def makespan(self) -> float:
+        return max(self.finish, default=0.0)
+
+
+def waits_batched(assignment: Assignment, *, urgent_first: bool,
+                  latest: Sequence[float] | None = None) -> WaitsRun:
+    """The simulated run described above; `latest`: the latest start of each node (None: wait
+    for nothing)."""
+    return _Simulation(assignment, urgent_first, latest).run()
+
+
+def latest_starts(assignment: Assignment, run: WaitsRun, target: float) -> list[float]:
+    """The latest start of every node for the run to end by `target`: before its stream's next
+    node in the run and its consumers (an event's latency before one on another stream)."""
+    dag, streams, times = assignment.dag, assignment.streams, assignment.times
+    latest = [0.0] * dag.size
+    following: dict[int, int] = {}
+    for v in reversed(run.placed):
+        finish = target
+        for w in dag.succs[v]:
+            finish = min(finish, latest[w] - (assignment.latency
+                                              if streams[w] != streams[v] else 0.0))
+        if streams[v] in following:
+            finish = min(finish, latest[following[streams[v]]])
+        following[streams[v]] = v
+        latest[v] = finish - times[v]
+    return latest
+
+
+class _Simulation:
+    def __init__(self, assignment: Assignment, urgent_first: bool,
+                 latest: Sequence[float] | None) -> None:
+        self.dag, self.streams = assignment.dag, assignment.streams
+        self.times, self.latency = assignment.times, assignment.latency
+        self.urgent_first, self.latest = urgent_first, latest
+        dag = self.dag
+        self.rank = [0.0] * dag.size  # the longest path to the end, the node's own time included
+        for v in range(dag.size - 1, -1, -1):
+            self.rank[v] = self.times[v] + max((self.rank[w] for w in dag.succs[v]), default=0.0)
+        self.missing = [len(p) for p in dag.preds]
+        self.ready: dict[int, list[int]] = {s: [] for s in set(self.streams)}
+        self.free_at = dict.fromkeys(self.ready, 0.0)
+        self.known: dict[int, dict[int, int]] = {s: {} for s in self.ready}
+        self.count = dict.fromkeys(self.ready, 0)
+        self.position = [-1] * dag.size  # on its stream, once run
+        self.clock: list[dict[int, int]] = [{} for _ in range(dag.size)]
+        self.finish = [0.0] * dag.size
+        self.heap: list[tuple[float, int]] = []
+        self.due: dict[int, float] = {}  # the time each stream is next looked at
+
+    def wake(self, stream: int, at: float) -> None:
+        if at < self.due.get(stream, float("inf")):
+            self.due[stream] = at
+            heapq.heappush(self.heap, (at, stream))
+
+    def run(self) -> WaitsRun:
+        for v, count in enumerate(self.missing):
+            if not count:
+                self.ready[self.streams[v]].append(v)
+        for s, nodes in self.ready.items():
+            if nodes:
+                self.wake(s, 0.0)
+        placed: list[int] = []
+        while self.heap:
+            now, s = heapq.heappop(self.heap)
+            if self.due.get(s) != now:
+                continue
+            del self.due[s]
+            ran = self.visit(s, now)
+            if ran is not None:
+                placed.append(ran)
+                self.release(ran, now)
+        return WaitsRun(tuple(placed), tuple(self.finish))
+
+    def visit(self, s: int, now: float) -> int | None:
+        """The node stream `s` runs when looked at `now`, or None (nothing yet)."""
+        if not self.ready[s]:
+            return None
+        if self.free_at[s] > now + _EPS:
+            self.wake(s, self.free_at[s])
+            return None
+        return self.step(s, now)
+
+    def release(self, v: int, now: float) -> None:
+        """After `v` ran: its consumers whose producers all ran are ready."""
+        s = self.streams[v]
+        for w in self.dag.succs[v]:
+            self.missing[w] -= 1
+            if not self.missing[w]:
+                self.ready[self.streams[w]].append(w)
+                self.wake(self.streams[w], now)
+        if self.ready[s]:
+            self.wake(s, self.free_at[s])
+
+    def step(self, s: int, now: float) -> int | None:
+        """Run a node of stream `s` at `now`, or look again later (None)."""
+        known, streams = self.known[s], self.streams
+        unknown = {v: [p for p in self.dag.preds[v] if streams[p] != s
+                       and self.position[p] > known.get(streams[p], -1)]
+                   for v in self.ready[s]}
+        ready_at = {v: max((self.finish[p] for p in ps), default=0.0)
+                    for v, ps in unknown.items()}
+        free = [v for v, ps in unknown.items() if not ps]
+        waiting = [v for v, ps in unknown.items() if ps]
+        done = [v for v in waiting if ready_at[v] <= now + _EPS]
+        due = min((self.latest[v] for v in waiting), default=float("inf")) \
+            if self.latest is not None else None
+        urgent = due is not None and due <= now + _EPS
+        if free and not (done and urgent):
+            v = max(free, key=lambda u: (self.rank[u], -u)) if self.urgent_first \
+                else min(free)
+            return self.start(s, v, now, [])
+        if not done:
+            self.wake(s, min(ready_at[v] for v in waiting))
+            return None
+        if due is not None and not urgent:  # wait for more producers while the slack lasts
+            self.wake(s, min([due, *(ready_at[v] for v in waiting if ready_at[v] > now)]))
+            return None
+        v = max(done, key=lambda u: (ready_at[u], self.rank[u], -u))
+        return self.start(s, v, now + self.latency, unknown[v])
+
+    def start(self, s: int, v: int, at: float, waited: list[int]) -> int:
+        known = self.known[s]
+        for p in waited:  # what the producers knew, the stream now knows
+            for stream, position in self.clock[p].items():
+                if position > known.get(stream, -1):
+                    known[stream] = position
+        self.position[v] = self.count[s]
+        self.count[s] += 1
+        self.clock[v] = {**known, s: self.position[v]}
+        self.ready[s].remove(v)
+        self.finish[v] = at + self.times[v]
+        self.free_at[s] = self.finish[v]
+        return v
