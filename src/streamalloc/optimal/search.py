@@ -4,7 +4,7 @@ then the polish on the exact event count."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
@@ -149,8 +149,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     critical-chain search, the fastest of its successive bests, their streams numbered by
     first node or critical first (`optimal/numbering.py`); for both objectives the polish on
     the exact event count, and under the events objective the fewest events, then the
-    fastest, of the polished streams and one stream with its prologue aside
-    (`_chosen`)."""
+    fastest, of the polished streams, them and the baseline's streams in orders that batch
+    their waits, and one stream with its prologue aside (`_chosen`)."""
     capacity = _capacity(graph)
     stream_limit = _stream_limit(graph, baseline)
     if options.objective == "makespan":
@@ -234,11 +234,15 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     streams (`_serial_prologues`) where they hold the rules: no events but the stream's
     splits and one per prologue layer or run, and the prologue off the critical path (T5
     small under the parallel options: 2 events at 2263 us in runs of three layers, where the
-    model's streams polished ran 3 at 2280); and the phase that made it (None: the polish of
-    the search's streams)."""
+    model's streams polished ran 3 at 2280); up to WAITS_NODES streamed nodes also of the
+    polished and the baseline's streams in the orders that batch their waits (the ResNet-50
+    training step under the parallel options: 98 -> 49 events); and the phase that made it
+    (None: the polish of the search's streams; one that starts with "+": the search's phase
+    followed by it)."""
     candidates = list(polished)
     batched: list[Found] = []
     hinted: list[Found] = []
+    measured: dict[Found, Outcome | None] = {}
     if evaluator.options.objective == "events":
         evaluator = replace(evaluator, orders=Orders.of(graph))
         if not windowed(dag, evaluator.options):
@@ -246,10 +250,11 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
                            in _serial_prologues(dag, durations, evaluator.orders)
                            if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
         if dag.size <= WAITS_NODES:
-            batched = _waits_batched(dag, polished, evaluator)
-            hinted = _waits_batched(dag, [hint], evaluator)
+            batched = _waits_batched(dag, polished, evaluator, measured)
+            hinted = _waits_batched(dag, [hint], evaluator, measured)
             candidates += batched + hinted
-    best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most)
+    best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most,
+                          measured=measured)
     if best is None:  # none runs within the limit (the model's schedule only estimates the
         # emulated run: a cost table of wide kernels), or with as few events as the baseline
         # (the model counts split pairs). The baseline's streams do, and so do they polished.
@@ -265,11 +270,12 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
 
 
-def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator) -> list[Found]:
+def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator,
+                   measured: dict[Found, Outcome | None]) -> list[Found]:
     """Each distinct assignment of `found` in the orders that batch its streams' waits
     (`optimal/waits.py`): a first run without latest starts, then runs that wait while
     WAITS_SLACK shares of what the first left of the makespan limit last; each with the most
-    urgent node first and in T-order."""
+    urgent node first and in T-order. The first runs' outcomes go into `measured`."""
     orders = evaluator.orders
     if orders is None:
         return []
@@ -282,7 +288,7 @@ def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator) -> li
             first = waits_batched(streams, urgent_first=urgent_first)
             order = orders.following([dag.names[v] for v in first.placed])
             result.append((chains, order))
-            outcome = evaluator.outcome(streams.streams, order)
+            outcome = measured[(chains, order)] = evaluator.outcome(streams.streams, order)
             if outcome is None:
                 continue
             left = evaluator.limit_us() - outcome.makespan_us
@@ -396,13 +402,15 @@ def unsolved(dag: TaskDag, options: OptimalOptions) -> bool:
 
 
 def _fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *,
-                   within_us: float, most: int | None) -> Found | None:
+                   within_us: float, most: int | None,
+                   measured: Mapping[Found, Outcome | None] | None = None) -> Found | None:
     """Of the streams whose plan (each in its order) runs within `within_us` and the device
     limits, with at most `most` events if given, those that need the fewest events, then run
-    fastest (the first on a tie); None if none does."""
+    fastest (the first on a tie); None if none does. `measured`: outcomes already known."""
     scored = []
     for k, (chains, order) in enumerate(candidates):
-        outcome = evaluator.outcome(assignment_of(dag, chains), order)
+        outcome = measured[(chains, order)] if measured and (chains, order) in measured \
+            else evaluator.outcome(assignment_of(dag, chains), order)
         if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
                 and (most is None or outcome.events <= most):
             scored.append((outcome.events, outcome.makespan_us, k))
