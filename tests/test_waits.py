@@ -153,3 +153,18 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
     _, without = allocate_optimal(graph, None, options)
     # measured: 42 events against 94
     assert report.events_final <= 0.6 * without.events_final
+
+
+def test_each_engine_aside_is_an_assignment_to_batch() -> None:
+    graph = api.with_options(training_step(load_graph(LIGHT / "light_squeezenet.onnx")),
+                             PARALLEL)
+    dag = task_dag(graph, api.allocate(graph))
+    engines = [graph.node(name).engine for name in dag.names]
+    found = search._engines_aside(graph, dag)
+    assert len(found) == len(set(engines)) > 1
+    for chains, engine in zip(found, dict.fromkeys(engines), strict=True):
+        aside = [v for v in range(dag.size) if engines[v] == engine]
+        assert len(chains) == 2 and aside in map(list, chains)
+    single = _step(updates=False)
+    assert search._engines_aside(single, task_dag(single, api.allocate(single, mode="preset"))) \
+        == []

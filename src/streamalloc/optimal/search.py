@@ -242,6 +242,7 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     candidates = list(polished)
     batched: list[Found] = []
     hinted: list[Found] = []
+    aside: list[Found] = []
     measured: dict[Found, Outcome | None] = {}
     if evaluator.options.objective == "events":
         evaluator = replace(evaluator, orders=Orders.of(graph))
@@ -252,7 +253,11 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
         if dag.size <= WAITS_NODES:
             batched = _waits_batched(dag, polished, evaluator, measured)
             hinted = _waits_batched(dag, [hint], evaluator, measured)
-            candidates += batched + hinted
+            aside = _waits_batched(dag, [(chains, None) for chains in _engines_aside(graph, dag)
+                                         if not breaks(graph, dag, constraints,
+                                                       assignment_of(dag, chains))],
+                                   evaluator, measured)
+            candidates += batched + hinted + aside
     best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most,
                           measured=measured)
     if best is None:  # none runs within the limit (the model's schedule only estimates the
@@ -267,7 +272,19 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
         return best, "+polish+waits"
     if best in hinted:
         return best, "hint+waits"
+    if best in aside:
+        return best, "one-stream+engine+waits"
     return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
+
+
+def _engines_aside(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]:
+    """For each engine of a graph with more than one, its nodes on one stream and the others
+    on another (the AllReduces of a training step beside its compute)."""
+    if len(set(dag.graphs)) > 1:  # a stream stays in its graph
+        return []
+    engines = [graph.node(name).engine for name in dag.names]
+    return [chains_of_assignment([int(e == engine) for e in engines])
+            for engine in dict.fromkeys(engines) if len(set(engines)) > 1]
 
 
 def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator,
