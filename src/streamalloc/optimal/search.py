@@ -244,7 +244,8 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     hinted: list[Found] = []
     aside: list[Found] = []
     measured: dict[Found, Outcome | None] = {}
-    if evaluator.options.objective == "events":
+    if evaluator.options.objective == "events" and (
+            dag.size <= WAITS_NODES or not windowed(dag, evaluator.options)):
         evaluator = replace(evaluator, orders=Orders.of(graph))
         if not windowed(dag, evaluator.options):
             candidates += [(chains, order) for chains, order
