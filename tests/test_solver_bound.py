@@ -128,3 +128,33 @@ def test_solved_runs_the_relaxation_when_the_chain_model_stops_early(
     # two streams of two branches: 2 of the 8 edges stay inside each stream
     assert (found.status, found.objective, found.bound) == ("OPTIMAL", 4 * 7 + 2, 4 * 7 + 2)
     assert earlier == (tuple((v,) for v in range(6)),)
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, database=None)
+@given(case=limited_dags(), extra=st.integers(0, 3))
+def test_relaxation_size_counts_the_clauses_that_keep_t_order_in_a_slot(
+        case: tuple[TaskDag, list[int], int], extra: int) -> None:
+    dag, durations, limit = case
+    slots = slot_count(dag, extra)
+    model = bound_module._Relaxation(dag, durations, limit, slots)
+    clauses = sum(c.has_bool_or() for c in model.cp.proto.constraints)
+    splits = sum(min(slots, u + 1) for u, _ in dag.reduction)  # one per slot of each split
+    assert bound_module.relaxation_size(dag, durations, limit, slots) == clauses - splits
+
+
+def test_solved_skips_a_relaxation_too_large_for_its_time(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    names = ["s", "a", "b", "c", "d", "t"]
+    edges = [("s", x) for x in "abcd"] + [(x, "t") for x in "abcd"]
+    dag = TaskDag.build(names, edges, ["g"] * 6)
+    data = SolveInput(dag=dag, units=[1] * 6, durations=[1, 10, 10, 10, 10, 1], capacity=None,
+                      concurrency="ge", hint=[[v] for v in range(6)], makespan_limit=22)
+    size = bound_module.relaxation_size(dag, data.durations, 22, slot_count(dag, 8))
+    assert size > 0
+    monkeypatch.setattr(search_module, "CHAIN_SHARE", 1e-9)
+    monkeypatch.setattr(search_module, "RELAXATION_CLAUSES", (size - 1) / 10.0)
+    monkeypatch.setattr(search_module, "relaxed_bound", pytest.fail)
+    found, earlier = search_module._solved(None, data, [],  # type: ignore[arg-type]
+                                           time_limit=10.0, options=OptimalOptions())
+    # the chain model's hint, unproven: the polish gets the time left
+    assert (found.status, earlier) == ("FEASIBLE", ())

@@ -56,7 +56,7 @@ from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.program import NodeTask, graph_node_tasks
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.bound import MAX_NODES as BOUND_MAX_NODES
-from streamalloc.solver.bound import relaxed_bound, slot_count
+from streamalloc.solver.bound import relaxation_size, relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count, schedule_length
 from streamalloc.solver.model import SolveInput, SolveOutput, build, hint_objective, solve
@@ -83,6 +83,11 @@ MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, m
 CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may
 BOUND_SHARE = 0.6  # follow (`_solved`), for that bound, and for the chain model from its streams
 RESOLVE_SHARE = 0.1  # (which proves at once when they reach the bound)
+RELAXATION_CLAUSES = 100_000  # per second of --time-limit: the largest relaxation stated
+# (`solver.bound.relaxation_size`). Llama tiny states 20k clauses, GE dump 00026 70k: their
+# proofs run from --time-limit 1 on. A SqueezeNet training step (parallel options), whose chain
+# model found many split pairs, 1.8 million on 267 slots: 11 s of wall time at --time-limit 1
+# (17.6 s with presolve) for no bound; 1.9 s without it, the same plan
 ROUND_SHARE = 0.2  # of CP-SAT's time for each round of the chain model under the events
 # objective (`_solved_in_rounds`); the polish gets what the rounds leave. Without presolve each
 # round starts from its hint; with it, CP-SAT found nothing on GPT-2, T5 or the ResNet-50
@@ -387,8 +392,11 @@ def _solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     if found.status != "FEASIBLE":
         return found, ()
     assert data.makespan_limit is not None
-    relaxed = relaxed_bound(dag, data.durations, data.makespan_limit,
-                            slot_count(dag, found.split_pairs),
+    slots = slot_count(dag, found.split_pairs)
+    if relaxation_size(dag, data.durations, data.makespan_limit, slots) \
+            > RELAXATION_CLAUSES * time_limit:
+        return found, ()  # the polish gets the time left
+    relaxed = relaxed_bound(dag, data.durations, data.makespan_limit, slots,
                             time_limit=time_limit * BOUND_SHARE, seed=options.seed)
     spent = found.deterministic_time + relaxed.deterministic_time
     lower = math.ceil(max(found.bound, relaxed.bound) - 1e-6)

@@ -19,14 +19,14 @@ is then a bound of the chain model's objective.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 from ortools.sat.python import cp_model
 
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import interruptible_solve
+from streamalloc.solver.model import PRESOLVE_MIN_TIME, interruptible_solve
 
 MAX_NODES = 320  # the T-order pairs are quadratic: the bound runs on models up to this size
 
@@ -49,6 +49,16 @@ def slot_count(dag: TaskDag, splits: int) -> int:
     return 2 * splits + nx.number_connected_components(reduction)
 
 
+def relaxation_size(dag: TaskDag, durations: Sequence[int], limit: int, slots: int) -> int:
+    """The clauses that keep T-order inside a slot, most of the relaxation's size: a pair
+    of unordered nodes whose windows overlap costs one per slot both may use. Stating and
+    solving grows with it far faster than the deterministic time says (a SqueezeNet training
+    step under the parallel options: 1.8 million clauses on 267 slots, 11 s of wall time at a
+    limit of 0.6 s)."""
+    earliest, latest = _windows(dag, durations, limit)
+    return sum(min(slots, u + 1) for u, _ in _overlapping(dag, durations, earliest, latest))
+
+
 def relaxed_bound(dag: TaskDag, durations: Sequence[int], limit: int, slots: int, *,
                   time_limit: float, seed: int) -> Bound:
     """The relaxation's bound of `splits x (n + 1) + streams` (the chain model's events
@@ -62,6 +72,8 @@ def relaxed_bound(dag: TaskDag, durations: Sequence[int], limit: int, slots: int
     # interleaved portfolio did not (llama_tiny, 2 workers: gap 0.2 at the same limit)
     solver.parameters.num_workers = 1
     solver.parameters.optimize_with_core = True
+    if time_limit < PRESOLVE_MIN_TIME:  # as for the chain model: presolve overruns the limit
+        solver.parameters.cp_model_presolve = False
     status = interruptible_solve(solver, model.cp)
     deterministic = round(solver.response_proto.deterministic_time, 3)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -81,9 +93,8 @@ class _Relaxation:
     def __init__(self, dag: TaskDag, durations: Sequence[int], limit: int, slots: int) -> None:
         self.cp = cp_model.CpModel()
         n = dag.size
-        earliest = _earliest_starts(dag, durations)
-        latest = [limit - tail for tail in dag.bottom_levels(durations)]
         # the chain model's solution within `limit` gives every node a window
+        earliest, latest = _windows(dag, durations, limit)
         self.start = [self.cp.new_int_var(earliest[v], latest[v], f"start_{v}") for v in range(n)]
         self.slot = [[self.cp.new_bool_var(f"slot_{v}_{k}") for k in range(min(slots, v + 1))]
                      for v in range(n)]
@@ -110,14 +121,11 @@ class _Relaxation:
                        latest: list[int]) -> None:
         """Two nodes on one slot run in T-order, stated for the unordered pairs whose windows
         would let the later one start before the earlier one ends."""
-        for v in range(dag.size):
-            for u in range(v):
-                if earliest[v] >= latest[u] + durations[u] or dag.reaches(u, v):
-                    continue
-                same = self.cp.new_bool_var(f"same_{u}_{v}")
-                for a, b in zip(self.slot[u], self.slot[v], strict=False):
-                    self.cp.add_bool_or([same, a.negated(), b.negated()])
-                self.cp.add(self.start[v] >= self.start[u] + durations[u]).only_enforce_if(same)
+        for u, v in _overlapping(dag, durations, earliest, latest):
+            same = self.cp.new_bool_var(f"same_{u}_{v}")
+            for a, b in zip(self.slot[u], self.slot[v], strict=False):
+                self.cp.add_bool_or([same, a.negated(), b.negated()])
+            self.cp.add(self.start[v] >= self.start[u] + durations[u]).only_enforce_if(same)
 
     def _split(self, u: int, v: int) -> cp_model.IntVar:
         """1 when u and v (u first in T-order: v has every slot u has) are on different slots;
@@ -126,6 +134,22 @@ class _Relaxation:
         for here, there in zip(self.slot[u], self.slot[v], strict=False):
             self.cp.add_bool_or([split, here.negated(), there])
         return split
+
+
+def _windows(dag: TaskDag, durations: Sequence[int], limit: int) -> tuple[list[int], list[int]]:
+    """Earliest and latest start of each node for a schedule within `limit`."""
+    return _earliest_starts(dag, durations), \
+        [limit - tail for tail in dag.bottom_levels(durations)]
+
+
+def _overlapping(dag: TaskDag, durations: Sequence[int], earliest: list[int],
+                 latest: list[int]) -> Iterator[tuple[int, int]]:
+    """The pairs u < v (T-order) that do not reach each other and whose windows would let v
+    start before u ends."""
+    for v in range(dag.size):
+        for u in range(v):
+            if earliest[v] < latest[u] + durations[u] and not dag.reaches(u, v):
+                yield u, v
 
 
 def _earliest_starts(dag: TaskDag, durations: Sequence[int]) -> list[int]:
