@@ -33,6 +33,7 @@ def test_optimal_plan_has_a_solver_block_and_verifies(
     assert solver["events_final"] == plan["event_count"] + plan["notify_count"]
     assert solver["events_final"] <= solver["baseline_events"]
     assert "wall" not in json.dumps(solver)  # wall time is printed, never written
+    assert f"solver: {solver['status']} (phase {solver['phase']})" in text
     assert main(["verify", EXAMPLE, str(out)]) == 0
 
 
@@ -221,4 +222,5 @@ def test_the_summary_says_how_close_the_events_are_to_their_bound(
     assert main(["allocate", layers, "--mode", "optimal", "--time-limit", "1",
                  "--makespan-slack", "50"]) == 0
     text = capsys.readouterr().out
-    assert "-> 0 (no plan within the limits needs fewer)" in text and "OPTIMAL;" in text
+    assert "-> 0 (no plan within the limits needs fewer)" in text \
+        and "solver: OPTIMAL (phase one-stream);" in text

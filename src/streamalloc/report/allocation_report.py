@@ -156,7 +156,7 @@ def _names(nodes: Sequence[str], name: str) -> str:
 def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     """The optimal mode's outcome against its baseline (the plan's `solver` block); the wall
     time is printed here and never written into the plan."""
-    status = str(block["status"])
+    status = str(block["status"]) + (f" (phase {block['phase']})" if block.get("phase") else "")
     reason = f" ({block['reason']})" if block.get("reason") else ""
     gap = "" if block.get("gap") is None else f", model gap {block['gap']:.4f}"
     floor = block.get("events_bound")
