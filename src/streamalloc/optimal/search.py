@@ -124,6 +124,9 @@ WAITS_SLACK = (1.0, 0.25, -0.5)  # shares of what the first run left of the make
 # parallel options the fewest events came at 1.0 (12-layer transformer), 0.25 and -0.5 (GPT-2
 # small: 67 and 70 events, -0.5 the only one within its limit)
 
+ASIDE_SHARE = 0.1  # of the task time: the engines whose nodes the orders batching waits try on
+# a stream beside one of the rest (ResNet-50 training step under the parallel options: AI Core
+# 28%, HCCL 72%, AI CPU and GE-local less than 5%; trying all four cost the T5 small step 8 s)
 WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
 # graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
 
@@ -259,7 +262,9 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
         if dag.size <= WAITS_NODES:
             batched = _waits_batched(dag, polished, evaluator, measured)
             hinted = _waits_batched(dag, [hint], evaluator, measured)
-            aside = _waits_batched(dag, [(chains, None) for chains in _engines_aside(graph, dag)
+            times = [evaluator.tasks[name][1] for name in dag.names]
+            aside = _waits_batched(dag, [(chains, None) for chains
+                                         in _engines_aside(graph, dag, times)
                                          if not breaks(graph, dag, constraints,
                                                        assignment_of(dag, chains))],
                                    evaluator, measured)
@@ -283,14 +288,21 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
 
 
-def _engines_aside(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]:
-    """For each engine of a graph with more than one, its nodes on one stream and the others
-    on another (the AllReduces of a training step beside its compute)."""
+def _engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
+                   ) -> list[tuple[tuple[int, ...], ...]]:
+    """For each engine with at least ASIDE_SHARE of the task time, its nodes on one stream and
+    the others on another (the AllReduces of a training step beside its compute); none for a
+    model with subgraphs or a single engine."""
     if len(set(dag.graphs)) > 1:  # a stream stays in its graph
         return []
     engines = [graph.node(name).engine for name in dag.names]
+    work: dict[str | None, float] = {}
+    for engine, time in zip(engines, times, strict=True):
+        work[engine] = work.get(engine, 0.0) + time
+    total = sum(work.values())
     return [chains_of_assignment([int(e == engine) for e in engines])
-            for engine in dict.fromkeys(engines) if len(set(engines)) > 1]
+            for engine, spent in work.items()
+            if len(work) > 1 and spent >= ASIDE_SHARE * total]
 
 
 def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator,
