@@ -22,7 +22,7 @@ What a stream knows done is a vector clock: per stream, the last node known to r
 `latest_starts` schedules a run back from a target makespan: its nodes in the order each stream
 ran them, and their dependencies. The search's emulated checks decide which order is kept; the
 simulation only proposes. Each step scans the stream's ready nodes, so a run costs up to
-O(nodes x width): the search runs it below the windowed sizes only.
+O(nodes x width): the search runs it up to `search.WAITS_NODES` streamed nodes.
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ def latest_starts(assignment: Assignment, run: WaitsRun, target: float) -> list[
 
 
 class _Simulation:
+    """The streams' state: ready nodes, when each is free, what each knows done, and a heap
+    of the times each stream is looked at next."""
+
     def __init__(self, assignment: Assignment, urgent_first: bool,
                  latest: Sequence[float] | None) -> None:
         self.dag, self.streams = assignment.dag, assignment.streams
