@@ -261,17 +261,19 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
                            in _serial_prologues(dag, durations, evaluator.orders)
                            if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
         if dag.size <= WAITS_NODES:
-            batched = _waits_batched(dag, polished, evaluator, measured)
-            hinted = _waits_batched(dag, [hint], evaluator, measured)
             times = [evaluator.tasks[name][1] for name in dag.names]
+            batched = _waits_batched(dag, polished, evaluator, times, measured)
+            hinted = _waits_batched(dag, [hint], evaluator, times, measured)
             aside = _waits_batched(dag, [(chains, None) for chains
                                          in _engines_aside(graph, dag, times)
                                          if not breaks(graph, dag, constraints,
                                                        assignment_of(dag, chains))],
-                                   evaluator, measured)
+                                   evaluator, times, measured)
             candidates += batched + hinted + aside
-    best = _fewest_events(dag, candidates, evaluator, within_us=within_us, most=most,
-                          measured=measured)
+    # an assignment found twice (the polish kept the baseline's streams) is run once; its
+    # phase is the first list's
+    best = _fewest_events(dag, list(dict.fromkeys(candidates)), evaluator,
+                          within_us=within_us, most=most, measured=measured)
     if best is None:  # none runs within the limit (the model's schedule only estimates the
         # emulated run: a cost table of wide kernels), or with as few events as the baseline
         # (the model counts split pairs). The baseline's streams do, and so do they polished.
@@ -307,15 +309,16 @@ def _engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
 
 
 def _waits_batched(dag: TaskDag, found: list[Found], evaluator: Evaluator,
-                   measured: dict[Found, Outcome | None]) -> list[Found]:
+                   times: Sequence[float], measured: dict[Found, Outcome | None]
+                   ) -> list[Found]:
     """Each distinct assignment of `found` in the orders that batch its streams' waits
     (`optimal/waits.py`): a first run without latest starts, then runs that wait while
     WAITS_SLACK shares of what the first left of the makespan limit last; each with the most
-    urgent node first and in T-order. The first runs' outcomes go into `measured`."""
+    urgent node first and in T-order (`times`: the emulator's task time of each node). The
+    first runs' outcomes go into `measured`."""
     orders = evaluator.orders
     if orders is None:
         return []
-    times = [evaluator.tasks[name][1] for name in dag.names]
     latency = evaluator.costs.event_record_us + evaluator.costs.event_wait_us
     result: list[Found] = []
     for chains in dict.fromkeys(chains for chains, _ in found):
