@@ -18,13 +18,20 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, task_dag
 from streamalloc.optimal.evaluate import evaluate
-from streamalloc.optimal.event_bound import events_bound
+from streamalloc.optimal.event_bound import _capacity, events_bound
+from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.search import Evaluator, _one_stream
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.program import graph_node_tasks
+from streamalloc.solver.one_event import one_event_fits
+from streamalloc.sync.tasks import main_units
+from streamalloc.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 COSTS = default_cost_table()
+PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+            "ge.hcomParallel": "1"}
 
 
 def _random_graph(rng: random.Random) -> Graph:
@@ -77,6 +84,59 @@ def test_no_plan_within_the_limits_needs_fewer_events(rng: random.Random, sync: 
                          costs=COSTS)
     assert bound is not None
     assert bound <= plan.event_count + plan.notify_count
+
+
+def _two_streams(rng: random.Random) -> Graph:
+    """A preset graph on streams 0 and 1 whose dependencies between them all run from 0 to 1
+    (so minimal sync may order them with one event), connected, with random units, times and
+    capacity; now and then everything on stream 0, over its capacity (one split event)."""
+    capacity = rng.choice((48, 64, 100, 1024))
+    options = {"streamalloc.max_task_per_stream": str(capacity)}
+    if rng.random() < 0.2:
+        options["ge.event"] = "notify"
+    builder = GraphBuilder("one_event", options=options)
+    builder.add_node("d", "Data", stream_id=-1)
+    first = rng.randint(1, 8)
+    second = 0 if rng.random() < 0.15 else rng.randint(1, 8)
+    made: list[str] = []
+    for i in range(first + second):
+        on = 0 if i < first else 1
+        name = f"s{on}_{i}"
+        own = [m for m in made if m.startswith(f"s{on}_")]
+        inputs = rng.sample(own, k=min(len(own), rng.choice((1, 1, 2)))) if own else []
+        if on == 1 and (not own or rng.random() < 0.3):
+            inputs.append(rng.choice(made[:first]))  # a dependency from stream 0
+        builder.add_node(name, rng.choice(("Relu", "MatMul")),
+                         inputs=[DataInput(x) for x in sorted(set(inputs)) or ["d"]],
+                         stream_id=on, task_count=rng.randint(1, capacity // 4),
+                         cost_us=float(rng.randint(1, 40)))
+        made.append(name)
+    return builder.build()
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(rng=st.randoms(use_true_random=False))
+def test_every_plan_with_one_event_passes_the_one_event_check(rng: random.Random) -> None:
+    """The check's conditions hold for every plan that joins two streams with one event, at
+    its own makespan: it never calls such a plan impossible."""
+    graph = _two_streams(rng)
+    try:
+        plan = api.plan(graph, mode="preset", sync="minimal")
+    except LimitExceeded:
+        return
+    if plan.event_count + plan.notify_count != 1:
+        return
+    result = emulate(graph, plan.to_json(), costs=COSTS)
+    assert result.status == "ok"
+    dag = task_dag(graph, plan.allocation)
+    tasks = graph_node_tasks(graph, COSTS)
+    fits = one_event_fits(
+        dag, range(dag.size), [tasks[n][1] for n in dag.names],
+        [main_units(graph, graph.node(n)) for n in dag.names], capacity=_capacity(graph),
+        limit_us=result.makespan_us + EPS_US, record_us=COSTS.event_record_us,
+        wait_us=COSTS.event_wait_us, time_limit=5.0)
+    assert fits is True
+    assert events_bound(graph, dag, limit_us=result.makespan_us, costs=COSTS) <= 1  # type: ignore[operator]
 
 
 def _chain(options: dict[str, str], units: int, *, fork: bool = False) -> Graph:
@@ -138,18 +198,43 @@ def test_one_stream_that_reaches_the_bound_needs_no_search() -> None:
     assert report.to_json()["events_bound"] == 1 and report.to_json()["gap"] is None
 
 
-def test_where_one_stream_is_too_slow_the_search_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_where_one_stream_is_too_slow_it_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transformer layers' tasks take longer than ge mode's makespan: one stream is known
+    too slow without a run."""
     graph = load_graph(ROOT / "examples" / "graphs" / "transformer_layers.yaml")
-    plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=1.0))
-    assert report.phase.startswith("cp-sat") and plan.allocation.main_stream_num == 2
-    assert report.events_bound == 1 < plan.event_count + plan.notify_count == 2
-    # its tasks alone take longer than the limit: no run of the one stream is needed to know
     rules = api.default_rule_set(graph)
     allocation = api.allocate(graph, rules)
     baseline = evaluate(graph, allocation, rules, "minimal", COSTS)
     evaluator = Evaluator(graph, task_dag(graph, allocation), baseline, OptimalOptions(), COSTS)
     monkeypatch.setattr(Evaluator, "outcome", _no_run)
     assert _one_stream(graph, evaluator.dag, [], evaluator, 1) is None
+
+
+def test_one_event_cannot_join_streams_whose_chain_is_too_long() -> None:
+    """The transformer layers need two streams within ge mode's makespan; with one event
+    between them nearly every task is a sender's producer or a receiver's consumer, which run
+    one after the other: too slow, so the bound is 2, and ge mode's streams, with 2 events,
+    are written at once."""
+    graph = load_graph(ROOT / "examples" / "graphs" / "transformer_layers.yaml")
+    plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=1.0))
+    assert report.events_bound == 2 == plan.event_count + plan.notify_count
+    assert (report.status, report.phase, report.deterministic_time) == ("OPTIMAL", "hint", 0.0)
+    assert (report.objective, report.bound) == (None, None)
+    assert plan.allocation.main_stream_num == 2
+    assert verify_plan(graph, plan.to_json(), rules=api.default_rule_set(graph)).exit_code == 0
+
+
+def test_llama_tiny_needs_two_events_under_the_parallel_options() -> None:
+    """Its tasks take 1.1 times ge mode's makespan, so it needs two streams: the streams
+    bound alone says 1 event; the one-event check proves 2, which the optimal mode reaches."""
+    graph = api.read_graph(ROOT / "tests" / "data" / "onnx" / "llama_tiny.onnx", PARALLEL)
+    rules = api.default_rule_set(graph)
+    allocation = api.allocate(graph, rules)
+    baseline = evaluate(graph, allocation, rules, "minimal", COSTS)
+    dag = task_dag(graph, allocation)
+    assert events_bound(graph, dag, limit_us=baseline.makespan_us, costs=COSTS) == 2
+    # 10% slower, one event may do: the check does not prove 2
+    assert events_bound(graph, dag, limit_us=1.1 * baseline.makespan_us, costs=COSTS) == 1
 
 
 def _no_run(*_: object, **__: object) -> None:

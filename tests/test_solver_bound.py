@@ -158,3 +158,22 @@ def test_solved_skips_a_relaxation_too_large_for_its_time(monkeypatch: pytest.Mo
                                            time_limit=10.0, options=OptimalOptions())
     # the chain model's hint, unproven: the polish gets the time left
     assert (found.status, earlier) == ("FEASIBLE", ())
+
+
+def test_solved_skips_the_relaxation_where_the_plan_reaches_the_bounds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streams whose plan needs the events bound's events on the streams bound's streams are
+    the fewest: no relaxation can improve them."""
+    names = ["s", "a", "b", "c", "d", "t"]
+    edges = [("s", x) for x in "abcd"] + [(x, "t") for x in "abcd"]
+    dag = TaskDag.build(names, edges, ["g"] * 6)
+    data = SolveInput(dag=dag, units=[1] * 6, durations=[1, 10, 10, 10, 10, 1], capacity=None,
+                      concurrency="ge", hint=[[v] for v in range(6)], makespan_limit=22)
+    monkeypatch.setattr(search_module, "CHAIN_SHARE", 1e-9)
+    monkeypatch.setattr(search_module, "relaxed_bound", pytest.fail)
+    asked = []
+    found, earlier = search_module._solved(
+        None, data, [], time_limit=10.0, options=OptimalOptions(),  # type: ignore[arg-type]
+        proven=lambda chains, order: asked.append((chains, order)) or True)
+    assert asked == [(found.chains, None)]
+    assert (found.status, earlier) == ("FEASIBLE", ())

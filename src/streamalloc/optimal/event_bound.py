@@ -13,6 +13,11 @@ least as many streams as
 * the makespan limit asks for (under `--concurrency ge`): a stream runs one task at a time,
   so its tasks' times add up to at most the limit.
 
+Where that gives one event and a component needs two streams, one event joins them only if
+the split between them passes the conditions of `solver.one_event` (one closed under
+predecessors, its senders' producers and its receivers' consumers running one after the other
+within the limit); where CP-SAT proves that none does, the bound is two.
+
 Under `--concurrency full` Nimble's minimum bounds the events too. The bound holds where
 nothing but events orders streams: a graph that activates streams (control flow, labels, a
 loop activator), has attached streams or declares event sharing has none (None).
@@ -30,9 +35,11 @@ import networkx as nx
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.program import graph_node_tasks
 from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.one_event import one_event_fits
 from streamalloc.sync.limits import limits_of
 from streamalloc.sync.multiplexing import ATTR as EVENT_SHARING
 from streamalloc.sync.split import NO_SPLIT_TYPES
@@ -42,6 +49,9 @@ ACTIVATING_TYPES = frozenset({"StreamSwitch", "StreamActive", "StreamMerge"}) | 
 ACTIVATING_ATTRS = ("_active_label_list", "is_loop_active", "subgraph_first_active",
                     EVENT_SHARING)
 EPS = 1e-9  # the time term's tolerance: a stream filled to the limit is still one stream
+ONE_EVENT_NODES = 5_000  # the one-event check runs on components up to this size
+ONE_EVENT_TIME = 0.5  # deterministic seconds per component; on the 18 inputs of bench/ under
+# the parallel options each check took at most 0.1 s of wall time at slacks 0-50%
 
 
 def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: CostTable,
@@ -66,7 +76,16 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
 
     whole = streams(range(dag.size)) - len(components)
     each = max((streams(c) - 1 for c in components), default=0)
-    return max(0, whole, each, nimble or 0)
+    bound = max(0, whole, each, nimble or 0)
+    if bound == 1 and limit_us is not None and any(
+            streams(c) == 2 and len(c) <= ONE_EVENT_NODES and one_event_fits(
+                dag, c, times, units, capacity=capacity, limit_us=limit_us + EPS_US,
+                record_us=min(costs.event_record_us, costs.notify_record_us),
+                wait_us=min(costs.event_wait_us, costs.notify_wait_us),
+                time_limit=ONE_EVENT_TIME) is False
+            for c in components):
+        return 2
+    return bound
 
 
 def bins(sizes: Sequence[int], capacity: int) -> int:
