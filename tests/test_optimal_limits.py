@@ -63,13 +63,14 @@ def test_ge_mode_over_the_event_limit_is_the_reference_not_the_fallback() -> Non
 
 
 def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out() -> None:
-    """At slack 0 no plan of at most one event runs as fast as ge mode's two."""
+    """At slack 0 no plan of at most one event runs as fast as ge mode's two (the events
+    bound says so)."""
     graph = api.read_graph(LAYERS, {"streamalloc.max_events": "1"})
     with pytest.raises(LimitExceeded, match="no plan within the device limits") as caught:
         allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
     assert "streamalloc.max_events" in str(caught.value)
     assert caught.value.exit_code == 4 and "--makespan-slack" in str(caught.value)
-    assert "the events bound of plans within the makespan limit is 1" in str(caught.value)
+    assert "the events bound of plans within the makespan limit is 2" in str(caught.value)
 
 
 def test_under_full_concurrency_the_way_out_is_nimbles_minimum_not_a_slack() -> None:
