@@ -169,10 +169,20 @@ def test_each_engine_with_a_tenth_of_the_work_aside_is_an_assignment_to_batch() 
     heavy = [e for e, w in work.items() if w >= 0.1 * sum(times)]
     assert 1 <= len(heavy) < len(work)  # the GE-local and AI CPU nodes are too few
     found = search._engines_aside(graph, dag, times)
-    assert len(found) == len(heavy)
-    for chains, engine in zip(found, heavy, strict=True):
-        aside = [v for v in range(dag.size) if engines[v] == engine]
-        assert len(chains) == 2 and aside in map(list, chains)
+    expected = []
+    for engine in heavy:  # its nodes aside; then they and every node after them
+        aside = {v for v in range(dag.size) if engines[v] == engine}
+        expected.append(aside)
+        closed = set(aside)
+        for u, v in dag.edges:  # in T-order of u
+            if u in closed:
+                closed.add(v)
+        if len(closed) < dag.size:  # else one stream
+            expected.append(closed)
+    expected = list(dict.fromkeys(frozenset(e) for e in expected))
+    assert len(found) == len(expected) > len(heavy)  # the HCCL nodes have consumers
+    for chains, aside in zip(found, expected, strict=True):
+        assert len(chains) == 2 and sorted(aside) in map(list, chains)
     single = _step(updates=False)
     single_dag = task_dag(single, api.allocate(single, mode="preset"))
     assert search._engines_aside(single, single_dag, [1.0] * single_dag.size) == []
