@@ -128,6 +128,11 @@ WAITS_SLACK = (1.0, 0.25, -0.5)  # shares of what the first run left of the make
 ASIDE_SHARE = 0.1  # of the task time: the engines whose nodes the orders batching waits try on
 # a stream beside one of the rest (ResNet-50 training step under the parallel options: AI Core
 # 28%, HCCL 72%, AI CPU and GE-local less than 5%; trying all four cost the T5 small step 8 s)
+ASIDE_FOLLOWED = (0.25, 1.0)  # shares of an engine's nodes (first in T-order) whose followers
+# join them aside (`_engines_aside`). Training steps under the parallel options, the
+# AllReduces aside in orders batching waits: ResNet-50 at slack 0, 49 events with none
+# following, 47 with the first quarter's (0.5: 48; all: 44 at 10.30 ms, over ge mode's
+# 10.15, fine at slack 5%); GPT-2 small 64 -> 63; the 12-layer transformer at slack 5% 29 -> 27
 WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
 # graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
 
@@ -300,12 +305,9 @@ def _engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
                    ) -> list[tuple[tuple[int, ...], ...]]:
     """For each engine with at least ASIDE_SHARE of the task time, its nodes on one stream and
     the others on another (the AllReduces of a training step beside its compute), then its
-    nodes and every node after them (the updates behind the AllReduces: no event back to the
-    compute) unless that is every node; none for a model with subgraphs or a single engine.
-    The ResNet-50 training step under the parallel options at a makespan slack of 5%: 47 -> 44
-    events, its AllReduces and their updates aside (10.3 ms; 10.1 ms is ge mode's makespan, so
-    not at slack 0, where the AllReduces alone give 49); the 12-layer transformer step: 29 ->
-    27."""
+    nodes with every node after its first ASIDE_FOLLOWED shares of them (the updates behind
+    those AllReduces: no event back to the compute) unless that is every node; none for a
+    model with subgraphs or a single engine."""
     if len(set(dag.graphs)) > 1:  # a stream stays in its graph
         return []
     engines = [graph.node(name).engine for name in dag.names]
@@ -315,11 +317,17 @@ def _engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
     total = sum(work.values())
     result = []
     for heavy, spent in work.items():
-        if len(work) > 1 and spent >= ASIDE_SHARE * total:
-            aside = [e == heavy for e in engines]
-            result.append(chains_of_assignment([int(a) for a in aside]))
+        if len(work) < 2 or spent < ASIDE_SHARE * total:
+            continue
+        own = [e == heavy for e in engines]
+        result.append(chains_of_assignment([int(a) for a in own]))
+        mine = [v for v in range(dag.size) if own[v]]
+        for share in ASIDE_FOLLOWED:
+            first = set(mine[:math.ceil(share * len(mine))])
+            after = [False] * dag.size
             for v in range(dag.size):  # T-order: producers first
-                aside[v] = aside[v] or any(aside[p] for p in dag.preds[v])
+                after[v] = v in first or any(after[p] for p in dag.preds[v])
+            aside = [a or b for a, b in zip(own, after, strict=True)]
             if not all(aside):
                 result.append(chains_of_assignment([int(a) for a in aside]))
     return list(dict.fromkeys(result))
