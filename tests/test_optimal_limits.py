@@ -27,7 +27,7 @@ from streamalloc.commands.sweep import sweep
 from streamalloc.errors import LimitExceeded
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal
+from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.report.compare_report import frontier_plot
 from streamalloc.rules import builtin_rules
 from streamalloc.runtime_emu.cost_table import load_cost_table
@@ -62,12 +62,15 @@ def test_ge_mode_over_the_event_limit_is_the_reference_not_the_fallback() -> Non
     assert solver["makespan_us"] <= 182 * 1.5
 
 
-def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out() -> None:
-    """At slack 0 no plan of at most one event runs as fast as ge mode's two (the events
-    bound says so)."""
+def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At slack 0 no plan of at most one event runs as fast as ge mode's two: the events
+    bound says so, and the solver is not run."""
     graph = api.read_graph(LAYERS, {"streamalloc.max_events": "1"})
+    monkeypatch.setattr(driver, "search", pytest.fail)
     with pytest.raises(LimitExceeded, match="no plan within the device limits") as caught:
         allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    assert "needs 2 events or more, over the device's 1" in str(caught.value)
     assert "streamalloc.max_events" in str(caught.value)
     assert caught.value.exit_code == 4 and "--makespan-slack" in str(caught.value)
     assert "the events bound of plans within the makespan limit is 2" in str(caught.value)

@@ -41,7 +41,7 @@ from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.solver.model import Unsolvable
-from streamalloc.sync.limits import without_device_limits
+from streamalloc.sync.limits import limits_of, without_device_limits
 from streamalloc.sync.result import SyncPlan
 
 
@@ -64,6 +64,11 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                          fewest=floor(), searched=False)
     nimble = nimble_min_events(dag) if options.concurrency == "full" else None
     fewest = floor(nimble=nimble)
+    most = _most_events(graph)
+    if over and fewest is not None and fewest > most:
+        return _fallback(baseline, over, f"it was not run: every plan within the makespan "
+                                         f"limit needs {fewest} events or more, over the "
+                                         f"device's {most}", nimble, fewest=fewest)
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs,
                        events_floor=fewest)
@@ -88,6 +93,15 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
         baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
+
+
+def _most_events(graph: Graph) -> int:
+    """The events and notifies a plan may have: its events, and in notify mode (dependencies
+    between streams are notifies, a split's are events) its notifies too. (Attached streams
+    reserve notifies in event mode too, but a graph with them has no events bound.)"""
+    device = limits_of(graph)
+    return device.max_events + (device.max_notifies if graph.option("ge.event") == "notify"
+                                else 0)
 
 
 def solver_constraints(graph: Graph, rules: RuleSet | None) -> list[Constraint]:
