@@ -34,16 +34,24 @@ PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
 
 
+def _builder(rng: random.Random, name: str, capacities: tuple[int, ...]
+             ) -> tuple[GraphBuilder, int]:
+    """A builder with a Data node, one of `capacities` as the stream capacity, and notify
+    mode one time in five."""
+    capacity = rng.choice(capacities)
+    options = {"streamalloc.max_task_per_stream": str(capacity)}
+    if rng.random() < 0.2:
+        options["ge.event"] = "notify"
+    builder = GraphBuilder(name, options=options)
+    builder.add_node("d", "Data", stream_id=-1)
+    return builder, capacity
+
+
 def _random_graph(rng: random.Random) -> Graph:
     """A preset graph without control flow, labels or attached streams: a few components,
     nodes on random streams with random units (explicit counts, HCCL task numbers, some
     nearly a stream's capacity, which is small) and random times."""
-    capacity = rng.choice((48, 64, 100, 160))
-    options = {"streamalloc.max_task_per_stream": str(capacity)}
-    if rng.random() < 0.2:
-        options["ge.event"] = "notify"
-    builder = GraphBuilder("bound", options=options)
-    builder.add_node("d", "Data", stream_id=-1)
+    builder, capacity = _builder(rng, "bound", (48, 64, 100, 160))
     made: list[str] = []
     count = rng.randint(2, 24)
     drawn = [rng.randrange(rng.randint(1, 4)) for _ in range(count)]
@@ -90,12 +98,7 @@ def _two_streams(rng: random.Random) -> Graph:
     """A preset graph on streams 0 and 1 whose dependencies between them all run from 0 to 1
     (so minimal sync may order them with one event), connected, with random units, times and
     capacity; now and then everything on stream 0, over its capacity (one split event)."""
-    capacity = rng.choice((48, 64, 100, 1024))
-    options = {"streamalloc.max_task_per_stream": str(capacity)}
-    if rng.random() < 0.2:
-        options["ge.event"] = "notify"
-    builder = GraphBuilder("one_event", options=options)
-    builder.add_node("d", "Data", stream_id=-1)
+    builder, capacity = _builder(rng, "one_event", (48, 64, 100, 1024))
     first = rng.randint(1, 8)
     second = 0 if rng.random() < 0.15 else rng.randint(1, 8)
     made: list[str] = []
