@@ -146,8 +146,18 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
     graph = api.with_options(training_step(load_graph(LIGHT / "light_inception_v1.onnx")),
                              PARALLEL)
     options = OptimalOptions(time_limit=1.0)
+    in_order = []  # whether each check of the bounds runs the plan in its own order
+    at_floor = search._at_floor
+
+    def checked(evaluator: search.Evaluator, chains: tuple[tuple[int, ...], ...],
+                order: tuple[str, ...] | None, *, events_floor: int | None) -> bool:
+        in_order.append(order is None or evaluator.orders is not None)
+        return at_floor(evaluator, chains, order, events_floor=events_floor)
+
+    monkeypatch.setattr(search, "_at_floor", checked)
     plan, report = allocate_optimal(graph, None, options)
     assert report.phase.endswith("+waits")
+    assert in_order and all(in_order)
     document = plan.to_json()
     verify_plan(graph, document).raise_for_failure()
     run = emulate(graph, document)

@@ -236,8 +236,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
             status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
         chains, order = evaluator.numbering(best[0]), best[1]
-        if status != "OPTIMAL" and _at_floor(evaluator, chains, order,
-                                             events_floor=events_floor):
+        if status != "OPTIMAL" and _at_floor(
+                evaluator if order is None else replace(evaluator, orders=Orders.of(graph)),
+                chains, order, events_floor=events_floor):
             status, objective, bound = "OPTIMAL", None, None  # proven by the bounds, not
             # by the model
     return Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
