@@ -16,7 +16,7 @@ from streamalloc.errors import LimitExceeded
 from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.optimal import OptimalOptions, task_dag
+from streamalloc.optimal import OptimalOptions, event_bound, task_dag
 from streamalloc.optimal.evaluate import evaluate
 from streamalloc.optimal.event_bound import _capacity, events_bound
 from streamalloc.optimal.options import EPS_US
@@ -242,3 +242,28 @@ def test_llama_tiny_needs_two_events_under_the_parallel_options() -> None:
 
 def _no_run(*_: object, **__: object) -> None:
     raise AssertionError("one stream too slow by its task times alone was run")
+
+
+def test_the_one_event_check_runs_on_a_few_components(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty forks a -> b, a -> c, each too slow for one stream and fine with one event: the
+    bound is 1, found by checking the largest ONE_EVENT_COMPONENTS of them only."""
+    builder = GraphBuilder("forks")
+    builder.add_node("d", "Data", stream_id=-1)
+    for k in range(20):
+        builder.add_node(f"a{k}", "Relu", inputs=[DataInput("d")], stream_id=0, cost_us=100.0)
+        for name in (f"b{k}", f"c{k}"):
+            builder.add_node(name, "Relu", inputs=[DataInput(f"a{k}")], stream_id=0,
+                             cost_us=100.0)
+    graph = builder.build()
+    dag = task_dag(graph, api.allocate(graph, mode="preset"))
+    tasks = graph_node_tasks(graph, COSTS)
+    serial = sum(tasks[n][1] for n in ("a0", "b0", "c0"))
+    calls = []
+
+    def counted(*args: object, **kwargs: object) -> bool | None:
+        calls.append(args[1])
+        return one_event_fits(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(event_bound, "one_event_fits", counted)
+    assert events_bound(graph, dag, limit_us=serial - 5.0, costs=COSTS) == 1
+    assert len(calls) == event_bound.ONE_EVENT_COMPONENTS < 20

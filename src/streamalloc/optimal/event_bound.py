@@ -49,7 +49,9 @@ ACTIVATING_TYPES = frozenset({"StreamSwitch", "StreamActive", "StreamMerge"}) | 
 ACTIVATING_ATTRS = ("_active_label_list", "is_loop_active", "subgraph_first_active",
                     EVENT_SHARING)
 EPS = 1e-9  # the time term's tolerance: a stream filled to the limit is still one stream
-ONE_EVENT_NODES = 5_000  # the one-event check runs on components up to this size
+ONE_EVENT_NODES = 5_000  # the one-event check runs on components up to this size,
+ONE_EVENT_COMPONENTS = 8  # the largest this many of those that need two streams (one that
+# cannot do with one event is enough; a graph of many small ones would pay a solve each)
 ONE_EVENT_TIME = 0.5  # deterministic seconds per component; on the 18 inputs of bench/ under
 # the parallel options each check took at most 0.1 s of wall time at slacks 0-50%
 
@@ -77,13 +79,14 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
     whole = streams(range(dag.size)) - len(components)
     each = max((streams(c) - 1 for c in components), default=0)
     bound = max(0, whole, each, nimble or 0)
-    if bound == 1 and limit_us is not None and any(
-            streams(c) == 2 and len(c) <= ONE_EVENT_NODES and one_event_fits(
-                dag, c, times, units, capacity=capacity, limit_us=limit_us + EPS_US,
-                record_us=min(costs.event_record_us, costs.notify_record_us),
-                wait_us=min(costs.event_wait_us, costs.notify_wait_us),
-                time_limit=ONE_EVENT_TIME) is False
-            for c in components):
+    if bound != 1 or limit_us is None:
+        return bound
+    two = sorted((c for c in components if streams(c) == 2 and len(c) <= ONE_EVENT_NODES),
+                 key=lambda c: (-len(c), c[0]))[:ONE_EVENT_COMPONENTS]
+    if any(one_event_fits(dag, c, times, units, capacity=capacity, limit_us=limit_us + EPS_US,
+                          record_us=min(costs.event_record_us, costs.notify_record_us),
+                          wait_us=min(costs.event_wait_us, costs.notify_wait_us),
+                          time_limit=ONE_EVENT_TIME) is False for c in two):
         return 2
     return bound
 
