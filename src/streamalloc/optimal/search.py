@@ -4,7 +4,7 @@ then the polish on the exact event count."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
@@ -228,7 +228,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         # (x slack) for the events objective; the makespan objective's start is its bar
         most, within_us = (baseline.events, evaluator.limit_us()) \
             if options.objective == "events" else (options.event_budget, limit / TIME_SCALE)
-        best, made = _chosen(graph, dag, [(p, order) for p in polished], (hint, order),
+        best, made, events = _chosen(graph, dag, [(p, order) for p in polished], (hint, order),
                              constraints=constraints, evaluator=evaluator, limit=limit,
                              spare=spare, within_us=within_us, most=most,
                              durations=data.durations)
@@ -236,9 +236,11 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
             status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
         chains, order = evaluator.numbering(best[0]), best[1]
-        if status != "OPTIMAL" and _at_floor(
-                evaluator if order is None else replace(evaluator, orders=Orders.of(graph)),
-                chains, order, events_floor=events_floor):
+        if status != "OPTIMAL" and events is not None and events_floor is not None \
+                and events <= events_floor and _at_floor(
+                    evaluator if order is None else replace(evaluator,
+                                                            orders=Orders.of(graph)),
+                    chains, order, events_floor=events_floor):
             status, objective, bound = "OPTIMAL", None, None  # proven by the bounds, not
             # by the model
     return Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
@@ -247,7 +249,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
 def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
             constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
             within_us: float, most: int | None, durations: Sequence[int]
-            ) -> tuple[Found, str | None]:
+            ) -> tuple[Found, str | None, int | None]:
     """The plan to write: the fewest events, then the fastest, within `within_us` and `most`
     events, of the polished streams and, under the events objective (not in windows, where a
     run costs seconds), of every node on one stream and that stream with its prologue on side
@@ -258,7 +260,7 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     polished and the baseline's streams in the orders that batch their waits (the ResNet-50
     training step under the parallel options: 98 -> 49 events); and the phase that made it
     (None: the polish of the search's streams; one that starts with "+": the search's phase
-    followed by it)."""
+    followed by it), and its events where they were measured."""
     candidates = list(polished)
     batched: list[Found] = []
     hinted: list[Found] = []
@@ -290,16 +292,19 @@ def _chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
         # (the model counts split pairs). The baseline's streams do, and so do they polished.
         streams, order = hint
         return (_polished(graph, dag, streams, order, constraints=constraints,
-                          evaluator=evaluator, limit=limit, spare=spare), order), "hint+polish"
+                          evaluator=evaluator, limit=limit, spare=spare), order), \
+            "hint+polish", None
+    outcome = measured[best]
+    events = None if outcome is None else outcome.events
     if best in polished:
-        return best, None
+        return best, None, events
     if best in batched:
-        return best, "+polish+waits"
+        return best, "+polish+waits", events
     if best in hinted:
-        return best, "hint+waits"
+        return best, "hint+waits", events
     if best in aside:
-        return best, "one-stream+engine+waits"
-    return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
+        return best, "one-stream+engine+waits", events
+    return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else ""), events
 
 
 def _engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
@@ -385,7 +390,9 @@ def _unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if one is not None:
         return one
     hint = tuple(tuple(c) for c in _hint_chains(dag, evaluator.baseline.allocation))
-    candidates: list[tuple[Found, str]] = [((hint, None), "hint")]
+    # (the baseline's own plan has its streams: over the bound, they need not be run)
+    candidates: list[tuple[Found, str]] = [((hint, None), "hint")] \
+        if evaluator.baseline.events <= events_floor else []
     if not windowed(dag, options):
         evaluator = replace(evaluator, orders=Orders.of(graph))
         candidates += [(found, "one-stream+prologue" + ("+reordered" if found[1] else ""))
@@ -505,14 +512,19 @@ def unsolved(dag: TaskDag, options: OptimalOptions) -> bool:
 
 def _fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *,
                    within_us: float, most: int | None,
-                   measured: Mapping[Found, Outcome | None] | None = None) -> Found | None:
+                   measured: dict[Found, Outcome | None] | None = None) -> Found | None:
     """Of the streams whose plan (each in its order) runs within `within_us` and the device
     limits, with at most `most` events if given, those that need the fewest events, then run
-    fastest (the first on a tie); None if none does. `measured`: outcomes already known."""
+    fastest (the first on a tie); None if none does. `measured`: outcomes already known, and
+    where those measured here go."""
     scored = []
     for k, (chains, order) in enumerate(candidates):
-        outcome = measured[(chains, order)] if measured and (chains, order) in measured \
-            else evaluator.outcome(assignment_of(dag, chains), order)
+        if measured is not None and (chains, order) in measured:
+            outcome = measured[(chains, order)]
+        else:
+            outcome = evaluator.outcome(assignment_of(dag, chains), order)
+            if measured is not None:
+                measured[(chains, order)] = outcome
         if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
                 and (most is None or outcome.events <= most):
             scored.append((outcome.events, outcome.makespan_us, k))
