@@ -175,6 +175,15 @@ def test_the_help_states_the_defaults_optimal_options_holds(
     assert "ge (the default): emulated makespan" in text
 
 
+def test_explain_says_when_the_plan_is_ge_modes_streams(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """The transformer layers' ge-mode streams reach the events bound: the phase says the
+    optimal mode kept them."""
+    layers = str(Path(EXAMPLE).parent / "transformer_layers.yaml")
+    assert main(["explain", layers, "layer0/grad", "--mode", "optimal"]) == 0
+    assert "; status OPTIMAL, phase hint)" in capsys.readouterr().out
+
+
 def test_explain_in_optimal_mode_names_the_solver_the_constraints_and_the_neighbours(
         capsys: pytest.CaptureFixture[str]) -> None:
     """It used to say "no rule touched it: it keeps its initial stream", and took none of the
@@ -182,7 +191,8 @@ def test_explain_in_optimal_mode_names_the_solver_the_constraints_and_the_neighb
     assert main(["explain", EXAMPLE, "relu1", "--mode", "optimal", "--time-limit", "1"]) == 0
     out = capsys.readouterr().out
     assert "stream 0, decided by solver" in out and "initial stream" not in out
-    assert "the solver placed it (--objective events, --concurrency ge; status OPTIMAL)" in out
+    assert "the solver placed it (--objective events, --concurrency ge; status OPTIMAL, phase " \
+        in out
     assert "assign-by-dependency  AIcoreEngine nodes open at most 1 stream(s)" in out
     assert "producers: conv1 (stream 0)" in out and "consumers: add (stream 0)" in out
     assert main(["explain", EXAMPLE, "allreduce1", "--mode", "optimal", "--objective",

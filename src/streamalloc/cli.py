@@ -224,7 +224,8 @@ def _explain(args: argparse.Namespace) -> int:
         plan, report = api.optimal_plan(graph, given, options)
         allocation = plan.allocation
         solver = (f"--objective {options.objective}, --concurrency {options.concurrency}; "
-                  f"status {report.status}", solver_constraints(graph, given))
+                  f"status {report.status}" + (f", phase {report.phase}" if report.phase else ""),
+                  solver_constraints(graph, given))
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node, solver))
