@@ -76,12 +76,14 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
             need = max(need, math.ceil(sum(times[v] for v in members) / limit_us - EPS))
         return need
 
+    need = [streams(c) for c in components]
     whole = streams(range(dag.size)) - len(components)
-    each = max((streams(c) - 1 for c in components), default=0)
+    each = max((n - 1 for n in need), default=0)
     bound = max(0, whole, each, nimble or 0)
     if bound != 1 or limit_us is None:
         return bound
-    two = sorted((c for c in components if streams(c) == 2 and len(c) <= ONE_EVENT_NODES),
+    two = sorted((c for c, n in zip(components, need, strict=True)
+                  if n == 2 and len(c) <= ONE_EVENT_NODES),
                  key=lambda c: (-len(c), c[0]))[:ONE_EVENT_COMPONENTS]
     if any(one_event_fits(dag, c, times, units, capacity=capacity, limit_us=limit_us + EPS_US,
                           record_us=min(costs.event_record_us, costs.notify_record_us),

@@ -395,6 +395,7 @@ def _unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
         if evaluator.baseline.events <= events_floor else []
     if not windowed(dag, options):
         evaluator = replace(evaluator, orders=Orders.of(graph))
+        # (the first of the serial prologues is every node on one stream, tried above)
         candidates += [(found, "one-stream+prologue" + ("+reordered" if found[1] else ""))
                        for found in _serial_prologues(dag, _durations(graph, dag,
                                                                       evaluator.costs),

@@ -95,9 +95,7 @@ class _Simulation:
         self.times, self.latency = assignment.times, assignment.latency
         self.urgent_first, self.latest = urgent_first, latest
         dag = self.dag
-        self.rank = [0.0] * dag.size  # the longest path to the end, the node's own time included
-        for v in range(dag.size - 1, -1, -1):
-            self.rank[v] = self.times[v] + max((self.rank[w] for w in dag.succs[v]), default=0.0)
+        self.rank = dag.bottom_levels(self.times)
         self.missing = [len(p) for p in dag.preds]
         self.ready: dict[int, list[int]] = {s: [] for s in set(self.streams)}
         self.free_at = dict.fromkeys(self.ready, 0.0)
