@@ -17,10 +17,11 @@ from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, event_bound, task_dag
+from streamalloc.optimal.at_bounds import one_stream
 from streamalloc.optimal.evaluate import evaluate
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.event_bound import _capacity, events_bound
 from streamalloc.optimal.options import EPS_US
-from streamalloc.optimal.search import Evaluator, _one_stream
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.program import graph_node_tasks
@@ -210,7 +211,7 @@ def test_where_one_stream_is_too_slow_it_is_not_run(monkeypatch: pytest.MonkeyPa
     baseline = evaluate(graph, allocation, rules, "minimal", COSTS)
     evaluator = Evaluator(graph, task_dag(graph, allocation), baseline, OptimalOptions(), COSTS)
     monkeypatch.setattr(Evaluator, "outcome", _no_run)
-    assert _one_stream(graph, evaluator.dag, [], evaluator, 1) is None
+    assert one_stream(graph, evaluator.dag, [], evaluator, 1) is None
 
 
 def test_one_event_cannot_join_streams_whose_chain_is_too_long() -> None:

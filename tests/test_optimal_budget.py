@@ -108,7 +108,7 @@ def test_the_device_event_limit_is_a_budget_of_the_makespan_objective(
     plan, solver = budgeted(limited, None, free)
     same, _ = budgeted(graph, 5, free)
     assert plan["streams"] == same["streams"] and events(plan) <= 5
-    monkeypatch.setattr(search, "_within_pair_limit", lambda _graph, _dag, options: options)
+    monkeypatch.setattr(search, "within_pair_limit", lambda _graph, _dag, options: options)
     _, rejected = budgeted(limited, None, free)
     assert solver["makespan_us"] < 0.9 * rejected["makespan_us"]
 

@@ -206,7 +206,7 @@ def test_a_model_too_large_to_state_keeps_the_baseline(monkeypatch: pytest.Monke
     solver = report.to_json()
     assert solver["status"] == "FALLBACK" and plan.event_count == solver["baseline_events"]
     assert solver["reason"].endswith("pairwise stream inequalities")
-    monkeypatch.setattr("streamalloc.optimal.search._solved", _broken_search)
+    monkeypatch.setattr("streamalloc.optimal.search.solved", _broken_search)
     with pytest.raises(ValueError, match="a bug"):
         allocate_optimal(graph, None, OptimalOptions(time_limit=0.5))
 

@@ -26,15 +26,15 @@ import pytest
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.optimal import OptimalOptions, allocate_optimal, bounds, search
+from streamalloc.optimal import OptimalOptions, allocate_optimal, bounds, chain_model
 from streamalloc.optimal.bounds import graph_sync_aware_bound, jackson, sync_aware_bound
 from streamalloc.optimal.critical import critical_chain, improvements
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_chains
 from streamalloc.optimal.moves import UNITS, Branches
 from streamalloc.optimal.numbering import critical_first
 from streamalloc.optimal.order import Order, Orders
-from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -364,15 +364,15 @@ def test_above_its_node_count_the_makespan_objective_does_not_solve_the_model(
     estimate the emulated run: above MAKESPAN_SOLVER_NODES streamed nodes it is not solved,
     and the search starts from the other candidates (phase `hint+...`); the events objective
     still solves it."""
-    monkeypatch.setattr(search, "MAKESPAN_SOLVER_NODES", 10)
+    monkeypatch.setattr(chain_model, "MAKESPAN_SOLVER_NODES", 10)
     solves: list[str] = []
-    chain_solve = search._chain_solve
+    solve = chain_model.chain_solve
 
     def counted(*args: object, **kwargs: object) -> object:
         solves.append("solve")
-        return chain_solve(*args, **kwargs)  # type: ignore[arg-type]
+        return solve(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(search, "_chain_solve", counted)
+    monkeypatch.setattr(chain_model, "chain_solve", counted)
     options = OptimalOptions(objective="makespan", time_limit=0.5)
     plan, report = allocate_optimal(squeezenet, builtin_rules("free"), options)
     assert not solves and report.phase.startswith("hint+fastest+critical")

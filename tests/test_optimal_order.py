@@ -26,10 +26,10 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.critical import Reorder, Search, _score, critical_chain
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_in_order
 from streamalloc.optimal.moves import STREAM, Branches
 from streamalloc.optimal.order import Orders
-from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate

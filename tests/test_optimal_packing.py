@@ -17,14 +17,14 @@ from node_graphs import graph_of
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal import makespan_starts
 from streamalloc.optimal import packing as packing_module
-from streamalloc.optimal import search
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
 from streamalloc.optimal.options import TIME_SCALE, OptimalOptions
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.packing import Packing, packing, streams_of_packing
-from streamalloc.optimal.search import Evaluator
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -176,13 +176,13 @@ def test_above_the_solver_cap_the_packings_are_serial_schedules(
     dag = task_dag(graph, baseline.allocation)
     evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"), COSTS,
                           orders=Orders.of(graph))
-    monkeypatch.setattr(search, "PACKING_SOLVER_NODES", dag.size - 1)
+    monkeypatch.setattr(makespan_starts, "PACKING_SOLVER_NODES", dag.size - 1)
 
     def no_solver(*_: object) -> None:
         raise AssertionError("CP-SAT ran above the cap")
 
     monkeypatch.setattr(packing_module, "interruptible_solve", no_solver)
-    found, spent = search._packed(graph, dag, evaluator)
+    found, spent = makespan_starts.packed_starts(graph, dag, evaluator)
     assert spent == 0.0
     serial = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0, workers=1)
     first = streams_of_packing(dag, serial, 1000, in_t_order=False)

@@ -19,11 +19,14 @@ import pytest
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.optimal import OptimalOptions, allocate_optimal, search
+from streamalloc.optimal import OptimalOptions, allocate_optimal
+from streamalloc.optimal import prologue as prologue_module
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.makespan_starts import fastest, makespan_starts, outcomes_of
+from streamalloc.optimal.model_input import solve_input
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.prologue import prologue_variants
-from streamalloc.optimal.search import Evaluator, _fastest, _outcomes, _solve_input, _starts
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -139,16 +142,16 @@ def test_ge_dump_starts_from_its_prologue_on_side_streams(monkeypatch: pytest.Mo
     dag = task_dag(graph, baseline.allocation)
     options = OptimalOptions(objective="makespan")
     evaluator = Evaluator(graph, dag, baseline, options, costs, orders=Orders.of(graph))
-    data = _solve_input(graph, dag, baseline, None, options=options, costs=costs)
+    data = solve_input(graph, dag, baseline, None, options=options, costs=costs)
     hint = tuple(tuple(c) for c in data.hint)
 
-    def fastest() -> int:
-        starts = _starts(graph, dag, hint, data.durations, evaluator)
-        return _fastest(starts, _outcomes(graph, dag, starts, [], evaluator), evaluator)[2]
+    def best_start() -> int:
+        starts = makespan_starts(graph, dag, hint, data.durations, evaluator)
+        return fastest(starts, outcomes_of(graph, dag, starts, [], evaluator), evaluator)[2]
 
-    best = fastest()
-    monkeypatch.setattr(search, "prologue_variants", lambda *_: [])
-    best_plain = fastest()
+    best = best_start()
+    monkeypatch.setattr(prologue_module, "prologue_variants", lambda *_: [])
+    best_plain = best_start()
     assert best <= 0.92 * best_plain
 
 

@@ -26,7 +26,7 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, repair, search
+from streamalloc.optimal import OptimalOptions, allocate_optimal, makespan_starts, repair
 from streamalloc.optimal.driver import solver_constraints
 from streamalloc.optimal.evaluate import assignment_of, placement_of, task_dag
 from streamalloc.optimal.repair import within_rules, within_stream_limit
@@ -143,6 +143,6 @@ def test_the_makespan_objective_under_ge_rules_starts_within_the_caps(
     options = OptimalOptions(objective="makespan", time_limit=0.5)
     plan, report = allocate_optimal(graph, None, options)
     assert verify_plan(graph, plan.to_json()).exit_code == 0  # GE's rules, the caps included
-    monkeypatch.setattr(search, "within_rules", lambda *_: None)
+    monkeypatch.setattr(makespan_starts, "within_rules", lambda *_: None)
     _, unrepaired = allocate_optimal(graph, None, options)
     assert report.makespan_us < 0.8 * unrepaired.makespan_us

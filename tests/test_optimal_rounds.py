@@ -1,4 +1,4 @@
-"""CP-SAT's rounds under the events objective (`optimal.search._solved_in_rounds`): on a model
+"""CP-SAT's rounds under the events objective (`optimal.chain_model.solved_in_rounds`): on a model
 above 320 nodes it solves in rounds of a fifth of the limit, each from the streams the last
 found, and stops at the first round without progress over its hint; the polish gets the time
 they left."""
@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamalloc.ir.loaders import load_graph
-from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal import search as search_module
+from streamalloc.optimal import OptimalOptions, allocate_optimal, chain_model, polishing
 from streamalloc.rules import default_rule_set
 from streamalloc.solver.bound import MAX_NODES
 from streamalloc.solver.dag import TaskDag
@@ -76,10 +75,10 @@ def test_the_rounds_stop_without_progress(monkeypatch: pytest.MonkeyPatch, first
                                           rounds: int) -> None:
     stalled = answer("FEASIBLE", objective=1.5, chains=((1,),))
     calls, solve = outputs(first, stalled)
-    monkeypatch.setattr(search_module, "_chain_solve", solve)
+    monkeypatch.setattr(chain_model, "chain_solve", solve)
     data = two_chains()
-    found = search_module._solved_in_rounds(data, [], time_limit=10.0, seed=0, workers=1)
-    assert [limit for limit, _, _ in calls] == [10.0 * search_module.ROUND_SHARE] * rounds
+    found = chain_model.solved_in_rounds(data, [], time_limit=10.0, seed=0, workers=1)
+    assert [limit for limit, _, _ in calls] == [10.0 * chain_model.ROUND_SHARE] * rounds
     assert not any(presolve for _, presolve, _ in calls)  # each round starts at its hint
     assert calls[0][2] == data.hint
     assert found == replace(first, deterministic_time=2.0 * rounds)
@@ -92,8 +91,8 @@ def test_the_rounds_run_to_the_limit_while_they_progress(monkeypatch: pytest.Mon
     better = [answer("FEASIBLE", objective=1.9 - k / 10, chains=((k,),), time=2.5)
               for k in range(4)]
     calls, solve = outputs(*better)
-    monkeypatch.setattr(search_module, "_chain_solve", solve)
-    found = search_module._solved_in_rounds(two_chains(), [], time_limit=10.0, seed=0, workers=1)
+    monkeypatch.setattr(chain_model, "chain_solve", solve)
+    found = chain_model.solved_in_rounds(two_chains(), [], time_limit=10.0, seed=0, workers=1)
     assert [limit for limit, _, _ in calls] == [2.0, 2.0, 2.0, 2.0]  # 10.0 spent after 4
     assert found == replace(better[-1], deterministic_time=10.0)
 
@@ -101,17 +100,17 @@ def test_the_rounds_run_to_the_limit_while_they_progress(monkeypatch: pytest.Mon
 def test_a_hint_over_a_limit_is_solved_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
     """CP-SAT repairs a hint over the stream limit, with its presolve, in one solve."""
     calls, solve = outputs(answer("FEASIBLE", objective=3.0))
-    monkeypatch.setattr(search_module, "_chain_solve", solve)
+    monkeypatch.setattr(chain_model, "chain_solve", solve)
     data = replace(two_chains(), stream_limit=1)
-    found = search_module._solved_in_rounds(data, [], time_limit=10.0, seed=0, workers=1)
+    found = chain_model.solved_in_rounds(data, [], time_limit=10.0, seed=0, workers=1)
     assert [(limit, presolve) for limit, presolve, _ in calls] == [(10.0, True)]
     assert found.status == "FEASIBLE"
 
 
 def test_small_models_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     calls, solve = outputs(answer("FEASIBLE", objective=2.0))
-    monkeypatch.setattr(search_module, "_chain_solve", solve)
-    search_module._solved_in_rounds(two_chains(MAX_NODES), [], time_limit=10.0, seed=0, workers=1)
+    monkeypatch.setattr(chain_model, "chain_solve", solve)
+    chain_model.solved_in_rounds(two_chains(MAX_NODES), [], time_limit=10.0, seed=0, workers=1)
     assert [(limit, presolve) for limit, presolve, _ in calls] == [(10.0, True)]
 
 
@@ -121,19 +120,19 @@ def test_the_polish_gets_the_time_cp_sat_left(monkeypatch: pytest.MonkeyPatch) -
     proves its one stream minimal before any search)."""
     monkeypatch.setattr("streamalloc.optimal.driver.events_bound", lambda *_, **__: None)
     budgets: list[int] = []
-    budget_of = search_module._polish_budget
+    budget_of = polishing.polish_budget
 
     def counted(*args: object, **kwargs: object) -> int:
         budgets.append(budget_of(*args, **kwargs))  # type: ignore[arg-type]
         return budgets[-1]
 
-    monkeypatch.setattr(search_module, "_polish_budget", counted)
+    monkeypatch.setattr(polishing, "polish_budget", counted)
     graph = load_graph(DATA / "bert_base.onnx").with_options(PARALLEL)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
     solver = report.to_json()
     assert solver["status"] == "FEASIBLE" and solver["deterministic_time"] <= 0.21
     assert solver["events_final"] == 1 < solver["baseline_events"]
-    per_second = min(search_module.POLISH_PER_SECOND,
-                     search_module.POLISH_NODES_PER_SECOND / 426)
+    per_second = min(polishing.POLISH_PER_SECOND,
+                     polishing.POLISH_NODES_PER_SECOND / 426)
     assert budgets == [int((2.0 - solver["deterministic_time"]) * per_second)]
     assert verify_plan(graph, plan.to_json(), rules=default_rule_set(graph)).exit_code == 0

@@ -1,4 +1,4 @@
-"""The searches' rule guard (`optimal.search._rule_guard`) against the full check: from an
+"""The searches' rule guard (`optimal.evaluate.rule_guard`) against the full check: from an
 assignment that keeps every rule, a move is allowed exactly when the moved assignment keeps
 every rule, also for the rule forms that depend on nodes they do not name (a stream's opener
 for an engine cap, whoever joins a dedicated stream). Each fails on a guard that checks only
@@ -14,8 +14,7 @@ import pytest
 from streamalloc import api
 from streamalloc.cli import main
 from streamalloc.heuristic.driver import allocate_ge
-from streamalloc.optimal.evaluate import placement_of, task_dag
-from streamalloc.optimal.search import _rule_guard
+from streamalloc.optimal.evaluate import placement_of, rule_guard, task_dag
 from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import DedicatedStream, StreamCap, rule_constraints
 
@@ -37,7 +36,7 @@ def test_a_move_is_allowed_exactly_when_every_rule_holds(rules: Path | None,
     dag = task_dag(graph, allocation)
     start = [allocation.nodes[name].stream for name in dag.names]
     assert not broken(constraints, graph, placement_of(dag, start))
-    guard = _rule_guard(graph, dag, constraints)
+    guard = rule_guard(graph, dag, constraints)
     rng = random.Random(7)
     verdicts = set()
     current = start  # a walk over assignments that keep every rule, which mixes engines

@@ -3,7 +3,7 @@
 On small random DAGs with a makespan limit between the critical path and the total work, the
 relaxation's bound equals the least `splits x (n + 1) + streams` over every split of the nodes
 into streams run in T-order whose schedule meets the limit (found here by enumerating all of
-them), given the slots `slot_count` says; its streams reach that value. Then `_solved` with the
+them), given the slots `slot_count` says; its streams reach that value. Then `solved` with the
 chain model cut short (it stops at its hint) still reports OPTIMAL with the value the chain
 model proves on its own given the time.
 """
@@ -17,8 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamalloc.optimal import OptimalOptions
-from streamalloc.optimal import search as search_module
+from streamalloc.optimal import OptimalOptions, chain_model
 from streamalloc.optimal.evaluate import assignment_of
 from streamalloc.solver import bound as bound_module
 from streamalloc.solver.bound import relaxed_bound, slot_count
@@ -102,8 +101,8 @@ def test_solved_proves_the_chain_model_optimum(case: tuple[TaskDag, list[int], i
     assert own.status == "OPTIMAL"
     # the chain model stops at its hint; the relaxation and the second solve prove the rest
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(search_module, "CHAIN_SHARE", 1e-9)
-        found, _ = search_module._solved(None, data, [],  # type: ignore[arg-type]
+        patch.setattr(chain_model, "CHAIN_SHARE", 1e-9)
+        found, _ = chain_model.solved(None, data, [],  # type: ignore[arg-type]
                                          time_limit=10.0, options=OptimalOptions())
     assert found.status == "OPTIMAL"
     assert found.objective == found.bound == own.objective
@@ -119,10 +118,10 @@ def test_solved_runs_the_relaxation_when_the_chain_model_stops_early(
     data = SolveInput(dag=dag, units=[1] * 6, durations=durations, capacity=None,
                       concurrency="ge", hint=[[v] for v in range(6)], makespan_limit=22)
     calls = []
-    monkeypatch.setattr(search_module, "CHAIN_SHARE", 1e-9)
-    monkeypatch.setattr(search_module, "relaxed_bound",
+    monkeypatch.setattr(chain_model, "CHAIN_SHARE", 1e-9)
+    monkeypatch.setattr(chain_model, "relaxed_bound",
                         lambda *a, **k: calls.append(a) or bound_module.relaxed_bound(*a, **k))
-    found, earlier = search_module._solved(None, data, [],  # type: ignore[arg-type]
+    found, earlier = chain_model.solved(None, data, [],  # type: ignore[arg-type]
                                            time_limit=10.0, options=OptimalOptions())
     assert calls, "the chain model proved its hint optimal: the relaxation never ran"
     # two streams of two branches: 2 of the 8 edges stay inside each stream
@@ -151,10 +150,10 @@ def test_solved_skips_a_relaxation_too_large_for_its_time(monkeypatch: pytest.Mo
                       concurrency="ge", hint=[[v] for v in range(6)], makespan_limit=22)
     size = bound_module.relaxation_size(dag, data.durations, 22, slot_count(dag, 8))
     assert size > 0
-    monkeypatch.setattr(search_module, "CHAIN_SHARE", 1e-9)
-    monkeypatch.setattr(search_module, "RELAXATION_CLAUSES", (size - 1) / 10.0)
-    monkeypatch.setattr(search_module, "relaxed_bound", pytest.fail)
-    found, earlier = search_module._solved(None, data, [],  # type: ignore[arg-type]
+    monkeypatch.setattr(chain_model, "CHAIN_SHARE", 1e-9)
+    monkeypatch.setattr(chain_model, "RELAXATION_CLAUSES", (size - 1) / 10.0)
+    monkeypatch.setattr(chain_model, "relaxed_bound", pytest.fail)
+    found, earlier = chain_model.solved(None, data, [],  # type: ignore[arg-type]
                                            time_limit=10.0, options=OptimalOptions())
     # the chain model's hint, unproven: the polish gets the time left
     assert (found.status, earlier) == ("FEASIBLE", ())
@@ -169,10 +168,10 @@ def test_solved_skips_the_relaxation_where_the_plan_reaches_the_bounds(
     dag = TaskDag.build(names, edges, ["g"] * 6)
     data = SolveInput(dag=dag, units=[1] * 6, durations=[1, 10, 10, 10, 10, 1], capacity=None,
                       concurrency="ge", hint=[[v] for v in range(6)], makespan_limit=22)
-    monkeypatch.setattr(search_module, "CHAIN_SHARE", 1e-9)
-    monkeypatch.setattr(search_module, "relaxed_bound", pytest.fail)
+    monkeypatch.setattr(chain_model, "CHAIN_SHARE", 1e-9)
+    monkeypatch.setattr(chain_model, "relaxed_bound", pytest.fail)
     asked = []
-    found, earlier = search_module._solved(
+    found, earlier = chain_model.solved(
         None, data, [], time_limit=10.0, options=OptimalOptions(),  # type: ignore[arg-type]
         proven=lambda chains, order: asked.append((chains, order)) or True)
     assert asked == [(found.chains, None)]

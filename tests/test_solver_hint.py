@@ -21,7 +21,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions
 from streamalloc.optimal.evaluate import evaluate, task_dag
-from streamalloc.optimal.search import _capacity, _solve_input
+from streamalloc.optimal.model_input import solve_input, stream_capacity
 from streamalloc.rules import default_rule_set
 from streamalloc.rules.constraints import rule_constraints
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -59,7 +59,7 @@ def _admits_the_ge_plan(graph: Graph) -> None:
         pytest.skip("GE's plan fails its split")
     options = OptimalOptions(time_limit=5.0)
     dag = task_dag(graph, allocation)
-    data = _solve_input(graph, dag, baseline, _capacity(graph), options=options,
+    data = solve_input(graph, dag, baseline, stream_capacity(graph), options=options,
                         costs=default_cost_table())
     model = build(data)
     add_rules(model, rule_constraints(rules, graph), {n: i for i, n in enumerate(dag.names)})
@@ -108,7 +108,7 @@ def _optimum(graph: Graph) -> float:
     allocation = allocate_ge(graph, rules)
     baseline = evaluate(graph, allocation, rules, "minimal", default_cost_table())
     dag = task_dag(graph, allocation)
-    data = _solve_input(graph, dag, baseline, _capacity(graph),
+    data = solve_input(graph, dag, baseline, stream_capacity(graph),
                         options=OptimalOptions(time_limit=30.0), costs=default_cost_table())
     model = build(data)
     add_rules(model, rule_constraints(rules, graph), {n: i for i, n in enumerate(dag.names)})

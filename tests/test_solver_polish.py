@@ -1,6 +1,6 @@
 """The polish on the exact event count (`solver.polish`): a greedy pass keeps the first move
 that helps, so the order it visits the event edges in decides which optimum it ends at (the
-events objective runs it both ways, `optimal.search._polished_both_ways`)."""
+events objective runs it both ways, `optimal.polishing.polish_both_ways`)."""
 
 from __future__ import annotations
 

@@ -21,10 +21,9 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
-from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal import search as optimal_search
+from streamalloc.optimal import OptimalOptions, allocate_optimal, chain_model
 from streamalloc.optimal.evaluate import assignment_of, breaks, evaluate, task_dag
-from streamalloc.optimal.search import _capacity, _solve_input
+from streamalloc.optimal.model_input import solve_input, stream_capacity
 from streamalloc.rules import default_rule_set
 from streamalloc.rules.constraints import (
     AttachedStreams,
@@ -75,7 +74,7 @@ def _check(graph: Graph) -> None:
     except (RuleConflictError, AllocationInfeasible):
         pytest.skip("no GE plan to start from")
     dag = task_dag(graph, baseline.allocation)
-    data = _solve_input(graph, dag, baseline, _capacity(graph),
+    data = solve_input(graph, dag, baseline, stream_capacity(graph),
                         options=OptimalOptions(), costs=default_cost_table())
     _check_windows(graph, data, rule_constraints(rules, graph))
     _check_gain_of(data)
@@ -126,7 +125,7 @@ def test_the_optimal_mode_solves_a_large_graph_by_windows(monkeypatch: pytest.Mo
                                                           ) -> None:
     """Above `WINDOWED_ABOVE` streamed nodes the optimal mode's model is solved by windows:
     the training-step example (tiny windows) gets a verified plan with fewer events."""
-    monkeypatch.setattr(optimal_search, "WINDOWED_ABOVE", 10)
+    monkeypatch.setattr(chain_model, "WINDOWED_ABOVE", 10)
     graph = load_graph(ROOT / "examples" / "graphs" / "train_step.yaml")
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=2.0))
     assert report.phase.startswith("windows")
@@ -192,7 +191,7 @@ def test_windows_take_graphs_the_whole_model_cannot(monkeypatch: pytest.MonkeyPa
     where it solves no model; the windows' limit does."""
     from streamalloc.optimal import driver
     graph = layered_graph(60)
-    monkeypatch.setattr(optimal_search, "WINDOWED_ABOVE", 10)
+    monkeypatch.setattr(chain_model, "WINDOWED_ABOVE", 10)
     monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 20)
     _, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1))
     assert report.status == "FEASIBLE" and report.phase.startswith("windows")
@@ -200,7 +199,7 @@ def test_windows_take_graphs_the_whole_model_cannot(monkeypatch: pytest.MonkeyPa
     assert report.status == "FALLBACK" and "over the solver's 20" in report.reason
     # the makespan objective above its node count does not solve the model: the windows'
     # limit holds for it
-    monkeypatch.setattr(optimal_search, "MAKESPAN_SOLVER_NODES", 10)
+    monkeypatch.setattr(chain_model, "MAKESPAN_SOLVER_NODES", 10)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1,
                                                                 objective="makespan"))
     assert report.status != "FALLBACK" and report.phase.startswith("hint+fastest")

@@ -19,7 +19,7 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.bounds import _grown, _swapped, graph_sync_aware_bound, makespan_bound
 from streamalloc.optimal.evaluate import evaluate, task_dag
-from streamalloc.optimal.search import Evaluator
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table

@@ -24,7 +24,15 @@ from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, driver, search, task_dag
+from streamalloc.optimal import (
+    OptimalOptions,
+    allocate_optimal,
+    driver,
+    fewest_events,
+    search,
+    task_dag,
+)
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.waits import Assignment, WaitsRun, latest_starts, waits_batched
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -154,20 +162,20 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
     assert run.status == "ok" and run.makespan_us <= report.baseline_makespan_us + 1e-6
     # at a bound of its own events, the check of the bounds runs the plan in its own order
     checks: list[tuple[bool, bool]] = []  # (an order given, the evaluator can run it)
-    at_floor = search._at_floor
+    at_floor = search.at_floor
 
-    def checked(evaluator: search.Evaluator, chains: tuple[tuple[int, ...], ...],
+    def checked(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
                 order: tuple[str, ...] | None, *, events_floor: int | None) -> bool:
         checks.append((order is not None, evaluator.orders is not None))
         return at_floor(evaluator, chains, order, events_floor=events_floor)
 
     with monkeypatch.context() as patch:
-        patch.setattr(search, "_at_floor", checked)
+        patch.setattr(search, "at_floor", checked)
         patch.setattr(driver, "events_bound", lambda *_, **__: report.events_final)
         allocate_optimal(graph, None, options)
     ordered = [runs for given, runs in checks if given]
     assert ordered and all(ordered)
-    monkeypatch.setattr(search, "WAITS_NODES", 0)
+    monkeypatch.setattr(fewest_events, "WAITS_NODES", 0)
     _, without = allocate_optimal(graph, None, options)
     # measured: 36 events against 94
     assert report.events_final <= 0.6 * without.events_final
@@ -184,7 +192,7 @@ def test_each_engine_with_a_tenth_of_the_work_aside_is_an_assignment_to_batch() 
             for e in dict.fromkeys(engines)}
     heavy = [e for e, w in work.items() if w >= 0.1 * sum(times)]
     assert 1 <= len(heavy) < len(work)  # the GE-local and AI CPU nodes are too few
-    found = search._engines_aside(graph, dag, times)
+    found = fewest_events.engines_aside(graph, dag, times)
     expected = []
     for engine in heavy:  # its nodes aside; then with the nodes after a quarter, after all
         aside = [v for v in range(dag.size) if engines[v] == engine]
@@ -204,4 +212,4 @@ def test_each_engine_with_a_tenth_of_the_work_aside_is_an_assignment_to_batch() 
         assert len(chains) == 2 and sorted(aside) in map(list, chains)
     single = _step(updates=False)
     single_dag = task_dag(single, api.allocate(single, mode="preset"))
-    assert search._engines_aside(single, single_dag, [1.0] * single_dag.size) == []
+    assert fewest_events.engines_aside(single, single_dag, [1.0] * single_dag.size) == []

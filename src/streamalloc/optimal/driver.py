@@ -19,6 +19,7 @@ from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound
+from streamalloc.optimal.chain_model import unsolved, windowed
 from streamalloc.optimal.evaluate import (
     Outcome,
     evaluate,
@@ -36,7 +37,7 @@ from streamalloc.optimal.options import (
     SolverReport,
     makespan_limit_us,
 )
-from streamalloc.optimal.search import search, unsolved, windowed
+from streamalloc.optimal.search import search
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -15,7 +15,14 @@ from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
 from streamalloc.rules import RuleSet
 from streamalloc.rules.check import Placement, broken
-from streamalloc.rules.constraints import Constraint, PinnedStream
+from streamalloc.rules.constraints import (
+    AttachedStreams,
+    Constraint,
+    DedicatedStream,
+    PinnedStream,
+    StreamCap,
+    constraint_nodes,
+)
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.program import NodeTask
@@ -153,3 +160,29 @@ def chains_of_assignment(streams: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     for v, k in enumerate(streams):
         members.setdefault(k, []).append(v)
     return tuple(tuple(m) for _, m in sorted(members.items(), key=lambda i: i[1][0]))
+
+
+WHOLE_PLAN = (StreamCap, DedicatedStream, AttachedStreams)  # rule forms a move of a node
+# they do not name can break: it can leave a member the opener of its stream (a stream's opener
+# is its first node), join a dedicated stream, or make an attached stream a main one
+
+
+def rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]
+               ) -> Callable[[Sequence[int], Sequence[int]], bool]:
+    """Do the constraints a move can break still hold: those naming a moved node, and on
+    every move those that also depend on nodes they do not name (`WHOLE_PLAN`)?"""
+    by_node: dict[int, list[Constraint]] = {}
+    index = {n: i for i, n in enumerate(dag.names)}
+    always = [c for c in constraints if isinstance(c, WHOLE_PLAN)]
+    for c in constraints:
+        for name in constraint_nodes(c):
+            if name in index and not isinstance(c, WHOLE_PLAN):
+                by_node.setdefault(index[name], []).append(c)
+
+    def allowed(trial: Sequence[int], moved: Sequence[int]) -> bool:
+        touched = always + list({id(c): c for w in moved for c in by_node.get(w, [])}.values())
+        if not touched:
+            return True
+        return not breaks(graph, dag, touched, trial)
+
+    return allowed

@@ -1,17 +1,17 @@
 """Under an event budget: a fast plan over it brought within by merging whole streams into its
 busiest one (`merge_ladder`).
 
-The polish down to a budget (`search._reduced`) moves a node at a time, and each move saves an
-event or two: on a training step whose fastest start is hundreds of events over the budget, its
-tries run out first. A stream merged into the busiest stream saves all the events between them
-at once. Each step merges the stream that costs least per event saved: the candidates are
-ranked by their work per dependency between them and the busiest stream (what the merge puts
-on it, and the events it may save; cheap, where an exact event count per candidate took
-seconds a step on a start of a hundred streams), and the first LADDER_EMULATED of them are
-emulated: the least emulated makespan growth per event saved wins. The step that brings the
-plan within the budget merges its stream whole, or only as much of it as the budget needs: the
-shortest prefix and the shortest suffix in T-order (by bisection) that do. The fastest of the
-three is the start.
+The polish down to a budget (`makespan_budget.reduced_to_budget`) moves a node at a time, and
+each move saves an event or two: on a training step whose fastest start is hundreds of events
+over the budget, its tries run out first. A stream merged into the busiest stream saves all the
+events between them at once. Each step merges the stream that costs least per event saved: the
+candidates are ranked by their work per dependency between them and the busiest stream (what
+the merge puts on it, and the events it may save; cheap, where an exact event count per
+candidate took seconds a step on a start of a hundred streams), and the first LADDER_EMULATED
+of them are emulated: the least emulated makespan growth per event saved wins. The step that
+brings the plan within the budget merges its stream whole, or only as much of it as the budget
+needs: the shortest prefix and the shortest suffix in T-order (by bisection) that do. The
+fastest of the three is the start.
 
 The BERT base training step under the parallel options, free rules, `--time-limit 5`: its
 fastest start needs 604 events (13.8 ms); the polish down to budgets of 150 to 398 ran out of

@@ -8,7 +8,7 @@ path). Numbering the streams by the longest path to the end from their first tas
 schedule's priority) admits the critical one first.
 
 The search runs with the numbering by first node in T-order; its streams are renumbered
-critical first when they run faster so (`search._numbered`). The events objective keeps the
+critical first when they run faster so (`makespan_search.numbered`). The events objective keeps the
 numbering by first node (its plans do not change).
 """
 

@@ -33,6 +33,8 @@ import heapq
 from collections.abc import Sequence
 
 from streamalloc.optimal.evaluate import assignment_of, chains_of_assignment
+from streamalloc.optimal.found import Found
+from streamalloc.optimal.order import Orders
 from streamalloc.solver.dag import TaskDag
 
 # (side streams, layers per run) of each variant, from GE dump 00026 with the network on one
@@ -96,3 +98,27 @@ def _runs_last_first(dag: TaskDag, layer: Sequence[int], consumers: Sequence[int
             if not missing[s]:
                 heapq.heappush(ready, key[s])
     return tuple(order)
+
+
+def with_prologues(dag: TaskDag, found: list[Found], durations: Sequence[int],
+                   orders: Orders | None) -> list[Found]:
+    """`found`, then each of them with its prologue on side streams (`optimal/prologue.py`;
+    the variants that run it in runs of layers need their own execution order, so they start
+    from T-order, and only where the search may order)."""
+    variants: list[Found] = []
+    for start, order in found:
+        for variant, sequence in prologue_variants(dag, start, durations):
+            if sequence is None:
+                variants.append((variant, order))
+            elif order is None and orders is not None:  # runs: from T-order, where it may
+                variants.append((variant, orders.following([dag.names[v] for v in sequence])))
+    return found + variants
+
+
+def serial_prologues(dag: TaskDag, durations: Sequence[int], orders: Orders | None
+                     ) -> list[Found]:
+    """Every node on one stream per graph (the fewest events), then that stream with its
+    prologue on side streams (`with_prologues`)."""
+    serial = tuple(tuple(v for v in range(dag.size) if dag.graphs[v] == g)
+                   for g in dict.fromkeys(dag.graphs))
+    return with_prologues(dag, [(serial, None)], durations, orders)

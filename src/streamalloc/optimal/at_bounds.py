@@ -1,0 +1,98 @@
+"""Plans at the bounds, found before any search: under the events objective and `ge`
+concurrency, streams whose plan has `events_bound` events on the fewest logical streams the
+makespan limit allows, so no search can do better; under full concurrency without rules or
+capacity, the maximum matching."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.chain_model import windowed
+from streamalloc.optimal.evaluate import assignment_of, breaks, matching_chains
+from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.found import Found, Search
+from streamalloc.optimal.model_input import hint_chains, task_durations
+from streamalloc.optimal.options import EPS_US
+from streamalloc.optimal.order import Order, Orders
+from streamalloc.optimal.prologue import serial_prologues
+from streamalloc.rules.constraints import Constraint
+from streamalloc.solver.dag import TaskDag
+
+
+def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+               evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
+               events_floor: int | None) -> Search | None:
+    """The streams where no search can do better, or None: under full concurrency without
+    rules or capacity, a maximum matching (exact) when its streams fit; under the events
+    objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
+    in windows, where a run costs seconds) one stream with its prologue aside whose plan
+    holds the rules and reaches the events bound `events_floor` and the streams bound
+    (`at_floor`): GE dump 00026 under the parallel options, whose baseline does, 21.6 -> 0.8
+    s; T5 small, one stream with its prologue aside, 6.8 -> 0.7 s."""
+    options = evaluator.options
+    if options.concurrency == "full" and not constraints and capacity is None:
+        matched = matching_chains(dag)
+        if len(matched) <= stream_limit:  # else the model states the limit
+            return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
+    if events_floor is None or options.objective != "events" or options.concurrency != "ge":
+        return None
+    one = one_stream(graph, dag, constraints, evaluator, events_floor)
+    if one is not None:
+        return one
+    hint = tuple(tuple(c) for c in hint_chains(dag, evaluator.baseline.allocation))
+    # (the baseline's own plan has its streams: over the bound, they need not be run)
+    candidates: list[tuple[Found, str]] = [((hint, None), "hint")] \
+        if evaluator.baseline.events <= events_floor else []
+    if not windowed(dag, options):
+        evaluator = replace(evaluator, orders=Orders.of(graph))
+        # (the first of the serial prologues is every node on one stream, tried above)
+        candidates += [(found, "one-stream+prologue" + ("+reordered" if found[1] else ""))
+                       for found in serial_prologues(dag, task_durations(graph, dag,
+                                                                         evaluator.costs),
+                                     evaluator.orders)[1:]]
+    for (chains, order), phase in candidates:
+        if len(chains) <= stream_limit \
+                and not breaks(graph, dag, constraints, assignment_of(dag, chains)) \
+                and at_floor(evaluator, chains, order, events_floor=events_floor):
+            return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0, phase,
+                          order)
+    return None
+
+
+def at_floor(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...], order: Order | None,
+             *, events_floor: int | None) -> bool:
+    """Does the plan of `chains` (in `order`) run within the makespan and device limits with
+    no more events than `events_floor` (the events bound), on no more logical streams than
+    its tasks' time over the makespan limit asks for (a logical stream runs its tasks one at
+    a time, its physical streams one after the other)? Then no plan has fewer events, nor as
+    few on fewer streams. Only under the events objective and `ge` concurrency."""
+    options = evaluator.options
+    if events_floor is None or options.objective != "events" or options.concurrency != "ge":
+        return False
+    tasks, names, limit = evaluator.tasks, evaluator.dag.names, evaluator.limit_us()
+    work = [sum(tasks[names[v]][1] for v in chain) for chain in chains]
+    if max(work, default=0.0) > limit + EPS_US or (
+            len(chains) > 1 and len(chains) > math.ceil(sum(work) / limit - 1e-9)):
+        return False  # one stream too slow, or too many streams: known without a run
+    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
+    return outcome is not None and outcome.events <= events_floor \
+        and outcome.makespan_us <= evaluator.limit_us() + EPS_US
+
+
+def one_stream(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+               evaluator: Evaluator, events_floor: int) -> Search | None:
+    """Every node on one stream, when its plan holds the rules and runs within the makespan
+    and device limits with no more events than `events_floor`: no plan has fewer events, nor
+    fewer streams, so no search can improve it (status OPTIMAL without the model's figures).
+    Where one stream runs fast enough, the model's capacity and schedule estimate can keep
+    CP-SAT from it (BERT base under the parallel options: 1122 task units, which the split
+    puts on two physical streams with one event; the polish found it after 7 s of CP-SAT)."""
+    if len(set(dag.graphs)) > 1:  # a stream stays in its graph
+        return None
+    one = (tuple(range(dag.size)),)
+    if breaks(graph, dag, constraints, [0] * dag.size) \
+            or not at_floor(evaluator, one, None, events_floor=events_floor):
+        return None
+    return Search(one, "OPTIMAL", None, None, 0.0, "one-stream")

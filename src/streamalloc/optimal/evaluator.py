@@ -1,0 +1,130 @@
+"""The searches' probe: the verified, emulated plan of a stream assignment, and how many
+such runs fit in a share of --time-limit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from streamalloc.allocation import Allocation
+from streamalloc.errors import AllocationInfeasible
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.evaluate import Outcome, chains_of_assignment, evaluate, optimal_allocation
+from streamalloc.optimal.numbering import Numbering, by_first_node
+from streamalloc.optimal.options import FREE, TIME_SCALE, OptimalOptions, makespan_limit_us
+from streamalloc.optimal.order import Order, Orders
+from streamalloc.rules import RuleSet
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.program import NodeTask, graph_node_tasks
+from streamalloc.runtime_emu.results import EmulationResult
+from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.driver import synchronize
+from streamalloc.sync.limits import without_device_limits
+
+EVALUATION_US = 800  # wall time of one evaluation of the makespan search (sync, emulate)
+TASK_US = 17  # plus this per task of its program: the fit of the medians on the 18 inputs of
+# bench/ (1-35 ms each, 2-core machine, 2026-12), x 0.8 since the node tasks are computed once
+# per search (the median evaluation of those inputs, old and new code in one run); the
+# searches' budgets are counts derived from it, not clocks, so their plans are deterministic
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """The verified, emulated plan of a stream assignment (makespan in schedule units), its
+    streams numbered by `numbering`, synchronized in an execution order (`orders`: the search
+    may change it; None: always the graph's T-order)."""
+
+    graph: Graph
+    dag: TaskDag
+    baseline: Outcome
+    options: OptimalOptions
+    costs: CostTable
+    numbering: Numbering = by_first_node
+    orders: Orders | None = None
+
+    @cached_property
+    def tasks(self) -> dict[str, NodeTask]:
+        """The graph's node tasks, computed once: the plans differ, the tasks do not."""
+        return graph_node_tasks(self.graph, self.costs)
+
+    @cached_property
+    def lifted(self) -> Graph:
+        """The graph without its stream, event and notify limits."""
+        return without_device_limits(self.graph)
+
+    def outcome(self, streams: Sequence[int], order: Order | None = None) -> Outcome | None:
+        """None when the plan is over a device limit."""
+        try:
+            return evaluate(self.graph, self._allocation(streams), None, self.options.sync,
+                            self.costs, in_order=self._in_order(order), tasks=self.tasks)
+        except AllocationInfeasible:
+            return None
+
+    def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
+        """Emulated makespan of the unverified run (infinite over the task capacity): the
+        polish's probe, as `run` is the search's (the driver verifies the plan it writes).
+        The polish only lowers the events and the streams, so the event budget and the
+        device's stream, event and notify limits are checked on its result, not here: from a
+        start over one it comes within step by step."""
+        result = self.run(streams, order, budgeted=False, lifted=True)
+        if result is None:
+            return math.inf  # type: ignore[return-value]
+        return math.ceil(result.makespan_us * TIME_SCALE)
+
+    def run(self, streams: Sequence[int], order: Order | None = None, *,
+            budgeted: bool = True, lifted: bool = False) -> EmulationResult | None:
+        """The emulated run of an assignment's plan, unverified (the search's probe; None
+        over a device limit or, when `budgeted`, over the makespan objective's event
+        budget); `lifted`: with the stream, event and notify limits lifted."""
+        budget = self.options.event_budget if budgeted else None
+        graph = self._in_order(order)
+        try:
+            plan = synchronize(without_device_limits(graph) if lifted else graph,
+                               self._allocation(streams), sync=self.options.sync)
+            if budget is not None and plan.event_count + plan.notify_count > budget:
+                return None
+            return emulate(self.lifted if lifted else self.graph, plan.to_json(),
+                           costs=self.costs, tasks=self.tasks)
+        except AllocationInfeasible:
+            return None
+
+    def _allocation(self, streams: Sequence[int]) -> Allocation:
+        return optimal_allocation(self.graph, self.baseline.allocation, self.dag,
+                                  self.numbering(chains_of_assignment(streams)),
+                                  rules=RuleSet(FREE, "static", ()), constraints=[])
+
+    def _in_order(self, order: Order | None) -> Graph:
+        """The graph in `order` (None: its own order)."""
+        return self.graph if order is None or self.orders is None \
+            else self.orders.graph_in(order)
+
+    def limit(self) -> int:
+        """The baseline's makespan x (1 + slack), in schedule units rounded down (the
+        searches compare run lengths rounded up)."""
+        return math.floor(self.limit_us() * TIME_SCALE)
+
+    def limit_us(self) -> float:
+        """The baseline's makespan x (1 + slack) in us, as the driver checks the plan."""
+        return makespan_limit_us(self.baseline.makespan_us, self.options.makespan_slack)
+
+
+def evaluation_count(evaluator: Evaluator, streams: Sequence[int], seconds: float) -> int:
+    """How many evaluations of plans like that of `streams` take about `seconds` of wall time
+    (its program's tasks, Sends and Recvs included, decide the cost)."""
+    result = evaluator.run(streams, budgeted=False)
+    tasks = result.program.task_count() if result is not None else evaluator.dag.size
+    return max(1, int(seconds * 1e6 / (EVALUATION_US + TASK_US * tasks)))
+
+
+def lifted_run(evaluator: Evaluator, streams: Sequence[int], order: Order | None
+               ) -> tuple[int, float] | None:
+    """The events (and notifies) and the emulated makespan of an assignment's plan with the
+    device's stream, event and notify limits lifted (None over the task capacity): a plan
+    over the event limit is polished down to the budget as one over the budget is."""
+    result = evaluator.run(streams, order, budgeted=False, lifted=True)
+    if result is None:
+        return None
+    return result.program.event_count + result.program.notify_count, result.makespan_us

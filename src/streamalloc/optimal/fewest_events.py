@@ -1,0 +1,182 @@
+"""The events objective's choice of the plan to write: the fewest events, then the fastest,
+of the polished streams, one stream with its prologue aside, and assignments in orders that
+batch their waits (`optimal/waits.py`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.chain_model import windowed
+from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
+from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.found import Found
+from streamalloc.optimal.options import EPS_US
+from streamalloc.optimal.order import Orders
+from streamalloc.optimal.polishing import polish_streams
+from streamalloc.optimal.prologue import serial_prologues
+from streamalloc.optimal.waits import Assignment, latest_starts, waits_batched
+from streamalloc.rules.constraints import Constraint
+from streamalloc.solver.dag import TaskDag
+
+WAITS_SLACK = (1.0, 0.25, -0.5)  # shares of what the first run left of the makespan limit
+# that the runs batching waits may spend (`orders_batching_waits`): on the training steps under the
+# parallel options the fewest events came at 1.0 (the 12-layer transformer, the T5 and
+# ResNet-50 steps' AllReduces aside) and 0.25 (GPT-2 small's polished streams, 67 events); a
+# negative share tightens the latest starts where the first run is over the limit
+ASIDE_SHARE = 0.1  # of the task time: the engines whose nodes the orders batching waits try on
+# a stream beside one of the rest (ResNet-50 training step under the parallel options: AI Core
+# 28%, HCCL 72%, AI CPU and GE-local less than 5%; trying all four cost the T5 small step 8 s)
+ASIDE_FOLLOWED = (0.25, 1.0)  # shares of an engine's nodes (first in T-order) whose followers
+# join them aside (`engines_aside`). Training steps under the parallel options, the
+# AllReduces aside in orders batching waits: ResNet-50 at slack 0, 49 events with none
+# following, 47 with the first quarter's (0.5: 48; all: 44 at 10.30 ms, over ge mode's
+# 10.15, fine at slack 5%); GPT-2 small 64 -> 63; the 12-layer transformer at slack 5% 29 -> 27
+WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
+# graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
+
+
+def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
+           constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
+           within_us: float, most: int | None, durations: Sequence[int]
+           ) -> tuple[Found, str | None, int | None]:
+    """The plan to write: the fewest events, then the fastest, within `within_us` and `most`
+    events, of the polished streams and, under the events objective (not in windows, where a
+    run costs seconds), of every node on one stream and that stream with its prologue on side
+    streams (`serial_prologues`) where they hold the rules: no events but the stream's
+    splits and one per prologue layer or run, and the prologue off the critical path (T5
+    small under the parallel options: 2 events at 2263 us in runs of three layers, where the
+    model's streams polished ran 3 at 2280); up to WAITS_NODES streamed nodes also of the
+    polished and the baseline's streams in the orders that batch their waits (the ResNet-50
+    training step under the parallel options: 98 -> 49 events); and the phase that made it
+    (None: the polish of the search's streams; one that starts with "+": the search's phase
+    followed by it), and its events where they were measured."""
+    candidates = list(polished)
+    batched: list[Found] = []
+    hinted: list[Found] = []
+    aside: list[Found] = []
+    measured: dict[Found, Outcome | None] = {}
+    if evaluator.options.objective == "events" and (
+            dag.size <= WAITS_NODES or not windowed(dag, evaluator.options)):
+        evaluator = replace(evaluator, orders=Orders.of(graph))
+        if not windowed(dag, evaluator.options):
+            candidates += [(chains, order) for chains, order
+                           in serial_prologues(dag, durations, evaluator.orders)
+                           if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
+        if dag.size <= WAITS_NODES:
+            times = [evaluator.tasks[name][1] for name in dag.names]
+            batched = orders_batching_waits(dag, polished, evaluator, times, measured)
+            hinted = orders_batching_waits(dag, [hint], evaluator, times, measured)
+            aside = orders_batching_waits(dag, [(chains, None) for chains
+                                          in engines_aside(graph, dag, times)
+                                          if not breaks(graph, dag, constraints,
+                                                        assignment_of(dag, chains))],
+                                    evaluator, times, measured)
+            candidates += batched + hinted + aside
+    # an assignment found twice (the polish kept the baseline's streams) is run once; its
+    # phase is the first list's
+    best = fewest_events(dag, list(dict.fromkeys(candidates)), evaluator,
+                         within_us=within_us, most=most, measured=measured)
+    if best is None:  # none runs within the limit (the model's schedule only estimates the
+        # emulated run: a cost table of wide kernels), or with as few events as the baseline
+        # (the model counts split pairs). The baseline's streams do, and so do they polished.
+        streams, order = hint
+        return (polish_streams(graph, dag, streams, order, constraints=constraints,
+                               evaluator=evaluator, limit=limit, spare=spare), order), \
+            "hint+polish", None
+    outcome = measured[best]
+    events = None if outcome is None else outcome.events
+    if best in polished:
+        return best, None, events
+    if best in batched:
+        return best, "+polish+waits", events
+    if best in hinted:
+        return best, "hint+waits", events
+    if best in aside:
+        return best, "one-stream+engine+waits", events
+    return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else ""), events
+
+
+def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
+                  ) -> list[tuple[tuple[int, ...], ...]]:
+    """For each engine with at least ASIDE_SHARE of the task time, its nodes on one stream and
+    the others on another (the AllReduces of a training step beside its compute), then its
+    nodes with every node after its first ASIDE_FOLLOWED shares of them (the updates behind
+    those AllReduces: no event back to the compute) unless that is every node; none for a
+    model with subgraphs or a single engine."""
+    if len(set(dag.graphs)) > 1:  # a stream stays in its graph
+        return []
+    engines = [graph.node(name).engine for name in dag.names]
+    work: dict[str | None, float] = {}
+    for engine, time in zip(engines, times, strict=True):
+        work[engine] = work.get(engine, 0.0) + time
+    total = sum(work.values())
+    result = []
+    for heavy, spent in work.items():
+        if len(work) < 2 or spent < ASIDE_SHARE * total:
+            continue
+        own = [e == heavy for e in engines]
+        result.append(chains_of_assignment([int(a) for a in own]))
+        mine = [v for v in range(dag.size) if own[v]]
+        for share in ASIDE_FOLLOWED:
+            first = set(mine[:math.ceil(share * len(mine))])
+            after = [False] * dag.size
+            for v in range(dag.size):  # T-order: producers first
+                after[v] = v in first or any(after[p] for p in dag.preds[v])
+            aside = [a or b for a, b in zip(own, after, strict=True)]
+            if not all(aside):
+                result.append(chains_of_assignment([int(a) for a in aside]))
+    return list(dict.fromkeys(result))
+
+
+def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator,
+                          times: Sequence[float], measured: dict[Found, Outcome | None]
+                          ) -> list[Found]:
+    """Each distinct assignment of `found` in the orders that batch its streams' waits
+    (`optimal/waits.py`): a first run without latest starts, then runs that wait while
+    WAITS_SLACK shares of what the first left of the makespan limit last; each with the most
+    urgent node first and in T-order (`times`: the emulator's task time of each node). The
+    first runs' outcomes go into `measured`."""
+    orders = evaluator.orders
+    if orders is None:
+        return []
+    latency = evaluator.costs.event_record_us + evaluator.costs.event_wait_us
+    result: list[Found] = []
+    for chains in dict.fromkeys(chains for chains, _ in found):
+        streams = Assignment(dag, assignment_of(dag, chains), times, latency)
+        for urgent_first in (True, False):
+            first = waits_batched(streams, urgent_first=urgent_first)
+            order = orders.following([dag.names[v] for v in first.placed])
+            result.append((chains, order))
+            outcome = measured[(chains, order)] = evaluator.outcome(streams.streams, order)
+            if outcome is None:
+                continue
+            left = evaluator.limit_us() - outcome.makespan_us
+            for share in WAITS_SLACK:
+                latest = latest_starts(streams, first, first.makespan + share * left)
+                run = waits_batched(streams, urgent_first=urgent_first, latest=latest)
+                result.append((chains, orders.following([dag.names[v] for v in run.placed])))
+    return list(dict.fromkeys(result))
+
+
+def fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *,
+                  within_us: float, most: int | None,
+                  measured: dict[Found, Outcome | None] | None = None) -> Found | None:
+    """Of the streams whose plan (each in its order) runs within `within_us` and the device
+    limits, with at most `most` events if given, those that need the fewest events, then run
+    fastest (the first on a tie); None if none does. `measured`: outcomes already known, and
+    where those measured here go."""
+    scored = []
+    for k, (chains, order) in enumerate(candidates):
+        if measured is not None and (chains, order) in measured:
+            outcome = measured[(chains, order)]
+        else:
+            outcome = evaluator.outcome(assignment_of(dag, chains), order)
+            if measured is not None:
+                measured[(chains, order)] = outcome
+        if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
+                and (most is None or outcome.events <= most):
+            scored.append((outcome.events, outcome.makespan_us, k))
+    return candidates[min(scored)[2]] if scored else None

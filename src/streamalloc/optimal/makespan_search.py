@@ -1,0 +1,117 @@
+"""The makespan objective's emulated search: the critical-chain search from the fastest
+start, and the numbering of the streams that runs fastest."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.critical import improvements
+from streamalloc.optimal.evaluate import assignment_of, chains_of_assignment, rule_guard
+from streamalloc.optimal.evaluator import Evaluator, evaluation_count
+from streamalloc.optimal.found import Found
+from streamalloc.optimal.makespan_budget import fullest, within_bar, within_budget
+from streamalloc.optimal.makespan_starts import (
+    fastest,
+    makespan_starts,
+    outcomes_of,
+    packed_starts,
+    repaired,
+)
+from streamalloc.optimal.numbering import critical_first
+from streamalloc.optimal.options import TIME_SCALE
+from streamalloc.optimal.order import Order, Orders
+from streamalloc.rules.constraints import Constraint
+from streamalloc.runtime_emu.results import EmulationResult
+from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.model import SolveInput
+
+CRITICAL_SHARE = 0.8  # of --time-limit for the critical-chain search
+FULLER_SHARE = 0.4  # for its second run under an event budget, from the start that uses it
+
+
+def sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+            order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator,
+            share: float = CRITICAL_SHARE) -> list[Found]:
+    """The critical-chain local search from the fastest candidate, in its order (moves that
+    break a rule are not tried; the execution order changes when `evaluator.orders` allows),
+    `share` of --time-limit in evaluations: the streams and orders (None: the graph's) that
+    were its best when found, in that order."""
+    guard = rule_guard(graph, dag, constraints)
+    start = assignment_of(dag, chains)
+
+    def run(streams: Sequence[int], order: Order | None) -> EmulationResult | None:
+        moved = [v for v in range(dag.size) if streams[v] != start[v]]
+        return evaluator.run(streams, order) if guard(streams, moved) else None
+
+    budget = evaluation_count(evaluator, start, evaluator.options.time_limit * share)
+    found = improvements(dag, start, run, budget, seed=evaluator.options.seed,
+                         orders=evaluator.orders, order=order)
+    own = evaluator.orders.start if evaluator.orders else None
+    return [(chains_of_assignment(streams), None if order == own else order)
+            for streams, order in found[1:]]
+
+
+def numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Evaluator]
+             ) -> tuple[tuple[tuple[int, ...], ...], Order | None, Evaluator, int]:
+    """The streams and order of `found` (the start, then the search's bests) and the
+    numbering of their ids (`evaluators`, by first node first) that run fastest, verified and
+    within the event budget, with that makespan; the start by first node when none is under
+    `limit`.
+    The search numbers by first node (numbered otherwise it takes other paths, longer on T5
+    and a GE dump), so a best it found earlier may run faster numbered critical first; ties go
+    to the latest found and the first numbering."""
+    best = (*found[0], evaluators[0], limit)
+    budget = evaluators[0].options.event_budget
+    for chains, order in reversed(found):
+        for evaluator in evaluators:
+            outcome = evaluator.outcome(assignment_of(dag, chains), order)
+            if outcome is None or (budget is not None and outcome.events > budget):
+                continue
+            makespan = math.ceil(outcome.makespan_us * TIME_SCALE)
+            if makespan < best[3]:
+                best = (chains, order, evaluator, makespan)
+    return best
+
+
+def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
+                 hint: tuple[tuple[int, ...], ...], data: SolveInput,
+                 constraints: list[Constraint], evaluator: Evaluator, stream_limit: int
+                 ) -> tuple[Found, Evaluator, int, float]:
+    """The fastest emulated plan of the makespan objective: of the starts (`chains`, CP-SAT's;
+    `optimal/makespan_starts.py`) and, under an event budget, the starts brought within it
+    (`optimal/makespan_budget.py`), the fastest, improved by the critical-chain search (also
+    from the fullest start within the budget), the fastest of its successive bests, their
+    streams numbered by first node or critical first (`optimal/numbering.py`); under a budget
+    and slower than ge mode x (1 + slack), ge mode's streams polished within both, where they
+    are. With the evaluator that numbers its streams, its makespan in schedule units (the
+    polish's bound) and CP-SAT's deterministic time for the packings."""
+    evaluator = replace(evaluator, orders=Orders.of(graph))
+    packed, packing_time = packed_starts(graph, dag, evaluator)
+    starts = [repaired(graph, dag, start, constraints, data.durations,
+                       stream_limit=stream_limit)
+              for start in makespan_starts(graph, dag, chains, data.durations, evaluator)
+              + packed]
+    outcomes = outcomes_of(graph, dag, starts, constraints, evaluator)
+    more = within_budget(graph, dag, starts, outcomes,
+                         hint=(hint, None), durations=data.durations,
+                         stream_limit=stream_limit, constraints=constraints,
+                         evaluator=evaluator)
+    candidates = starts + more
+    measured = outcomes + outcomes_of(graph, dag, more, constraints, evaluator)
+    chains, order, limit = fastest(candidates, measured, evaluator)
+    bests = sped_up(graph, dag, chains, order, constraints=constraints,
+                    evaluator=evaluator)
+    fuller = fullest(candidates, measured, evaluator.options.event_budget)
+    if fuller is not None and fuller != (chains, order):
+        bests += [fuller, *sped_up(graph, dag, *fuller, constraints=constraints,
+                                   evaluator=evaluator, share=FULLER_SHARE)]
+    chains, order, evaluator, limit = numbered(
+        dag, [(chains, order), *bests], limit,
+        [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
+    if limit > evaluator.limit() and evaluator.options.event_budget is not None:
+        chains, order, limit = within_bar(graph, dag, hint, constraints, evaluator) \
+            or (chains, order, limit)
+    return (chains, order), evaluator, limit, packing_time

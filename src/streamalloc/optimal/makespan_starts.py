@@ -1,0 +1,145 @@
+"""The makespan objective's starting points: CP-SAT's streams, Nimble's chains, one stream
+per engine, the list schedules, CP-SAT's packings, each also with its prologue aside; each
+repaired within the rules and the stream limit, emulated, the fastest first."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, matching_chains
+from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.found import Found
+from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
+from streamalloc.optimal.options import TIME_SCALE
+from streamalloc.optimal.order import Order, Orders
+from streamalloc.optimal.packing import packing, streams_of_packing
+from streamalloc.optimal.prologue import with_prologues
+from streamalloc.optimal.repair import within_rules, within_stream_limit
+from streamalloc.rules.constraints import Constraint
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.limits import limits_of
+
+PACKING_ROUNDS = 2  # CP-SAT's packings of the tasks on the engines' units (makespan starts),
+PACKING_SHARE = 0.05  # each with this share of --time-limit. On the 18 inputs of bench/: T5
+# 2062 -> 2009 us, ResNet-50 809 -> 807, the others unchanged. Three rounds of 0.1 did no
+# better for more wall time; the serial schedule alone (or in the second round) left
+# Inception v2 at 729 or 727 us instead of 722
+PACKING_SOLVER_NODES = 2000  # streamed nodes; above, the serial schedule alone (a 10k-node
+# layered graph: CP-SAT took 15.9 s of wall time for 0.32 deterministic s, its serial hint 0.15
+# s, and found nothing shorter)
+
+
+def _patience(costs: CostTable) -> float:
+    """How long the patient list schedule waits for its producer's stream: what an event on
+    the edge costs instead (record and wait latency, its Send and its Recv), and a launch."""
+    return 2 * (costs.event_record_us + costs.event_wait_us) + costs.launch_us
+
+
+def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]:
+    """Starting points for the makespan objective: Nimble's chains (only ordered nodes share
+    a stream: the most parallel plan) and one stream per graph and engine."""
+    per_engine: dict[tuple[str, str], list[int]] = {}
+    for v, name in enumerate(dag.names):
+        per_engine.setdefault((dag.graphs[v], graph.node(name).engine), []).append(v)
+    return [matching_chains(dag), tuple(tuple(c) for c in per_engine.values())]
+
+
+def makespan_starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+                    durations: Sequence[int], evaluator: Evaluator) -> list[Found]:
+    """The makespan objective's starting points: `chains` (CP-SAT's), `_candidates`, the list
+    schedules, and each of them with its prologue on side streams (`optimal/prologue.py`; the
+    variants that run it in runs of layers need their own execution order, so they start
+    from the candidates in T-order, and only where the search may order)."""
+    found: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
+    found += _list_schedules(graph, dag, evaluator.costs, evaluator.orders)
+    return with_prologues(dag, found, durations, evaluator.orders)
+
+
+def packed_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[list[Found], float]:
+    """Streams from CP-SAT's packings (`optimal/packing.py`; above PACKING_SOLVER_NODES the
+    serial schedules), run in the packing's order where the search may order, and CP-SAT's
+    deterministic time for them. The first packing ignores sync; the next one delays each
+    dependency that the streams before it put on two streams by an event's record and wait,
+    so it packs with the sync those streams pay."""
+    options, costs, orders = evaluator.options, evaluator.costs, evaluator.orders
+    tasks = [evaluator.tasks[name] for name in dag.names]
+    latency = math.ceil((costs.event_record_us + costs.event_wait_us) * TIME_SCALE)
+    found: list[Found] = []
+    delays: dict[tuple[int, int], int] = {}
+    spent = 0.0
+    share = PACKING_SHARE if dag.size <= PACKING_SOLVER_NODES else 0.0
+    for _ in range(PACKING_ROUNDS):
+        packed = packing(dag, tasks, costs, time_limit=options.time_limit * share,
+                         seed=options.seed, workers=options.workers, delays=delays)
+        spent += packed.deterministic_time
+        dealt = streams_of_packing(dag, packed, limits_of(graph).max_streams,
+                                   in_t_order=orders is None)
+        if dealt is None:
+            break
+        chains, sequence = dealt
+        found.append((chains, None if orders is None
+                      else orders.following([dag.names[v] for v in sequence])))
+        streams = assignment_of(dag, chains)
+        delays = {(u, v): latency for u, v in dag.reduction if streams[u] != streams[v]}
+    return found, spent
+
+
+def _list_schedules(graph: Graph, dag: TaskDag, costs: CostTable, orders: Orders | None
+                    ) -> list[Found]:
+    """The list schedule and its patient variant; when the search may order, also both with
+    streams that take any idle task, run in the order the schedule placed them."""
+    max_streams = limits_of(graph).max_streams
+    found: list[Found] = []
+    for patience in (0.0, _patience(costs)):
+        found.append((list_schedule_chains(graph, dag, costs, max_streams, patience), None))
+    if orders is not None:
+        for patience in (0.0, _patience(costs)):
+            chains, placed = list_schedule_in_order(graph, dag, costs, max_streams, patience)
+            found.append((chains, orders.following([dag.names[v] for v in placed])))
+    return found
+
+
+def repaired(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constraint],
+             durations: Sequence[int], *, stream_limit: int) -> Found:
+    """`start` with nodes moved and streams merged within the rules, then within the
+    device's stream limit (`optimal/repair.py`); as it is when they cannot be (the rules or
+    the limit then reject it)."""
+    chains, order = start
+    repaired = within_rules(graph, dag, chains, constraints, durations)
+    limited = None if repaired is None else within_stream_limit(
+        graph, dag, repaired, limit=stream_limit, constraints=constraints, durations=durations)
+    return start if limited is None else (limited, order)
+
+
+def outcomes_of(graph: Graph, dag: TaskDag, candidates: list[Found],
+                constraints: list[Constraint], evaluator: Evaluator) -> list[Outcome | None]:
+    """Each candidate's verified, emulated plan; None where it breaks a rule or a device
+    limit."""
+    found: list[Outcome | None] = []
+    for chains, order in candidates:
+        streams = assignment_of(dag, chains)
+        if breaks(graph, dag, constraints, streams):
+            found.append(None)
+        else:
+            found.append(evaluator.outcome(streams, order))
+    return found
+
+
+def fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator: Evaluator
+            ) -> tuple[tuple[tuple[int, ...], ...], Order | None, int]:
+    """The candidate with the shortest emulated makespan (its outcome given; within the event
+    budget), and that makespan as the polish's bound."""
+    budget = evaluator.options.event_budget
+    best: tuple[int, int, Found] | None = None
+    for k, (found, outcome) in enumerate(zip(candidates, outcomes, strict=True)):
+        if outcome is None or (budget is not None and outcome.events > budget):
+            continue
+        score = (math.ceil(outcome.makespan_us * TIME_SCALE), k)
+        if best is None or score < best[:2]:
+            best = (*score, found)
+    if best is None:
+        return *candidates[0], evaluator.limit()
+    return *best[2], best[0]
