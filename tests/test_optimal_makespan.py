@@ -27,7 +27,8 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal, bounds, chain_model
-from streamalloc.optimal.bounds import graph_sync_aware_bound, jackson, sync_aware_bound
+from streamalloc.optimal.bounds import graph_sync_aware_bound, sync_aware_bound
+from streamalloc.optimal.cliques import jackson
 from streamalloc.optimal.critical import critical_chain, improvements
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator

@@ -17,7 +17,8 @@ from real_models import DATA
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal.bounds import _grown, _swapped, graph_sync_aware_bound, makespan_bound
+from streamalloc.optimal.bounds import graph_sync_aware_bound, makespan_bound
+from streamalloc.optimal.cliques import _grown, _swapped
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.split_join import least_gap
