@@ -194,18 +194,25 @@ def test_each_engine_with_a_tenth_of_the_work_aside_is_an_assignment_to_batch() 
     assert 1 <= len(heavy) < len(work)  # the GE-local and AI CPU nodes are too few
     found = fewest_events.engines_aside(graph, dag, times)
     expected = []
-    for engine in heavy:  # its nodes aside; then with the nodes after a quarter, after all
+    def reached(first: list[int]) -> set[int]:
+        found = set(first)
+        for u, v in dag.edges:  # in T-order of u
+            if u in found:
+                found.add(v)
+        return found
+
+    for engine in heavy:  # its nodes aside; then with the nodes after a quarter, after all;
+        # then its first tenths with the nodes after them
         aside = [v for v in range(dag.size) if engines[v] == engine]
         expected.append(frozenset(aside))
         for first in (aside[:math.ceil(len(aside) / 4)], aside):
-            followed = set(aside)
-            reached = set(first)
-            for u, v in dag.edges:  # in T-order of u
-                if u in reached:
-                    reached.add(v)
-            followed |= reached
+            followed = set(aside) | reached(first)
             if len(followed) < dag.size:  # else one stream
                 expected.append(frozenset(followed))
+        for tenths in range(1, 10):
+            led = reached(aside[:math.ceil(tenths * len(aside) / 10)])
+            if len(led) < dag.size:
+                expected.append(frozenset(led))
     expected = list(dict.fromkeys(expected))
     assert len(found) == len(expected) > len(heavy)  # the HCCL nodes have consumers
     for chains, aside in zip(found, expected, strict=True):

@@ -34,6 +34,12 @@ ASIDE_FOLLOWED = (0.25, 1.0)  # shares of an engine's nodes (first in T-order) w
 # AllReduces aside in orders batching waits: ResNet-50 at slack 0, 49 events with none
 # following, 47 with the first quarter's (0.5: 48; all: 44 at 10.30 ms, over ge mode's
 # 10.15, fine at slack 5%); GPT-2 small 64 -> 63; the 12-layer transformer at slack 5% 29 -> 27
+ASIDE_LEADS = range(1, 10)  # tenths of an engine's nodes (first in T-order) put aside with
+# every node after them, its later nodes left with the others: the first AllReduces and their
+# updates beside the rest of the backward pass, which runs the last AllReduces itself. Training
+# steps under the parallel options at slack 0, in orders batching waits: ResNet-50 47 -> 45
+# events, GPT-2 small 63 -> 60, BERT base 69 -> 68, the 12- and 48-layer transformers 28 -> 27
+# and 109 -> 105
 WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
 # graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
 
@@ -104,8 +110,9 @@ def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
     """For each engine with at least ASIDE_SHARE of the task time, its nodes on one stream and
     the others on another (the AllReduces of a training step beside its compute), then its
     nodes with every node after its first ASIDE_FOLLOWED shares of them (the updates behind
-    those AllReduces: no event back to the compute) unless that is every node; none for a
-    model with subgraphs or a single engine."""
+    those AllReduces: no event back to the compute), then its first ASIDE_LEADS tenths of them
+    with every node after them (its later nodes stay on the other stream), each unless that
+    is every node; none for a model with subgraphs or a single engine."""
     if len(set(dag.graphs)) > 1:  # a stream stays in its graph
         return []
     engines = [graph.node(name).engine for name in dag.names]
@@ -121,14 +128,24 @@ def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
         result.append(chains_of_assignment([int(a) for a in own]))
         mine = [v for v in range(dag.size) if own[v]]
         for share in ASIDE_FOLLOWED:
-            first = set(mine[:math.ceil(share * len(mine))])
-            after = [False] * dag.size
-            for v in range(dag.size):  # T-order: producers first
-                after[v] = v in first or any(after[p] for p in dag.preds[v])
+            after = _reached(dag, mine[:math.ceil(share * len(mine))])
             aside = [a or b for a, b in zip(own, after, strict=True)]
             if not all(aside):
                 result.append(chains_of_assignment([int(a) for a in aside]))
+        for tenths in ASIDE_LEADS:
+            aside = _reached(dag, mine[:-(-tenths * len(mine) // 10)])
+            if not all(aside):
+                result.append(chains_of_assignment([int(a) for a in aside]))
     return list(dict.fromkeys(result))
+
+
+def _reached(dag: TaskDag, first: Sequence[int]) -> list[bool]:
+    """Per node of `dag`, is it one of `first` or after one of them?"""
+    seeds = set(first)
+    after = [False] * dag.size
+    for v in range(dag.size):  # T-order: producers first
+        after[v] = v in seeds or any(after[p] for p in dag.preds[v])
+    return after
 
 
 def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator,
