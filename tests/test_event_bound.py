@@ -20,7 +20,7 @@ from streamalloc.optimal import OptimalOptions, event_bound, task_dag
 from streamalloc.optimal.at_bounds import one_stream
 from streamalloc.optimal.evaluate import evaluate
 from streamalloc.optimal.evaluator import Evaluator
-from streamalloc.optimal.event_bound import _capacity, events_bound
+from streamalloc.optimal.event_bound import events_bound, node_capacity
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -136,7 +136,7 @@ def test_every_plan_with_one_event_passes_the_one_event_check(rng: random.Random
     tasks = graph_node_tasks(graph, COSTS)
     fits = one_event_fits(
         dag, range(dag.size), [tasks[n][1] for n in dag.names],
-        [main_units(graph, graph.node(n)) for n in dag.names], capacity=_capacity(graph),
+        [main_units(graph, graph.node(n)) for n in dag.names], capacity=node_capacity(graph),
         limit_us=result.makespan_us + EPS_US, record_us=COSTS.event_record_us,
         wait_us=COSTS.event_wait_us, time_limit=5.0)
     assert fits is True

@@ -155,7 +155,7 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
                              PARALLEL)
     options = OptimalOptions(time_limit=1.0)
     plan, report = allocate_optimal(graph, None, options)
-    assert report.phase.endswith("+waits")
+    assert "+waits" in report.phase  # (then `+grouped`: its AllReduces back to back)
     document = plan.to_json()
     verify_plan(graph, document).raise_for_failure()
     run = emulate(graph, document)
@@ -177,7 +177,7 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
     assert ordered and all(ordered)
     monkeypatch.setattr(fewest_events, "WAITS_NODES", 0)
     _, without = allocate_optimal(graph, None, options)
-    # measured: 36 events against 94
+    # measured: 31 events against 94 (36 before the grouped large tasks)
     assert report.events_final <= 0.6 * without.events_final
 
 

@@ -66,7 +66,7 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
     units = [main_units(graph, graph.node(n)) for n in dag.names]
     tasks = graph_node_tasks(graph, costs)  # the emulator's: launch and run of each task
     times = [tasks[n][1] for n in dag.names]
-    capacity = _capacity(graph)
+    capacity = node_capacity(graph)
 
     def streams(members: Sequence[int]) -> int:
         need = 1 if members else 0
@@ -137,7 +137,7 @@ def _components(dag: TaskDag) -> list[list[int]]:
     return sorted(sorted(c) for c in nx.connected_components(joined))
 
 
-def _capacity(graph: Graph) -> int | None:
+def node_capacity(graph: Graph) -> int | None:
     """Units of node tasks a physical stream holds at most (None: no split); the huge
     stream's in single-stream mode."""
     if graph.option(UNLIMITED_DEPTH) == "true":

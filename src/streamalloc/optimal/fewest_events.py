@@ -12,7 +12,9 @@ from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.found import Found
+from streamalloc.optimal.grouped import LARGE_SHARE, grouped
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.polishing import polish_streams
@@ -20,6 +22,7 @@ from streamalloc.optimal.prologue import serial_prologues
 from streamalloc.optimal.waits import Assignment, latest_starts, waits_batched
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.tasks import main_units
 
 WAITS_SLACK = (1.0, 0.25, -0.5)  # shares of what the first run left of the makespan limit
 # that the runs batching waits may spend (`orders_batching_waits`): on the training steps under the
@@ -40,6 +43,10 @@ ASIDE_LEADS = range(1, 10)  # tenths of an engine's nodes (first in T-order) put
 # steps under the parallel options at slack 0, in orders batching waits: ResNet-50 47 -> 45
 # events, GPT-2 small 63 -> 60, BERT base 69 -> 68, the 12- and 48-layer transformers 28 -> 27
 # and 109 -> 105
+GROUPED_SPAN = 2  # events above the fewest: the candidates also tried with each stream's large
+GROUPED_TRIES = 16  # tasks back to back (`_grouped`), at most this many, the fewest events
+# first (the GPT-2 small training step under the parallel options: its best, 60 events, stays;
+# one with 61 needs 59)
 WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
 # graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
 
@@ -83,8 +90,9 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
             candidates += batched + hinted + aside
     # an assignment found twice (the polish kept the baseline's streams) is run once; its
     # phase is the first list's
-    best = fewest_events(dag, list(dict.fromkeys(candidates)), evaluator,
-                         within_us=within_us, most=most, measured=measured)
+    unique = list(dict.fromkeys(candidates))
+    best = fewest_events(dag, unique, evaluator, within_us=within_us, most=most,
+                         measured=measured)
     if best is None:  # none runs within the limit (the model's schedule only estimates the
         # emulated run: a cost table of wide kernels), or with as few events as the baseline
         # (the model counts split pairs). The baseline's streams do, and so do they polished.
@@ -94,15 +102,64 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
             "hint+polish", None
     outcome = measured[best]
     events = None if outcome is None else outcome.events
+    made = _made(best, polished, batched, hinted, aside)
+    if evaluator.options.objective == "events" and dag.size <= WAITS_NODES \
+            and events is not None:
+        ranked = sorted((o.events, o.makespan_us, k) for k, found in enumerate(unique)
+                        if (o := measured.get(found)) is not None
+                        and o.makespan_us <= within_us + EPS_US
+                        and (most is None or o.events <= most))
+        near = [unique[k] for e, _, k in ranked if e <= events + GROUPED_SPAN]
+        better = _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, within_us=within_us,
+                          fewer_than=events)
+        if better is not None:
+            source, best, events = better
+            made = (_made(source, polished, batched, hinted, aside) or "+polish") + "+grouped"
+    return best, made, events
+
+
+def _made(best: Found, polished: list[Found], batched: list[Found], hinted: list[Found],
+          aside: list[Found]) -> str | None:
+    """The phase that made `best` (None: the polish of the search's streams; one that starts
+    with "+": the search's phase followed by it)."""
     if best in polished:
-        return best, None, events
+        return None
     if best in batched:
-        return best, "+polish+waits", events
+        return "+polish+waits"
     if best in hinted:
-        return best, "hint+waits", events
+        return "hint+waits"
     if best in aside:
-        return best, "one-stream+engine+waits", events
-    return best, "one-stream+prologue" + ("+reordered" if best[1] is not None else ""), events
+        return "one-stream+engine+waits"
+    return "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
+
+
+def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator, *,
+             within_us: float, fewer_than: int) -> tuple[Found, Found, int] | None:
+    """Of `near` (candidates that run within `within_us`) in the order that runs each
+    stream's large tasks back to back (`optimal/grouped.py`), the one with the fewest events,
+    then the fastest, where it needs fewer than `fewer_than`: the candidate, it in that order
+    and its events; else None."""
+    orders = Orders.of(graph)
+    capacity = node_capacity(graph)
+    if orders is None or capacity is None:
+        return None
+    best: tuple[int, float, Found, Found] | None = None
+    for chains, order in near:
+        streams = assignment_of(dag, chains)
+        large = {name: streams[v] for v, name in enumerate(dag.names)
+                 if main_units(graph, graph.node(name)) >= LARGE_SHARE * capacity}
+        start = order if order is not None else orders.start
+        moved = grouped(orders, start, large)
+        if moved == start:
+            continue
+        outcome = evaluator.outcome(streams, moved)
+        if outcome is None or outcome.events >= fewer_than \
+                or outcome.makespan_us > within_us + EPS_US:
+            continue
+        score = (outcome.events, outcome.makespan_us)
+        if best is None or score < best[:2]:
+            best = (*score, (chains, order), (chains, moved))
+    return None if best is None else (best[2], best[3], best[0])
 
 
 def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
