@@ -43,10 +43,11 @@ ASIDE_LEADS = range(1, 10)  # tenths of an engine's nodes (first in T-order) put
 # steps under the parallel options at slack 0, in orders batching waits: ResNet-50 47 -> 45
 # events, GPT-2 small 63 -> 60, BERT base 69 -> 68, the 12- and 48-layer transformers 28 -> 27
 # and 109 -> 105
-GROUPED_SPAN = 2  # events above the fewest: the candidates also tried with each stream's large
-GROUPED_TRIES = 16  # tasks back to back (`_grouped`), at most this many, the fewest events
-# first (the GPT-2 small training step under the parallel options: its best, 60 events, stays;
-# one with 61 needs 59)
+GROUPED_SPAN = 3  # events above the fewest: the candidates also tried with each stream's large
+GROUPED_TRIES = 48  # tasks back to back (`_grouped`), at most this many, the fastest first
+# (the ResNet-50 training step under the parallel options: a candidate with 47 events at 7091
+# us needs 43 so, where the fewest, 45 at 9796 us, need 43 at the same time; so the runs at
+# larger slacks find it too. The GPT-2 small step: its best, 60 events, stays; 61 need 59)
 WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k-node layered
 # graph their runs took 10.8 s and the plans 1.4 s each, for no fewer events
 
@@ -105,11 +106,12 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     made = _made(best, polished, batched, hinted, aside)
     if evaluator.options.objective == "events" and dag.size <= WAITS_NODES \
             and events is not None:
-        ranked = sorted((o.events, o.makespan_us, k) for k, found in enumerate(unique)
+        ranked = sorted((o.makespan_us, k) for k, found in enumerate(unique)
                         if (o := measured.get(found)) is not None
                         and o.makespan_us <= within_us + EPS_US
+                        and o.events <= events + GROUPED_SPAN
                         and (most is None or o.events <= most))
-        near = [unique[k] for e, _, k in ranked if e <= events + GROUPED_SPAN]
+        near = [unique[k] for _, k in ranked]
         better = _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, within_us=within_us,
                           fewer_than=events)
         if better is not None:
