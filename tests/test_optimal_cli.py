@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamalloc.cli import main
-from streamalloc.commands.compare import pareto_front
+from streamalloc.commands.compare import best_known, pareto_front
 from streamalloc.optimal import OptimalOptions, event_bound
 from streamalloc.report.compare_report import frontier_plot
 
@@ -110,13 +110,36 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = capsys.readouterr().out.split("optimal frontier:\n")[1].splitlines()
     assert table[0].split() == ["input", "objective", "slack_%", "event_budget", "events",
-                                "makespan_us", "status", "pareto"]
+                                "makespan_us", "status", "pareto", "from"]
     # the fastest plan (2 events, measured 294.8 us) and the slack-0 one (0 events) are two
     # apart: one budget between them
     assert [line.split()[1:4] for line in table[2:]] == [
         ["events", "0", "-"], ["events", "5", "-"], ["events", "10", "-"], ["events", "25", "-"],
         ["events", "50", "-"], ["makespan", "-", "1"], ["makespan", "-", "-"]]
-    assert {line.split()[-1] for line in table[2:]} <= {"yes", "no"}
+    assert {line.split()[-2] for line in table[2:]} <= {"yes", "no"}
+    assert all(line.split()[-1] == "-" or line.split()[-1].isdigit() for line in table[2:])
+
+
+def test_each_frontier_point_shows_the_best_plan_within_its_limits() -> None:
+    """A run at a larger slack may end worse than one at a smaller slack; the point then
+    shows the smaller slack's plan, which is within its limit too. A makespan point takes the
+    fastest plan within its budget."""
+    def entry(objective: str, slack: float | None, budget: int | None, events: int | None,
+              makespan: float | None) -> dict[str, object]:
+        return {"objective": objective, "slack": slack, "event_budget": budget,
+                "events": events, "makespan_us": makespan,
+                "status": "FEASIBLE" if events is not None else "NO_PLAN", "gap": None,
+                "reason": "", "events_bound": 41, "wall_s": 1.0}
+
+    points = [entry("events", 0.0, None, 43, 7077.7), entry("events", 5.0, None, 43, 8176.9),
+              entry("events", 10.0, None, None, None), entry("events", 25.0, None, 42, 12261.8),
+              entry("makespan", None, 97, 88, 9183.5), entry("makespan", None, 40, None, None),
+              entry("makespan", None, None, 258, 4165.9)]
+    shown = best_known(points)
+    assert [(p["events"], p["makespan_us"], p["carried_from"]) for p in shown] == [
+        (43, 7077.7, None), (43, 7077.7, 0), (43, 7077.7, 0), (42, 12261.8, None),
+        (43, 7077.7, 0), (None, None, None), (258, 4165.9, None)]
+    assert shown[2]["status"] == "FEASIBLE" and shown[2]["wall_s"] == 1.0
 
 
 def test_the_frontier_marks_the_points_another_beats_in_both() -> None:

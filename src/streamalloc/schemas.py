@@ -353,6 +353,10 @@ COMPARE_SCHEMA: dict[str, Any] = {
             "pareto": {"type": "boolean",
                        "description": "no other point of the graph needs no more events and "
                                       "runs no slower, one strictly"},
+            "carried_from": {"type": ["integer", "null"], "minimum": 0,
+                             "description": "the position among the graph's frontier points "
+                                            "of the point whose run found the plan shown "
+                                            "(within this point's limits); null: its own run"},
         }, required=("input", "graph", "objective", "slack", "event_budget", *_RESULT_KEYS,
                      "pareto"))},
     }, required=("format", "rows", "frontier")),

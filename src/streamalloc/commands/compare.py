@@ -45,6 +45,8 @@ NO_PLAN = "NO_PLAN"  # the optimal mode found no plan within the device limits
 _PLAN_FIGURES = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
                  "critical_path_us", "work_over_units_us")
 FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
+CARRIED = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us", "status",
+           "gap", "reason")  # a frontier point's figures that come from the plan it shows
 FRONTIER_SHARES = (0.25, 0.5, 0.75)  # of the events between the slack-0 and the fastest plan:
 # the frontier's event budgets (those strictly between, once each)
 
@@ -108,8 +110,55 @@ def _frontier(path: str, graph: Graph, settings: CompareSettings,
     fastest = point("makespan", None, settings.optimal.event_budget)
     entries += [point("makespan", None, budget) for budget in _between(entries[0], fastest)]
     entries.append(fastest)
+    entries = best_known(entries)
     return [{**entry, "pareto": on_front} for entry, on_front in zip(
         entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
+
+
+def best_known(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each frontier point with the best plan any point's run found within its limits, and
+    `carried_from` (the position of the point whose run found it; null: its own). An events
+    point admits the plans of the events points at no larger slack, the fewest events first,
+    then the fastest; a makespan point those of the makespan objective and of the events
+    objective at slack 0 (never slower than ge mode's) within its event budget, the fastest
+    first, then the fewest events. Each run searches from its own starts, so a larger slack
+    may end with a worse plan than a smaller one found.
+
+    >>> points = [{"objective": "events", "slack": 0.0, "events": 5, "makespan_us": 9.0},
+    ...           {"objective": "events", "slack": 5.0, "events": 5, "makespan_us": 9.5},
+    ...           {"objective": "makespan", "event_budget": 8, "events": 8, "makespan_us": 9.2},
+    ...           {"objective": "makespan", "event_budget": None, "events": 9,
+    ...            "makespan_us": 4.0}]
+    >>> [(p["events"], p["makespan_us"], p["carried_from"]) for p in best_known(points)]
+    [(5, 9.0, None), (5, 9.0, 0), (5, 9.0, 0), (9, 4.0, None)]
+    """
+    def admits(point: dict[str, Any], other: dict[str, Any]) -> bool:
+        if other["events"] is None:
+            return False
+        if point["objective"] == "events":  # (a makespan plan may need more events than
+            # ge mode's plan, which the events objective never does)
+            return other["objective"] == "events" and other["slack"] <= point["slack"]
+        budget = point["event_budget"]
+        return (other["objective"] == "makespan" or other["slack"] == 0.0) \
+            and (budget is None or other["events"] <= budget)
+
+    def rank(point: dict[str, Any], other: dict[str, Any]) -> tuple[float, float]:
+        events, makespan = other["events"], other["makespan_us"]
+        return (events, makespan) if point["objective"] == "events" else (makespan, events)
+
+    result = []
+    for k, point in enumerate(entries):
+        found = [(rank(point, other), i) for i, other in enumerate(entries)
+                 if admits(point, other)]
+        best = min(found, default=None)
+        if best is None or best[1] == k or (point["events"] is not None
+                                            and best[0] >= rank(point, point)):
+            result.append({**point, "carried_from": None})
+        else:
+            source = entries[best[1]]
+            result.append({**point, **{f: source[f] for f in CARRIED if f in source},
+                           "carried_from": best[1]})
+    return result
 
 
 def _between(fewest: dict[str, Any], fastest: dict[str, Any]) -> list[int]:

@@ -33,11 +33,12 @@ def compare_table(document: Mapping[str, Any]) -> str:
     text = format_table(list(COLUMNS), rows) + "\n"
     if document.get("frontier"):
         columns = ["input", "objective", "slack_%", "event_budget", "events", "makespan_us",
-                   "status", "pareto"]
+                   "status", "pareto", "from"]
         text += "\noptimal frontier:\n" + format_table(
             columns, [[r["input"], r["objective"], _percent(r["slack"]), cell(r["event_budget"]),
                        cell(r["events"]), cell(r["makespan_us"]), r["status"],
-                       "yes" if r["pareto"] else "no"] for r in document["frontier"]]) + "\n"
+                       "yes" if r["pareto"] else "no", cell(r.get("carried_from"))]
+                      for r in document["frontier"]]) + "\n"
     return text
 
 
