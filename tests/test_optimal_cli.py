@@ -143,8 +143,8 @@ def test_each_frontier_point_shows_the_best_plan_within_its_limits() -> None:
 
 
 def test_the_frontier_marks_the_points_another_beats_in_both() -> None:
-    """Each frontier point is its own search, so a larger slack may end with more events than
-    a smaller one found; `pareto` says which points no other beats (the plot joins those)."""
+    """`pareto` says which points no other beats (the plot joins those); a point without a
+    plan is on no front."""
     points = [(134, 34525.1), (170, 36391.4), (168, 37673.7), (76, 39703.8), (76, 39703.8),
               (487, 14257.9), (None, None)]
     front = pareto_front(points)

@@ -7,9 +7,9 @@ the makespan bound of every plan), Nimble's minimum as a reference, the solver's
 gap, wall time. Under `--concurrency ge`, `--plot` also runs the optimal mode's frontier of
 events against makespan: the events objective at makespan slacks 0, 5, 10, 25 and 50%, the
 makespan objective (its fast end: the fastest plan the search finds), and the makespan
-objective at event budgets between the two. Each point says whether it is on the Pareto front
-of the points run (`pareto`): each run searches on its own, so a larger slack may end with
-more events than a smaller one found.
+objective at event budgets between the two. Each run searches on its own, so a larger slack
+may end with a worse plan than a smaller one found: each point shows the best plan of the runs
+within its limits (`best_known`), and says whether it is on the Pareto front (`pareto`).
 """
 
 from __future__ import annotations
