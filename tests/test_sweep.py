@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from streamalloc import cli, schemas
-from streamalloc.cli import main
+from streamalloc import schemas
+from streamalloc.cli import main, parser
 from streamalloc.commands import sweep as sweep_module
 from streamalloc.commands.sweep import UNREPRODUCIBLE, sweep, sweep_markdown
 from streamalloc.commands.sweep_spec import SPEC_SCHEMA, load_spec
@@ -199,6 +199,6 @@ def test_the_schemas_are_printed_and_accept_the_example(capsys: pytest.CaptureFi
         assert main(["schema", kind]) == 0
         assert json.loads(capsys.readouterr().out) == schema
         jsonschema.Draft202012Validator.check_schema(schema)
-    assert "sweep" in cli.SCHEMA_KINDS
+    assert "sweep" in parser.SCHEMA_KINDS
     import yaml
     jsonschema.Draft202012Validator(SPEC_SCHEMA).validate(yaml.safe_load(EXAMPLE.read_text()))

@@ -43,7 +43,7 @@ def user_strings(path: Path) -> Iterator[tuple[int, str]]:
     """(line, text) of every string literal of a module that is not a docstring (f-string parts
     included); for the command line, its module docstring too (`--help` prints it)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    docstrings = set() if path.name == "cli.py" else _docstrings(tree)
+    docstrings = set() if path.parts[-2:] == ("cli", "parser.py") else _docstrings(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) \
                 and id(node) not in docstrings:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from streamalloc import api, cli
-from streamalloc.cli import main
+from streamalloc.cli import handlers, main, parser
 from streamalloc.errors import InputWarning
 from streamalloc.ir.options import OPTIONS, near_miss, options_markdown
 
@@ -415,9 +415,9 @@ def test_the_cli_choices_are_the_modules_constants() -> None:
     from streamalloc.commands.compare import MODES as COMPARE_MODES
     from streamalloc.ir.training import ALLREDUCE_MODES, DEFAULT_BUCKET
     from streamalloc.sync.driver import SYNC_STRATEGIES
-    assert cli.MODES == api.MODES
-    assert tuple(SYNC_STRATEGIES) == cli.SYNC_STRATEGIES
-    assert cli.COMPARE_MODES == COMPARE_MODES
-    assert tuple(ALLREDUCE_MODES) == cli.ALLREDUCE_MODES
-    assert cli.DEFAULT_BUCKET == DEFAULT_BUCKET
-    assert tuple(sorted(cli.schemas())) == cli.SCHEMA_KINDS
+    assert parser.MODES == api.MODES
+    assert tuple(SYNC_STRATEGIES) == parser.SYNC_STRATEGIES
+    assert parser.COMPARE_MODES == COMPARE_MODES
+    assert tuple(ALLREDUCE_MODES) == parser.ALLREDUCE_MODES
+    assert parser.DEFAULT_BUCKET == DEFAULT_BUCKET
+    assert tuple(sorted(handlers.schemas())) == parser.SCHEMA_KINDS

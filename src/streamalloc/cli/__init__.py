@@ -1,0 +1,138 @@
+"""The `streamalloc` program: run one command (`main`) and exit at once (`console_main`);
+Ctrl-C, a closed pipe, our errors and bugs each end with their exit code and one line on
+stderr (README, "Exit codes"). The parser is in `cli.parser`, the commands' handlers in
+`cli.handlers`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import traceback
+import warnings
+from collections.abc import Sequence
+from typing import NoReturn, TextIO
+
+from streamalloc.cli.parser import build_parser
+from streamalloc.errors import InputWarning, StreamallocError
+from streamalloc.outputs import Progress
+
+
+def _show_warning(message: Warning | str, category: type[Warning],  # noqa: PLR0917
+                  filename: str, lineno: int, file: TextIO | None = None,
+                  line: str | None = None) -> None:
+    """Input warnings as one line on stderr; others as Python prints them (warnings'
+    `showwarning` signature)."""
+    del file
+    if issubclass(category, InputWarning):
+        print(f"streamalloc: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null, so that the flush at exit is silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
+BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a reader that went away
+INTERRUPTED = 130  # 128 + SIGINT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (README, "Exit codes")."""
+    args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def single_threaded_blas() -> None:
+    """Start numpy's OpenBLAS with one thread, unless the user chose a number: no command
+    multiplies matrices, and the thread OpenBLAS starts per CPU spins for a while after
+    numpy is imported (0.1-0.2 s of CPU), on the CPU where a command's own child process runs
+    (`allocate`'s outputs, `emulate`'s verifier, `sweep`'s jobs)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def console_main() -> NoReturn:
+    """The `streamalloc` program: `main`, then exit at once. Letting the interpreter free a
+    100k-node graph's millions of objects one by one takes about half a second after the work
+    is done; the operating system takes the memory back at once (mypy ends the same way).
+    Every command closed its files; the two standard streams are flushed here."""
+    from streamalloc import collector
+    single_threaded_blas()
+    collector.hold_until_exit()
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        # a reader that went away has had its BROKEN_PIPE exit code already
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+class _Interrupt:
+    """Ctrl-C seen: a KeyboardInterrupt inside an extension module's import comes out as an
+    ImportError ("initialization failed"), so the handler remembers the signal itself."""
+
+    seen = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        del signum, frame
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace) -> int:
+    _Interrupt.seen = False
+    previous = None
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous = signal.signal(signal.SIGINT, _Interrupt.handler)
+    try:
+        return _run_command(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    try:
+        if args.command in ("compare", "sweep"):  # they count graphs or points themselves
+            code = int(args.run(args))
+        else:
+            with Progress(args.command, sys.stderr):
+                code = int(args.run(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # the reader closed its end (`| head`): stop quietly
+        _quiet_stdout()
+        return BROKEN_PIPE
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        print("streamalloc: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except StreamallocError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"streamalloc: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except Exception as exc:  # a bug: say so, and keep the traceback behind --debug
+        if _Interrupt.seen:  # Ctrl-C during an import
+            print("streamalloc: interrupted", file=sys.stderr)
+            return INTERRUPTED
+        if args.debug:
+            traceback.print_exc()
+        print(f"streamalloc: internal error ({type(exc).__name__}): {exc}; rerun with --debug "
+              "and report it", file=sys.stderr)
+        return 1
