@@ -19,7 +19,7 @@ from streamalloc.errors import UsageError
 if TYPE_CHECKING:
     from streamalloc import api
     from streamalloc.passes import PassPrinter
-    from streamalloc.rules import RuleSet
+    from streamalloc.rules import Rule, RuleSet
 
 
 def schemas() -> dict[str, Any]:
@@ -246,9 +246,15 @@ def run_rules_check(args: argparse.Namespace) -> int:
     print(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), {len(rules.rules)} "
           "rules in order:")
     for rule in rules.rules:
-        gate = " (gated)" if rule.when_block else ""
-        print(f"  {rule.priority:>6}  {rule.name}  [{rule.kind}]{gate}")
+        print(_rule_line(rule, scope=False))
     return 0
+
+
+def _rule_line(rule: Rule, *, scope: bool) -> str:
+    """One rule of a listing: priority, name, kind (and scope), and whether it is gated."""
+    where = f", {rule.spec.scope}" if scope else ""
+    gate = " (gated)" if rule.when_block else ""
+    return f"  {rule.priority:>6}  {rule.name}  [{rule.kind}{where}]{gate}"
 
 
 def run_rules_list(args: argparse.Namespace) -> int:
@@ -266,8 +272,7 @@ def run_rules_list(args: argparse.Namespace) -> int:
     print(f"rule set {rules.name!r} ({rules.flow} flow), passes in run order "
           "(the names --print-after takes):")
     for rule in rules.rules:
-        gate = " (gated)" if rule.when_block else ""
-        print(f"  {rule.priority:>6}  {rule.name}  [{rule.kind}, {rule.spec.scope}]{gate}")
+        print(_rule_line(rule, scope=True))
     print("sync stages:")
     for name in SYNC_STAGE_NAMES:
         print(f"          {name}")
