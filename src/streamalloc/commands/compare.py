@@ -148,16 +148,15 @@ def best_known(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     result = []
     for k, point in enumerate(entries):
-        found = [(rank(point, other), i) for i, other in enumerate(entries)
-                 if admits(point, other)]
-        best = min(found, default=None)
-        if best is None or best[1] == k or (point["events"] is not None
-                                            and best[0] >= rank(point, point)):
+        # (on a tie the point keeps its own plan)
+        best = min(((rank(point, other), i != k, i) for i, other in enumerate(entries)
+                    if admits(point, other)), default=None)
+        if best is None or best[2] == k:
             result.append({**point, "carried_from": None})
         else:
-            source = entries[best[1]]
+            source = entries[best[2]]
             result.append({**point, **{f: source[f] for f in CARRIED if f in source},
-                           "carried_from": best[1]})
+                           "carried_from": best[2]})
     return result
 
 

@@ -141,17 +141,16 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     stream's large tasks back to back (`optimal/grouped.py`), the one with the fewest events,
     then the fastest, where it needs fewer than `fewer_than`: the candidate, it in that order
     and its events; else None."""
-    orders = Orders.of(graph)
-    capacity = node_capacity(graph)
+    orders, capacity = evaluator.orders, node_capacity(graph)
     if orders is None or capacity is None:
         return None
+    large = [v for v, name in enumerate(dag.names)
+             if main_units(graph, graph.node(name)) >= LARGE_SHARE * capacity]
     best: tuple[int, float, Found, Found] | None = None
     for chains, order in near:
         streams = assignment_of(dag, chains)
-        large = {name: streams[v] for v, name in enumerate(dag.names)
-                 if main_units(graph, graph.node(name)) >= LARGE_SHARE * capacity}
         start = order if order is not None else orders.start
-        moved = grouped(orders, start, large)
+        moved = grouped(orders, start, {dag.names[v]: streams[v] for v in large})
         if moved == start:
             continue
         outcome = evaluator.outcome(streams, moved)
@@ -187,24 +186,16 @@ def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
         result.append(chains_of_assignment([int(a) for a in own]))
         mine = [v for v in range(dag.size) if own[v]]
         for share in ASIDE_FOLLOWED:
-            after = _reached(dag, mine[:math.ceil(share * len(mine))])
+            after = dag.reached_from(mine[:math.ceil(share * len(mine))])
             aside = [a or b for a, b in zip(own, after, strict=True)]
             if not all(aside):
                 result.append(chains_of_assignment([int(a) for a in aside]))
         for tenths in ASIDE_LEADS:
-            aside = _reached(dag, mine[:-(-tenths * len(mine) // 10)])
+            aside = dag.reached_from(mine[:-(-tenths * len(mine) // 10)])
             if not all(aside):
                 result.append(chains_of_assignment([int(a) for a in aside]))
     return list(dict.fromkeys(result))
 
-
-def _reached(dag: TaskDag, first: Sequence[int]) -> list[bool]:
-    """Per node of `dag`, is it one of `first` or after one of them?"""
-    seeds = set(first)
-    after = [False] * dag.size
-    for v in range(dag.size):  # T-order: producers first
-        after[v] = v in seeds or any(after[p] for p in dag.preds[v])
-    return after
 
 
 def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator,

@@ -46,9 +46,10 @@ def grouped(orders: Orders, order: Order, large: Mapping[str, int]) -> Order:
             by_stream.setdefault(large[name], []).append(name)
     for members in by_stream.values():
         for task, following in reversed(list(itertools.pairwise(members))):
-            position = {name: i for i, name in enumerate(sequence)}
-            to = min([position[following], *(position[c] for c in consumers.get(task, ()))])
-            if to > position[task] + 1:
+            at = sequence.index(task)  # (a scan, where a position map costs a pass per move)
+            to = min([sequence.index(following, at),
+                      *(sequence.index(c, at) for c in consumers.get(task, ()))])
+            if to > at + 1:
                 sequence.insert(to, task)
-                del sequence[position[task]]
+                del sequence[at]
     return tuple(sequence)

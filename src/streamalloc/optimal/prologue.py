@@ -54,10 +54,7 @@ def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: 
         return []
     levels = dag.bottom_levels(durations)
     root = max((v for v in range(dag.size) if not dag.preds[v]), key=lambda v: (levels[v], -v))
-    reached = [False] * dag.size
-    reached[root] = True
-    for v in range(dag.size):  # T-order: producers first
-        reached[v] = reached[v] or any(reached[p] for p in dag.preds[v])
+    reached = dag.reached_from([root])
     if all(reached):
         return []
     feeds = [dag.size] * dag.size  # the first reached task a prologue task leads to

@@ -15,7 +15,7 @@ O(N^2 / 64) words: nothing for the real models (a few thousand nodes), 0.6 GB an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
@@ -68,6 +68,14 @@ class TaskDag:
         for v in range(self.size - 1, -1, -1):
             rank[v] = durations[v] + max((rank[w] for w in self.succs[v]), default=0)
         return rank
+
+    def reached_from(self, first: Iterable[int]) -> list[bool]:
+        """Per node, is it one of `first` or after one of them?"""
+        seeds = set(first)
+        after = [False] * self.size
+        for v in range(self.size):  # T-order: producers first
+            after[v] = v in seeds or any(after[p] for p in self.preds[v])
+        return after
 
     @cached_property
     def ancestors(self) -> tuple[int, ...]:
