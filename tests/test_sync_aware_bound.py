@@ -1,7 +1,8 @@
 """The sync-aware bound (`optimal/bounds.py`) against emulated plans: never above the makespan
 of any verified plan of random small graphs under random stream assignments; the Send and Recv
-a fork-join forces, the contending tasks between a fork and its join, and the Send and Recvs
-of two branches between a split and its join, counted exactly where the best plan pays them;
+a fork-join forces, the fork's Send beside its own branch, the contending tasks between a fork
+and its join, and the Send and Recvs of two branches between a split and its join, counted
+exactly where the best plan pays them;
 the clique's local search."""
 
 from __future__ import annotations
@@ -100,6 +101,18 @@ EXACT = {
         "{name: c2, type: Mul, inputs: [c1], cost_us: 20, attrs: {block_dim: 32}}",
         "{name: j, type: Mul, inputs: [h, c2], cost_us: 5, attrs: {block_dim: 32}}",
     ], 63.0, 70.0),
+    # SqueezeNet's fire module in small: p 12, two branches of two 16-core tasks (10 us
+    # each) side by side, j 7: p's Send delays the branch on its stream 1 us, the later
+    # branch's Send and the Recv before j add 2 (the series floor; the fork-join bound
+    # counted 2 in all)
+    "two_stream_fork_join": ([
+        "{name: p, type: Relu, inputs: [x], cost_us: 10}",
+        "{name: a1, type: Relu, inputs: [p], cost_us: 8, attrs: {block_dim: 16}}",
+        "{name: a2, type: Relu, inputs: [a1], cost_us: 8, attrs: {block_dim: 16}}",
+        "{name: b1, type: Relu, inputs: [p], cost_us: 8, attrs: {block_dim: 16}}",
+        "{name: b2, type: Relu, inputs: [b1], cost_us: 8, attrs: {block_dim: 16}}",
+        "{name: j, type: Add, inputs: [a2, b2], cost_us: 5}",
+    ], 39.0, 42.0),
     # GPT-2's q and k in small: f 12, a and b 7 each, j 7; side by side they need a Send
     # after f and a Recv for each branch on the join's stream, 3 us; one after the other, 7
     "split_join": ([

@@ -23,6 +23,12 @@ of static graphs):
   them on streams in one of a few ways, each with its Sends and Recvs: j starts >= end(f) +
   the least of them (`split_join.least_gap`, exhaustive): GPT-2's q and k transposes between
   their Split and MatMul pay a Send and two Recvs (or run one after the other);
+* **series**: between two consecutive tasks ordered with every other task (cut tasks), the
+  tasks between run after the first and before the second; a relaxation of every plan of
+  them (streams one task at a time, engines within their units, a Send after a producer and
+  a Recv before a consumer on another stream, on their streams) solved by CP-SAT gives the
+  least time between the two (`optimal/series.py`): SqueezeNet's fire modules pay the Send
+  their fork runs before its own branch;
 * **contention**: two tasks that are ordered by the graph, or that need more units of one
   engine together than it has (block dims w1 + w2 > units: the engine admits a task only when
   all its units are free), never overlap. A set of such pairwise exclusive tasks (a clique) is
@@ -50,6 +56,7 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.cliques import Job, cliques, jackson, overlaps
 from streamalloc.optimal.fork_join import Latency, closure, heads
+from streamalloc.optimal.series import series_floors
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.bounds import lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable
@@ -93,12 +100,17 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
     real = [program.kinds[t] == TASK for t in range(program.task_count())]
     latency = Latency(sync, record, wait)
     timed = [t for t in graph_tasks if time[t] > 0]
-    overlap = overlaps(program, table, timed, closure(graph_tasks, program.preds),
-                       closure(graph_tasks[::-1], succs))
+    before, after = closure(graph_tasks, program.preds), closure(graph_tasks[::-1], succs)
+    overlap = overlaps(program, table, timed, before, after)
+    floors = {} if program.activates else series_floors(
+        graph_tasks, program.preds, real,
+        {t: (time[t], engine, program.widths[t], table.engine(engine).units if engine else 0)
+         for t in graph_tasks if real[t] for engine in (program.engines[t],)},
+        before=before, after=after, record=record, wait=wait)
     head = heads(graph_tasks, program.preds, succs, time, real=real, latency=latency,
-                 overlap=overlap)
+                 overlap=overlap, floors=floors)
     tail = heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency,
-                 overlap=overlap)
+                 overlap=overlap, floors={a: (b, gap) for b, (a, gap) in floors.items()})
     path = max((head[t] + time[t] + tail[t] for t in graph_tasks), default=0.0)
 
     def clique_bound(members: Sequence[int]) -> float:

@@ -5,7 +5,7 @@ between a fork and a join, and at a split before a join (`split_join.least_gap`)
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from streamalloc.optimal.cliques import bits_of
@@ -33,11 +33,12 @@ class Latency:
 
 def heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
           succs: Sequence[Sequence[int]] | dict[int, list[int]], time: Sequence[float], *,
-          real: Sequence[bool], latency: Latency, overlap: dict[int, int]
-          ) -> dict[int, float]:
+          real: Sequence[bool], latency: Latency, overlap: dict[int, int],
+          floors: Mapping[int, tuple[int, float]] | None = None) -> dict[int, float]:
     """Earliest start of each task in `order` (a topological order over `preds`; `succs` the
     reverse edges); run on the reversed order with successors, the least time after each
-    task's end."""
+    task's end. `floors`: per task b, a task a before it and a least time from a's end to
+    b's start (`optimal/series.py`; reversed: from b's end to a's start)."""
     head: dict[int, float] = {}
     before = closure(order, preds)
     after = closure(order[::-1], succs)
@@ -55,6 +56,9 @@ def heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[
             start = max(start, join.start(start, latency),
                         _split_join(t, preds, time, head, related=related, latency=latency,
                                     position=position))
+        if floors and t in floors:
+            before_t, gap = floors[t]
+            start = max(start, head[before_t] + time[before_t] + gap)
         head[t] = start
     return head
 

@@ -1,0 +1,193 @@
+"""Series floors of the sync-aware bound (`optimal/bounds.py`): the least time between two
+consecutive cut tasks, over every plan, from a relaxation of the plan solved by CP-SAT.
+
+A cut task is ordered with every other task (each one is before or after it). Between two
+consecutive cut tasks a and b lie the segment's tasks: after a, before b. Every plan runs
+them on some streams after a ends, and b starts after them. Whatever the plan, its run
+satisfies, between a's end and b's start:
+
+* tasks on one stream run one at a time; an engine's tasks together hold at most its units;
+* a task starts after its producers end; with a producer u on another stream, the first Send
+  after u on u's stream (record latency) ends before the last Recv before the task on the
+  task's stream (wait latency) begins, and neither overlaps a task of its stream. Two such
+  Sends (or Recvs) may be one task: they may overlap each other, never a task.
+
+The least time from a's end to b's start under these facts (CP-SAT, with the streams as
+variables: a segment's tasks use at most as many streams as it has tasks) is a floor every
+plan's run meets: b starts >= end(a) + floor (`series_floors`). SqueezeNet's fire modules
+then count the Send a fork runs before its own branch: its bound rises from 218.7 to 230.4
+us, its best plan runs 230.5. A segment whose solve stops at the time limit gives CP-SAT's
+bound.
+
+Tasks without a stream's work (kind NOP) are left out: a dependency through them still
+orders their producer and consumer, so it becomes a direct one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+
+from ortools.sat.python import cp_model
+
+SCALE = 100  # model time unit: 0.01 us; every time is rounded down, so the floor stays one
+SEGMENT_MAX_TASKS = 16  # a segment's tasks (its two cut tasks included) solved; larger ones
+# get no floor (Inception v2's 36-task modules: no higher bound, 1.8 s of wall time)
+SEGMENT_TIME = 0.2  # deterministic seconds a segment's solve may take: the 13-task modules of
+# Inception v1 are solved to optimality (0.9 s of wall time for its 9)
+SEGMENTS = 16  # distinct segments solved (equal ones are solved once: BERT's 11 layers)
+ALL_SYNC_TASKS = 8  # segments up to this many tasks give every Send and Recv stream time;
+# larger ones only a fork's Sends and a join's Recvs (a weaker floor, a smaller model:
+# Inception v1's bound 280.3 us in 0.9 s, instead of 272.1 in 8.7 s)
+
+
+Segment = tuple[tuple[tuple[int, str | None, int, int], ...], tuple[tuple[int, ...], ...]]
+# per task (time in model units, engine, block dim, the engine's units), per task its
+# producers (indices into the segment, which is in a topological order: first a, last b)
+
+
+def series_floors(order: Sequence[int],
+                  preds: Mapping[int, Sequence[int]] | Sequence[Sequence[int]],
+                  real: Sequence[bool],
+                  segment_of: Mapping[int, tuple[float, str | None, int, int]], *,
+                  before: Mapping[int, int], after: Mapping[int, int], record: float,
+                  wait: float) -> dict[int, tuple[int, float]]:
+    """Per cut task b with a segment before it, (a, the floor in us between a's end and b's
+    start). `order`: the graph's tasks in a topological order over `preds`; `real`: per task,
+    whether it has a stream's work; `segment_of`: per such task its time in us, engine, block
+    dim and the engine's units; `before` and `after`: per task the tasks before and after it
+    (bitmasks over tasks, `fork_join.closure`)."""
+    direct: dict[int, set[int]] = {}  # per task, its producers with work, over those without
+    for t in order:
+        direct[t] = set()
+        for p in preds[t]:
+            direct[t] |= {p} if real[p] else direct[p]
+    tasks = [t for t in order if real[t]]
+    position = {t: i for i, t in enumerate(tasks)}
+    cuts = [position[t] for t in cut_tasks(tasks, before, after)]
+    floors: dict[int, tuple[int, float]] = {}
+    solved: dict[Segment, float] = {}
+    for a, b in itertools.pairwise(cuts):
+        if b - a < 2 or b - a + 1 > SEGMENT_MAX_TASKS:
+            continue
+        members = tasks[a:b + 1]  # between two consecutive cuts: after a and before b
+        segment: Segment = (
+            tuple((math.floor(segment_of[t][0] * SCALE + 1e-9), *segment_of[t][1:])
+                  for t in members),
+            tuple(tuple(sorted(position[p] - a for p in direct[t] if position[p] >= a))
+                  for t in members))
+        if segment not in solved:
+            if len(solved) == SEGMENTS:
+                continue
+            solved[segment] = least_gap(segment, math.floor(record * SCALE + 1e-9),
+                                        math.floor(wait * SCALE + 1e-9)) / SCALE
+        floors[tasks[b]] = (tasks[a], solved[segment])
+    return floors
+
+
+def cut_tasks(tasks: Sequence[int], before: Mapping[int, int], after: Mapping[int, int]
+              ) -> list[int]:
+    """The tasks of `tasks` ordered with each of the others (`before`, `after`: bitmasks of
+    the tasks before and after each, over all tasks), in the order given."""
+    mask = 0
+    for t in tasks:
+        mask |= 1 << t
+    return [t for t in tasks if ((before[t] | after[t]) & mask).bit_count() == len(tasks) - 1]
+
+
+def least_gap(segment: Segment, record: int, wait: int) -> float:
+    """CP-SAT's lower bound, in model units, on the time from the first task's end to the
+    last one's start under the module docstring's facts."""
+    relaxation = _Relaxation(segment, record, wait)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_deterministic_time = SEGMENT_TIME
+    solver.parameters.num_workers = 1  # deterministic: the bound depends on the model only
+    if solver.solve(relaxation.model) == cp_model.INFEASIBLE:  # every one-stream run fits
+        raise AssertionError("segment relaxation infeasible")
+    return max(0.0, solver.best_objective_bound)
+
+
+class _Relaxation:
+    """The CP-SAT model of a segment's runs: per task its stream (k <= i for task i: streams
+    numbered by their first task) and start; the first task starts at 0."""
+
+    def __init__(self, segment: Segment, record: int, wait: int) -> None:
+        tasks, self.preds = segment
+        self.n = n = len(tasks)
+        self.model = model = cp_model.CpModel()
+        self.time = [task[0] for task in tasks]
+        self.horizon = sum(self.time) + 2 * n * (record + wait)
+        self.stream = [[model.new_bool_var(f"s{i}_{k}") for k in range(i + 1)]
+                       for i in range(n)]
+        self.start = [model.new_int_var(0, self.horizon, f"t{i}") for i in range(n)]
+        for i in range(n):
+            model.add_exactly_one(self.stream[i])
+        model.add(self.start[0] == 0)
+        self.on: list[list[cp_model.IntervalVar]] = [[] for _ in range(n)]  # per stream
+        for i in range(n):
+            if self.time[i] > 0:
+                for k in range(i + 1):
+                    self.on[k].append(model.new_optional_fixed_size_interval_var(
+                        self.start[i], self.time[i], self.stream[i][k], f"on{i}_{k}"))
+        for intervals in self.on:
+            if len(intervals) > 1:
+                model.add_no_overlap(intervals)
+        self._engines(tasks)
+        self._sync(record, wait)
+        model.minimize(self.start[n - 1] - self.time[0])
+
+    def _engines(self, tasks: Sequence[tuple[int, str | None, int, int]]) -> None:
+        """An engine's tasks hold at most its units together."""
+        engines: dict[str, tuple[int, list[tuple[cp_model.IntervalVar, int]]]] = {}
+        for i, (duration, engine, width, units) in enumerate(tasks):
+            if duration > 0 and width > 0 and engine is not None:
+                engines.setdefault(engine, (units, []))[1].append(
+                    (self.model.new_fixed_size_interval_var(self.start[i], duration, f"e{i}"),
+                     width))
+        for engine in sorted(engines):
+            units, held = engines[engine]
+            if sum(width for _, width in held) > units:
+                self.model.add_cumulative([iv for iv, _ in held], [w for _, w in held], units)
+
+    def _sync(self, record: int, wait: int) -> None:
+        """Producers before consumers; across streams the first Send after the producer and
+        the last Recv before the consumer between them. A Send without a consumer elsewhere
+        parks after the tasks of its stream, a Recv without a producer elsewhere before
+        them. Small segments give every Send and Recv stream time, larger ones only a
+        fork's and a join's (ALL_SYNC_TASKS)."""
+        model, start, time, every = self.model, self.start, self.time, self.n <= ALL_SYNC_TASKS
+        consumers = [0] * self.n
+        for preds in self.preds:
+            for u in preds:
+                consumers[u] += 1
+        sends: dict[int, cp_model.LinearExprT] = {}  # start of the first Send after u
+        recvs: dict[int, cp_model.LinearExprT] = {}  # end of the last Recv before v
+        for v, preds in enumerate(self.preds):
+            for u in preds:
+                model.add(start[v] >= start[u] + time[u])
+                apart = model.new_bool_var(f"x{u}_{v}")
+                for k in range(u + 1):
+                    model.add(apart >= self.stream[u][k] - (self.stream[v][k] if k <= v else 0))
+                if u not in sends:
+                    sends[u] = self._sync_task(u, record, (0, 3 * self.horizon), f"send{u}",
+                                               occupies=every or consumers[u] > 1)
+                    model.add(sends[u] >= start[u] + time[u])
+                if v not in recvs:
+                    recvs[v] = wait + self._sync_task(v, wait, (-wait, self.horizon),
+                                                      f"recv{v}",
+                                                      occupies=every or len(preds) > 1)
+                    model.add(start[v] >= recvs[v])
+                model.add(recvs[v] >= sends[u] + record + wait).only_enforce_if(apart)
+
+    def _sync_task(self, task: int, latency: int, span: tuple[int, int], name: str, *,
+                   occupies: bool) -> cp_model.IntVar:
+        """The start (within `span`) of a Send or Recv of `latency` on the stream of `task`:
+        when it `occupies` the stream, it overlaps none of its tasks (other Sends and Recvs
+        it may: they may be one task)."""
+        begin = self.model.new_int_var(*span, name)
+        for k, literal in enumerate(self.stream[task] if occupies else ()):
+            mine = self.model.new_optional_fixed_size_interval_var(begin, latency, literal,
+                                                                   f"{name}_{k}")
+            self.model.add_no_overlap([*self.on[k], mine])
+        return begin
