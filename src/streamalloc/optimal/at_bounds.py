@@ -5,20 +5,30 @@ capacity, the maximum matching."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
-from streamalloc.optimal.evaluate import assignment_of, breaks, matching_chains
+from streamalloc.optimal.evaluate import (
+    assignment_of,
+    breaks,
+    chains_of_assignment,
+    matching_chains,
+)
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.model_input import hint_chains, task_durations
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Order, Orders
-from streamalloc.optimal.prologue import serial_prologues
+from streamalloc.optimal.prologue import main_input, serial_prologues
+from streamalloc.optimal.regions import single_exit_regions
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
+
+REGION_TRIES = 32  # single-exit regions tried beside one stream where the events bound is 2
+# (Llama tiny: its second, beside the v projection's, which needs 3 events)
 
 
 def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
@@ -27,10 +37,12 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     """The streams where no search can do better, or None: under full concurrency without
     rules or capacity, a maximum matching (exact) when its streams fit; under the events
     objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
-    in windows, where a run costs seconds) one stream with its prologue aside whose plan
-    holds the rules and reaches the events bound `events_floor` and the streams bound
-    (`at_floor`): GE dump 00026 under the parallel options, whose baseline does, 21.6 -> 0.8
-    s; T5 small, one stream with its prologue aside, 6.8 -> 0.7 s."""
+    in windows, where a run costs seconds) one stream with its prologue aside, or with its
+    prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
+    and reaches the events bound `events_floor` and the streams bound (`at_floor`): GE dump
+    00026 under the parallel options, whose baseline does, 21.6 -> 0.8 s; T5 small, one
+    stream with its prologue aside, 6.8 -> 0.7 s; Llama tiny, with a region too, 13 ->
+    0.5 s."""
     options = evaluator.options
     if options.concurrency == "full" and not constraints and capacity is None:
         matched = matching_chains(dag)
@@ -47,11 +59,12 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
         if evaluator.baseline.events <= events_floor else []
     if not windowed(dag, options):
         evaluator = replace(evaluator, orders=Orders.of(graph))
+        durations = task_durations(graph, dag, evaluator.costs)
         # (the first of the serial prologues is every node on one stream, tried above)
         candidates += [(found, "one-stream+prologue" + ("+reordered" if found[1] else ""))
-                       for found in serial_prologues(dag, task_durations(graph, dag,
-                                                                         evaluator.costs),
-                                     evaluator.orders)[1:]]
+                       for found in serial_prologues(dag, durations, evaluator.orders)[1:]]
+        if events_floor == 2 and len(set(dag.graphs)) == 1:
+            candidates += _regions_aside(dag, durations)
     for (chains, order), phase in candidates:
         if len(chains) <= stream_limit \
                 and not breaks(graph, dag, constraints, assignment_of(dag, chains)) \
@@ -59,6 +72,19 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
             return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0, phase,
                           order)
     return None
+
+
+def _regions_aside(dag: TaskDag, durations: list[int]) -> list[tuple[Found, str]]:
+    """One stream with its prologue and a single-exit region on a side stream
+    (`optimal/regions.py`), for the first REGION_TRIES regions."""
+    root, reached = main_input(dag, durations)
+    phase = "one-stream+region" if all(reached) else "one-stream+prologue+region"
+    found: list[tuple[Found, str]] = []
+    for region in itertools.islice(single_exit_regions(dag, root, reached), REGION_TRIES):
+        aside = set(region)
+        streams = [1 if v in aside or not reached[v] else 0 for v in range(dag.size)]
+        found.append(((chains_of_assignment(streams), None), phase))
+    return found
 
 
 def at_floor(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...], order: Order | None,

@@ -52,9 +52,7 @@ def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: 
     run) of `shapes`; none when the main input reaches every task."""
     if dag.size == 0:
         return []
-    levels = dag.bottom_levels(durations)
-    root = max((v for v in range(dag.size) if not dag.preds[v]), key=lambda v: (levels[v], -v))
-    reached = dag.reached_from([root])
+    _, reached = main_input(dag, durations)
     if all(reached):
         return []
     feeds = [dag.size] * dag.size  # the first reached task a prologue task leads to
@@ -75,6 +73,14 @@ def prologue_variants(dag: TaskDag, chains: Sequence[Sequence[int]], durations: 
         order = None if run == 1 else _runs_last_first(dag, layer, consumers, run)
         variants.append((chains_of_assignment(moved), order))
     return variants
+
+
+def main_input(dag: TaskDag, durations: Sequence[int]) -> tuple[int, list[bool]]:
+    """The source with the longest path to the end (ties: the first in T-order), and per node
+    whether it reaches it (False: the prologue). A non-empty dag."""
+    levels = dag.bottom_levels(durations)
+    root = max((v for v in range(dag.size) if not dag.preds[v]), key=lambda v: (levels[v], -v))
+    return root, dag.reached_from([root])
 
 
 def _runs_last_first(dag: TaskDag, layer: Sequence[int], consumers: Sequence[int], run: int
