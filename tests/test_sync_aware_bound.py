@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from node_graphs import graph_of
+from node_graphs import fork_join_chain_nodes, graph_of
 from real_models import DATA
 
 from streamalloc.heuristic.driver import allocate_ge
@@ -46,10 +46,15 @@ def _random_nodes(rng: random.Random, size: int) -> list[str]:
     return [*nodes, f"{{name: out, type: NetOutput, inputs: [{', '.join(names)}]}}"]
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_bound_holds_for_random_plans_of_random_graphs(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("shape", "seed"), [*(("random", s) for s in range(40)),
+                                             *(("fork_join_chain", s) for s in range(24))])
+def test_bound_holds_for_random_plans_of_random_graphs(tmp_path: Path, shape: str,
+                                                       seed: int) -> None:
+    """Random DAGs, and chains of fork-joins, where every module has a series floor."""
     rng = random.Random(seed)
-    graph = graph_of(tmp_path, f"random{seed}", _random_nodes(rng, rng.randint(4, 12)))
+    nodes = _random_nodes(rng, rng.randint(4, 12)) if shape == "random" \
+        else fork_join_chain_nodes(rng, rng.randint(1, 3))
+    graph = graph_of(tmp_path, f"{shape}{seed}", nodes)
     rules = default_rule_set(graph)
     baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
     dag = task_dag(graph, baseline.allocation)
