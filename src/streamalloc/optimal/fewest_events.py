@@ -13,10 +13,11 @@ from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.event_bound import node_capacity
+from streamalloc.optimal.filled import filled, rebalanced
 from streamalloc.optimal.found import Found
 from streamalloc.optimal.grouped import LARGE_SHARE, grouped
 from streamalloc.optimal.options import EPS_US
-from streamalloc.optimal.order import Orders
+from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.polishing import polish_streams
 from streamalloc.optimal.prologue import serial_prologues
 from streamalloc.optimal.waits import Assignment, latest_starts, waits_batched
@@ -138,29 +139,55 @@ def _made(best: Found, polished: list[Found], batched: list[Found], hinted: list
 def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator, *,
              within_us: float, fewer_than: int) -> tuple[Found, Found, int] | None:
     """Of `near` (candidates that run within `within_us`) in the order that runs each
-    stream's large tasks back to back (`optimal/grouped.py`), the one with the fewest events,
-    then the fastest, where it needs fewer than `fewer_than`: the candidate, it in that order
-    and its events; else None."""
+    stream's large tasks back to back (`optimal/grouped.py`) with small tasks in the room
+    their physical streams leave (`optimal/filled.py`), and of the best of those with its
+    last large tasks on another stream (`rebalanced`), the one with the fewest events, then
+    the fastest, where it needs fewer than `fewer_than`: the candidate, it in that order and
+    its events; else None."""
     orders, capacity = evaluator.orders, node_capacity(graph)
     if orders is None or capacity is None:
         return None
-    large = [v for v, name in enumerate(dag.names)
-             if main_units(graph, graph.node(name)) >= LARGE_SHARE * capacity]
+    units = {name: main_units(graph, graph.node(name)) for name in dag.names}
+    threshold = LARGE_SHARE * capacity
+    large = [v for v, name in enumerate(dag.names) if units[name] >= threshold]
+
+    def arranged(streams: Sequence[int], start: Order) -> Order:
+        stream_of = {name: streams[v] for v, name in enumerate(dag.names)}
+        return filled(orders, grouped(orders, start, {dag.names[v]: streams[v] for v in large}),
+                      stream_of, units, capacity=capacity, large=math.ceil(threshold))
+
     best: tuple[int, float, Found, Found] | None = None
     for chains, order in near:
         streams = assignment_of(dag, chains)
         start = order if order is not None else orders.start
-        moved = grouped(orders, start, {dag.names[v]: streams[v] for v in large})
+        moved = arranged(streams, start)
         if moved == start:
             continue
-        outcome = evaluator.outcome(streams, moved)
-        if outcome is None or outcome.events >= fewer_than \
-                or outcome.makespan_us > within_us + EPS_US:
-            continue
-        score = (outcome.events, outcome.makespan_us)
-        if best is None or score < best[:2]:
-            best = (*score, (chains, order), (chains, moved))
+        best = _better(best, evaluator, (chains, order), (chains, moved),
+                       within_us=within_us, fewer_than=fewer_than)
+    if best is not None:
+        source, (chains, shown) = best[2], best[3]
+        start = source[1] if source[1] is not None else orders.start
+        for streams in rebalanced(dag, assignment_of(dag, chains), shown or start, units,
+                                  capacity=capacity, large=math.ceil(threshold)):
+            again = chains_of_assignment(streams)
+            best = _better(best, evaluator, source, (again, arranged(streams, start)),
+                           within_us=within_us, fewer_than=fewer_than)
     return None if best is None else (best[2], best[3], best[0])
+
+
+def _better(best: tuple[int, float, Found, Found] | None, evaluator: Evaluator,
+            source: Found, found: Found, *, within_us: float, fewer_than: int
+            ) -> tuple[int, float, Found, Found] | None:
+    """`best` or `found` (made from `source`), whichever has fewer events, then runs faster,
+    among those within `within_us` and under `fewer_than` events."""
+    chains, order = found
+    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
+    if outcome is None or outcome.events >= fewer_than \
+            or outcome.makespan_us > within_us + EPS_US:
+        return best
+    score = (outcome.events, outcome.makespan_us)
+    return (*score, source, found) if best is None or score < best[:2] else best
 
 
 def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
