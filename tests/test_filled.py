@@ -1,29 +1,19 @@
 """Physical streams filled (`optimal/filled.py`): the order stays topological, only small tasks
 move (earlier, with the sources they need), each stream's large tasks keep their order; the
 split's walk; the last large tasks of a stream moved where the walk then counts fewer physical
-streams; on a training step the plan needs fewer events than with the large tasks grouped
-alone."""
+streams (a training step's events: `test_grouped.py`)."""
 
 from __future__ import annotations
 
 import random
 from types import MappingProxyType
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from real_models import LIGHT
 
-from streamalloc import api
-from streamalloc.ir.loaders import load_graph
-from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal import filled as filled_module
 from streamalloc.optimal.filled import filled, rebalanced, split_walk
 from streamalloc.optimal.order import Orders
-from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.solver.dag import TaskDag
-from streamalloc.verify import verify_plan
 
 PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
@@ -68,25 +58,3 @@ def test_the_last_large_task_goes_where_the_walk_counts_one_stream_fewer() -> No
                       large=3) == [[0, 0, 1, 1], [1, 1, 1, 1]]
     assert rebalanced(dag, [0, 0, 1, 1], ("a", "b", "c", "d"), units, capacity=10,
                       large=3) == []  # two physical streams already
-
-
-def test_a_training_step_needs_fewer_events_with_its_streams_filled(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The SqueezeNet training step under the parallel options: its AllReduces grouped four
-    to a physical stream (980 of 997 units) and the updates behind them in the room left,
-    then its last AllReduces on the other logical stream: 15 events (16 grouped alone),
-    verified, within ge mode's makespan."""
-    graph = api.with_options(training_step(load_graph(LIGHT / "light_squeezenet.onnx")),
-                             PARALLEL)
-    options = OptimalOptions(time_limit=1.0)
-    plan, report = allocate_optimal(graph, None, options)
-    assert report.phase.endswith("+grouped")
-    document = plan.to_json()
-    verify_plan(graph, document).raise_for_failure()
-    run = emulate(graph, document)
-    assert run.status == "ok" and run.makespan_us <= report.baseline_makespan_us + 1e-6
-    monkeypatch.setattr(filled_module, "REBALANCED_MOVES", 0)
-    monkeypatch.setattr("streamalloc.optimal.fewest_events.filled",
-                        lambda orders, order, *_, **__: order)
-    _, grouped_alone = allocate_optimal(graph, None, options)
-    assert report.events_final < grouped_alone.events_final
