@@ -45,6 +45,8 @@ ASIDE_LEADS = range(1, 10)  # tenths of an engine's nodes (first in T-order) put
 # events, GPT-2 small 63 -> 60, BERT base 69 -> 68, the 12- and 48-layer transformers 28 -> 27
 # and 109 -> 105
 GROUPED_SPAN = 3  # events above the fewest: the candidates also tried with each stream's large
+REBALANCED_CANDIDATES = 4  # grouped and filled runs (the fewest events, then the fastest) whose
+# last large tasks `rebalanced` moves (the ResNet-50 step: 42 events at 7.0 ms, 7.3 from the best)
 GROUPED_TRIES = 48  # tasks back to back (`_grouped`), at most this many, the fastest first
 # (the ResNet-50 training step under the parallel options: a candidate with 47 events at 7091
 # us needs 43 so, where the fewest, 45 at 9796 us, need 43 at the same time; so the runs at
@@ -140,10 +142,10 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
              within_us: float, fewer_than: int) -> tuple[Found, Found, int] | None:
     """Of `near` (candidates that run within `within_us`) in the order that runs each
     stream's large tasks back to back (`optimal/grouped.py`) with small tasks in the room
-    their physical streams leave (`optimal/filled.py`), and of the best of those with its
-    last large tasks on another stream (`rebalanced`), the one with the fewest events, then
-    the fastest, where it needs fewer than `fewer_than`: the candidate, it in that order and
-    its events; else None."""
+    their physical streams leave (`optimal/filled.py`), and of the REBALANCED_CANDIDATES
+    best of those with their last large tasks on another stream (`rebalanced`), the one with
+    the fewest events, then the fastest, where it needs fewer than `fewer_than`: the
+    candidate, it in that order and its events; else None."""
     orders, capacity = evaluator.orders, node_capacity(graph)
     if orders is None or capacity is None:
         return None
@@ -156,38 +158,40 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
         return filled(orders, grouped(orders, start, {dag.names[v]: streams[v] for v in large}),
                       stream_of, units, capacity=capacity, large=math.ceil(threshold))
 
-    best: tuple[int, float, Found, Found] | None = None
+    runs: list[tuple[int, float, Found, Found]] = []
     for chains, order in near:
         streams = assignment_of(dag, chains)
         start = order if order is not None else orders.start
         moved = arranged(streams, start)
         if moved == start:
             continue
-        best = _better(best, evaluator, (chains, order), (chains, moved),
-                       within_us=within_us, fewer_than=fewer_than)
-    if best is not None:
-        source, (chains, shown) = best[2], best[3]
+        scored = _scored(evaluator, (chains, order), (chains, moved), within_us=within_us)
+        if scored is not None:
+            runs.append(scored)
+    runs.sort(key=lambda run: run[:2])
+    for _, _, source, (chains, shown) in runs[:REBALANCED_CANDIDATES]:
         start = source[1] if source[1] is not None else orders.start
         for streams in rebalanced(dag, assignment_of(dag, chains), shown or start, units,
                                   capacity=capacity, large=math.ceil(threshold)):
-            again = chains_of_assignment(streams)
-            best = _better(best, evaluator, source, (again, arranged(streams, start)),
-                           within_us=within_us, fewer_than=fewer_than)
-    return None if best is None else (best[2], best[3], best[0])
+            again = (chains_of_assignment(streams), arranged(streams, start))
+            scored = _scored(evaluator, source, again, within_us=within_us)
+            if scored is not None:
+                runs.append(scored)
+    best = min(runs, key=lambda run: run[:2], default=None)
+    if best is None or best[0] >= fewer_than:
+        return None
+    return best[2], best[3], best[0]
 
 
-def _better(best: tuple[int, float, Found, Found] | None, evaluator: Evaluator,
-            source: Found, found: Found, *, within_us: float, fewer_than: int
+def _scored(evaluator: Evaluator, source: Found, found: Found, *, within_us: float
             ) -> tuple[int, float, Found, Found] | None:
-    """`best` or `found` (made from `source`), whichever has fewer events, then runs faster,
-    among those within `within_us` and under `fewer_than` events."""
+    """(events, makespan, `source`, `found`) of `found`'s plan (made from `source`), or None
+    over `within_us` or a device limit."""
     chains, order = found
     outcome = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
-    if outcome is None or outcome.events >= fewer_than \
-            or outcome.makespan_us > within_us + EPS_US:
-        return best
-    score = (outcome.events, outcome.makespan_us)
-    return (*score, source, found) if best is None or score < best[:2] else best
+    if outcome is None or outcome.makespan_us > within_us + EPS_US:
+        return None
+    return outcome.events, outcome.makespan_us, source, found
 
 
 def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
