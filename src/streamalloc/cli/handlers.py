@@ -19,7 +19,7 @@ from streamalloc.errors import UsageError
 if TYPE_CHECKING:
     from streamalloc import api
     from streamalloc.passes import PassPrinter
-    from streamalloc.rules import Rule, RuleSet
+    from streamalloc.rules import RuleSet
 
 
 def schemas() -> dict[str, Any]:
@@ -240,39 +240,41 @@ def run_vars(args: argparse.Namespace) -> int:
 
 
 def run_rules_check(args: argparse.Namespace) -> int:
-    from streamalloc import api
-    rules = api.load_rule_set(args.file)
-    assert rules is not None
-    print(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), {len(rules.rules)} "
-          "rules in order:")
-    for rule in rules.rules:
-        print(_rule_line(rule, scope=False))
+    rules = _rule_set(args.file)
+    _print_rules(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), "
+                 f"{len(rules.rules)} rules in order:", rules, scope=False)
     return 0
 
 
-def _rule_line(rule: Rule, *, scope: bool) -> str:
-    """One rule of a listing: priority, name, kind (and scope), and whether it is gated."""
-    where = f", {rule.spec.scope}" if scope else ""
-    gate = " (gated)" if rule.when_block else ""
-    return f"  {rule.priority:>6}  {rule.name}  [{rule.kind}{where}]{gate}"
+def _rule_set(name: str) -> RuleSet:
+    """A shipped rule set or a rule file, loaded (never None for a name or a path)."""
+    from streamalloc import api
+    rules = api.load_rule_set(name)
+    assert rules is not None
+    return rules
+
+
+def _print_rules(header: str, rules: RuleSet, *, scope: bool) -> None:
+    """`header`, then one line per rule: priority, name, kind (and scope), and whether it is
+    gated."""
+    print(header)
+    for rule in rules.rules:
+        where = f", {rule.spec.scope}" if scope else ""
+        gate = " (gated)" if rule.when_block else ""
+        print(f"  {rule.priority:>6}  {rule.name}  [{rule.kind}{where}]{gate}")
 
 
 def run_rules_list(args: argparse.Namespace) -> int:
-    from streamalloc import api
     from streamalloc.rules import builtin_names
     from streamalloc.sync.driver import SYNC_STAGE_NAMES
     if args.ruleset is None:
         for name in builtin_names():
-            rules = api.load_rule_set(name)
-            assert rules is not None
+            rules = _rule_set(name)
             print(f"{name:<26}  {rules.flow} flow, {len(rules.rules)} rules")
         return 0
-    rules = api.load_rule_set(args.ruleset)
-    assert rules is not None
-    print(f"rule set {rules.name!r} ({rules.flow} flow), passes in run order "
-          "(the names --print-after takes):")
-    for rule in rules.rules:
-        print(_rule_line(rule, scope=True))
+    rules = _rule_set(args.ruleset)
+    _print_rules(f"rule set {rules.name!r} ({rules.flow} flow), passes in run order "
+                 "(the names --print-after takes):", rules, scope=True)
     print("sync stages:")
     for name in SYNC_STAGE_NAMES:
         print(f"          {name}")

@@ -108,9 +108,10 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
          for t in graph_tasks if real[t] for engine in (program.engines[t],)},
         before=before, after=after, record=record, wait=wait)
     head = heads(graph_tasks, program.preds, succs, time, real=real, latency=latency,
-                 overlap=overlap, floors=floors)
+                 overlap=overlap, before=before, after=after, floors=floors)
     tail = heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency,
-                 overlap=overlap, floors={a: (b, gap) for b, (a, gap) in floors.items()})
+                 overlap=overlap, before=after, after=before,
+                 floors={a: (b, gap) for b, (a, gap) in floors.items()})
     path = max((head[t] + time[t] + tail[t] for t in graph_tasks), default=0.0)
 
     def clique_bound(members: Sequence[int]) -> float:

@@ -25,6 +25,7 @@ decide what is kept (the ResNet-50 training step under the parallel options: 43 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 
 from streamalloc.optimal.order import Order, Orders
@@ -52,52 +53,104 @@ def filled(orders: Orders, order: Order, stream_of: Mapping[str, int],
            units: Mapping[str, int], *, capacity: int, large: int) -> Order:
     """`order` with small tasks (fewer than `large` units) of a stream run, in their order,
     just before a large task that does not fit in the room its physical stream has left, as
-    many as fit and can run there."""
-    sequence = list(order)
-    fill: dict[int, int] = {}
-    ran: set[str] = set()
-    i = 0
-    while i < len(sequence):
-        name = sequence[i]
-        stream = stream_of.get(name)
+    many as fit and can run there (`_Filling`)."""
+    return _Filling(orders, order, stream_of=stream_of, units=units, capacity=capacity,
+                    large=large).run()
+
+
+class _Filling:
+    """The walk of `filled`: the tasks in `order`, each run once; per stream the units of its
+    physical stream so far, and its small tasks that could run now (their producers ran, or
+    are sources without a stream, which come along), by position in `order` (a heap: a walk
+    is O(n log n), where rescanning the order at each large task was quadratic)."""
+
+    def __init__(self, orders: Orders, order: Order, *, stream_of: Mapping[str, int],
+                 units: Mapping[str, int], capacity: int, large: int) -> None:
+        self.orders, self.order, self.stream_of, self.units = orders, order, stream_of, units
+        self.capacity, self.large = capacity, large
+        self.position = {name: k for k, name in enumerate(order)}
+        self.consumers: dict[str, list[str]] = {}
+        self.waiting: dict[str, int] = {}  # per small task, producers that must run first
+        self.ready: dict[int, list[int]] = {}  # per stream, positions of small tasks
+        for name in order:
+            for p in orders.preds[name]:
+                self.consumers.setdefault(p, []).append(name)
+            if self._small(name):
+                self.waiting[name] = sum(1 for p in orders.preds[name] if self._blocks(p))
+                if not self.waiting[name]:
+                    heapq.heappush(self.ready.setdefault(stream_of[name], []),
+                                   self.position[name])
+        self.fill: dict[int, int] = {}
+        self.ran: set[str] = set()
+        self.out: list[str] = []
+
+    def _small(self, name: str) -> bool:
+        return name in self.stream_of and self.units[name] < self.large
+
+    def _blocks(self, producer: str) -> bool:
+        """Must `producer` run before a small task can be pulled forward (it does unless it
+        is a source without a stream)?"""
+        return producer in self.stream_of or bool(self.orders.preds[producer])
+
+    def run(self) -> Order:
+        for name in self.order:
+            if name in self.ran:
+                continue
+            stream = self.stream_of.get(name)
+            if stream is not None and self.units[name] >= self.large:
+                while self._over(stream, name) and self._pull(stream):
+                    pass
+            self._place(name)
+        return tuple(self.out)
+
+    def _over(self, stream: int, name: str) -> bool:
+        before = self.fill.get(stream, 0)
+        return bool(before) and before + self.units[name] > self.capacity
+
+    def _pull(self, stream: int) -> bool:
+        """Run the ready small tasks of `stream` that fit in the room its physical stream has
+        left, in their order, each after the sources it needs; False when none does."""
+        room = self.capacity - self.fill.get(stream, 0)
+        heap = self.ready.get(stream, [])
+        taken: list[int] = []
+        kept: list[int] = []
+        while heap and room > 0:
+            at = heapq.heappop(heap)
+            name = self.order[at]
+            if name in self.ran:
+                continue
+            if self.units[name] > room:
+                kept.append(at)
+                continue
+            taken.append(at)
+            room -= self.units[name]
+        for at in kept:
+            heapq.heappush(heap, at)
+        sources = {self.position[p] for at in taken for p in self.orders.preds[self.order[at]]
+                   if p not in self.ran}
+        for at in sorted(sources | set(taken)):
+            self._place(self.order[at])
+        return bool(taken)
+
+    def _place(self, name: str) -> None:
+        """Run `name`: its stream's count as the split walks it; small tasks it was the last
+        producer of become ready."""
+        stream = self.stream_of.get(name)
         if stream is not None:
-            before = fill.get(stream, 0)
-            if before and before + units[name] > capacity:
-                if units[name] >= large:
-                    pulled = _ready_smalls(orders, sequence, i, stream=stream,
-                                           stream_of=stream_of, units=units,
-                                           room=capacity - before, large=large, ran=ran)
-                    if pulled:
-                        moved = [sequence[j] for j in pulled]
-                        for j in reversed(pulled):
-                            del sequence[j]
-                        sequence[i:i] = moved
-                        continue  # walk on from the first task moved
+            before = self.fill.get(stream, 0)
+            if before and before + self.units[name] > self.capacity:
                 before = 0
-            fill[stream] = before + units[name]
-        ran.add(name)
-        i += 1
-    return tuple(sequence)
-
-
-def _ready_smalls(orders: Orders, sequence: list[str], at: int, *, stream: int,
-                  stream_of: Mapping[str, int], units: Mapping[str, int], room: int,
-                  large: int, ran: set[str]) -> list[int]:
-    """Positions after `at` of small tasks of `stream` whose producers ran (or are sources
-    without a stream, which come along), as many as fit in `room`, with those sources."""
-    position = {name: j for j, name in enumerate(sequence[at:], start=at)}
-    pulled: list[int] = []
-    for j in range(at + 1, len(sequence)):
-        if room <= 0:
-            break
-        name = sequence[j]
-        if stream_of.get(name) != stream or units[name] >= large or units[name] > room:
-            continue
-        missing = [p for p in orders.preds[name] if p not in ran]
-        if all(p not in stream_of and not orders.preds[p] for p in missing):
-            pulled += [position[p] for p in missing if position[p] not in pulled] + [j]
-            room -= units[name]
-    return sorted(pulled)
+            self.fill[stream] = before + self.units[name]
+        self.ran.add(name)
+        self.out.append(name)
+        if not self._blocks(name):
+            return
+        for consumer in self.consumers.get(name, ()):
+            if consumer in self.waiting:
+                self.waiting[consumer] -= 1
+                if not self.waiting[consumer] and consumer not in self.ran:
+                    heapq.heappush(self.ready.setdefault(self.stream_of[consumer], []),
+                                   self.position[consumer])
 
 
 def rebalanced(dag: TaskDag, streams: Sequence[int], order: Order, units: Mapping[str, int],

@@ -34,14 +34,15 @@ class Latency:
 def heads(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]],
           succs: Sequence[Sequence[int]] | dict[int, list[int]], time: Sequence[float], *,
           real: Sequence[bool], latency: Latency, overlap: dict[int, int],
+          before: dict[int, int], after: dict[int, int],
           floors: Mapping[int, tuple[int, float]] | None = None) -> dict[int, float]:
     """Earliest start of each task in `order` (a topological order over `preds`; `succs` the
     reverse edges); run on the reversed order with successors, the least time after each
-    task's end. `floors`: per task b, a task a before it and a least time from a's end to
-    b's start (`optimal/series.py`; reversed: from b's end to a's start)."""
+    task's end. `before`, `after`: the tasks before and after each in that direction
+    (`closure` over `preds` and over `succs`). `floors`: per task b, a task a before it and a
+    least time from a's end to b's start (`optimal/series.py`; reversed: from b's end to a's
+    start)."""
     head: dict[int, float] = {}
-    before = closure(order, preds)
-    after = closure(order[::-1], succs)
     position = {t: i for i, t in enumerate(order)}
     related = {t: before[t] | after[t] for t in order}  # the tasks ordered with each
     for t in order:
