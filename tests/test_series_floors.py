@@ -58,13 +58,13 @@ def test_the_least_gap_of_a_fork_join_counts_the_forks_send() -> None:
     # side by side: p's Send delays its own branch by 1 us (or the other's Recv follows it),
     # the other branch starts 2 us after p; the later branch's Send and the Recv before j:
     # 20 + 3. Its stream time is what the fork-join bound left out (20 + 2)
-    segment = ((FORK, HALF, HALF, HALF, HALF, JOIN), FORK_JOIN_PREDS)
+    segment = ((FORK, HALF, HALF, HALF, HALF, JOIN), FORK_JOIN_PREDS, FORK[0])
     assert least_gap(segment, 1 * SCALE, 1 * SCALE) == 23 * SCALE
     # without sync latency the branches overlap completely
     assert least_gap(segment, 0, 0) == 20 * SCALE
     # branches as wide as the engine never overlap: one stream, 40
     wide = (10 * SCALE, "AIcoreEngine", 32, 32)
-    assert least_gap(((FORK, wide, wide, wide, wide, JOIN), FORK_JOIN_PREDS),
+    assert least_gap(((FORK, wide, wide, wide, wide, JOIN), FORK_JOIN_PREDS, FORK[0]),
                      1 * SCALE, 1 * SCALE) == 40 * SCALE
 
 

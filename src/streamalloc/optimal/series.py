@@ -13,11 +13,11 @@ satisfies, between a's end and b's start:
   Sends (or Recvs) may be one task: they may overlap each other, never a task.
 
 The least time from a's end to b's start under these facts (CP-SAT, with the streams as
-variables: a segment's tasks use at most as many streams as it has tasks) is a floor every
-plan's run meets: b starts >= end(a) + floor (`series_floors`). SqueezeNet's fire modules
-then count the Send a fork runs before its own branch: its bound rises from 218.7 to 230.4
-us, its best plan runs 230.5. A segment whose solve stops at the time limit gives CP-SAT's
-bound.
+variables: a segment's tasks use at most as many streams as it has tasks; times rounded down
+to the model's unit, a's time up) is a floor every plan's run meets: b starts >= end(a) +
+floor (`series_floors`). SqueezeNet's fire modules then count the Send a fork runs before
+its own branch: its bound rises from 218.7 to 230.3 us, its best plan runs 230.5. A segment
+whose solve stops at the time limit gives CP-SAT's bound.
 
 Tasks without a stream's work (kind NOP) are left out: a dependency through them still
 orders their producer and consumer, so it becomes a direct one.
@@ -39,12 +39,13 @@ SEGMENT_TIME = 0.2  # deterministic seconds a segment's solve may take: the 13-t
 SEGMENTS = 16  # distinct segments solved (equal ones are solved once: BERT's 11 layers)
 ALL_SYNC_TASKS = 8  # segments up to this many tasks give every Send and Recv stream time;
 # larger ones only a fork's Sends and a join's Recvs (a weaker floor, a smaller model:
-# Inception v1's bound 280.3 us in 0.9 s, instead of 272.1 in 8.7 s)
+# Inception v1's bound 280.2 us in 0.9 s, instead of 272.1 in 8.7 s)
 
 
-Segment = tuple[tuple[tuple[int, str | None, int, int], ...], tuple[tuple[int, ...], ...]]
-# per task (time in model units, engine, block dim, the engine's units), per task its
-# producers (indices into the segment, which is in a topological order: first a, last b)
+Segment = tuple[tuple[tuple[int, str | None, int, int], ...], tuple[tuple[int, ...], ...], int]
+# per task (time in model units rounded down, engine, block dim, the engine's units), per task
+# its producers (indices into the segment, which is in a topological order: first a, last b),
+# and a's time rounded up: the gap measured from a's start less it never exceeds the real one
 
 
 def series_floors(order: Sequence[int],
@@ -76,7 +77,8 @@ def series_floors(order: Sequence[int],
             tuple((math.floor(segment_of[t][0] * SCALE + 1e-9), *segment_of[t][1:])
                   for t in members),
             tuple(tuple(sorted(position[p] - a for p in direct[t] if position[p] >= a))
-                  for t in members))
+                  for t in members),
+            math.ceil(segment_of[members[0]][0] * SCALE - 1e-9))
         if segment not in solved:
             if len(solved) == SEGMENTS:
                 continue
@@ -113,7 +115,7 @@ class _Relaxation:
     numbered by their first task) and start; the first task starts at 0."""
 
     def __init__(self, segment: Segment, record: int, wait: int) -> None:
-        tasks, self.preds = segment
+        tasks, self.preds, first_up = segment
         self.n = n = len(tasks)
         self.model = model = cp_model.CpModel()
         self.time = [task[0] for task in tasks]
@@ -135,7 +137,7 @@ class _Relaxation:
                 model.add_no_overlap(intervals)
         self._engines(tasks)
         self._sync(record, wait)
-        model.minimize(self.start[n - 1] - self.time[0])
+        model.minimize(self.start[n - 1] - first_up)
 
     def _engines(self, tasks: Sequence[tuple[int, str | None, int, int]]) -> None:
         """An engine's tasks hold at most its units together."""
