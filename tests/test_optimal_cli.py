@@ -12,7 +12,7 @@ import pytest
 
 from streamalloc.cli import main
 from streamalloc.commands.compare import best_known, pareto_front
-from streamalloc.optimal import OptimalOptions, event_bound
+from streamalloc.optimal import OptimalOptions, event_bound, event_forest
 from streamalloc.report.compare_report import frontier_plot
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
@@ -246,9 +246,10 @@ def test_every_constraint_form_reads_in_words() -> None:
 def test_the_summary_says_how_close_the_events_are_to_their_bound(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The transformer layers need 2 events under GE's rules (CP-SAT proves it for its model);
-    without the one-event check the events bound proves only 1: the summary says both; one
-    stream that reaches its bound is called minimal."""
+    without the one-event check and the forest check the events bound proves only 1: the
+    summary says both; one stream that reaches its bound is called minimal."""
     monkeypatch.setattr(event_bound, "ONE_EVENT_NODES", 0)
+    monkeypatch.setattr(event_forest, "MAX_NODES", 0)
     layers = str(Path(EXAMPLE).parent / "transformer_layers.yaml")
     assert main(["allocate", layers, "--mode", "optimal", "--time-limit", "1"]) == 0
     text = capsys.readouterr().out

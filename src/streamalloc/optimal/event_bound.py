@@ -13,7 +13,10 @@ least as many streams as
 * the makespan limit asks for (under `--concurrency ge`): a stream runs one task at a time,
   so its tasks' times add up to at most the limit.
 
-Where that gives one event and a component needs two streams, one event joins them only if
+A plan with exactly that many events joins its physical streams in a forest, which runs the
+tasks between a source and a sink one after the other; where those take longer than the
+makespan limit, every plan needs one event more (`optimal/event_forest.py`). Where the
+bound is one event and a component needs two streams, one event joins them only if
 the split between them passes the conditions of `solver.one_event` (one closed under
 predecessors, its senders' producers and its receivers' consumers running one after the other
 within the limit); where CP-SAT proves that none does, the bound is two.
@@ -35,6 +38,7 @@ import networkx as nx
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.optimal.event_forest import serialized_over
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.program import graph_node_tasks
@@ -80,7 +84,11 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
     whole = streams(range(dag.size)) - len(components)
     each = max((n - 1 for n in need), default=0)
     bound = max(0, whole, each, nimble or 0)
-    if bound != 1 or limit_us is None:
+    if limit_us is None or bound != whole or bound == 0:
+        return bound
+    if serialized_over(dag, times, limit_us + EPS_US):
+        return bound + 1  # no forest runs within the limit (`optimal/event_forest.py`)
+    if bound != 1:
         return bound
     two = sorted((c for c, n in zip(components, need, strict=True)
                   if n == 2 and len(c) <= ONE_EVENT_NODES),
