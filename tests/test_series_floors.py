@@ -68,6 +68,20 @@ def test_the_least_gap_of_a_fork_join_counts_the_forks_send() -> None:
                      1 * SCALE, 1 * SCALE) == 40 * SCALE
 
 
+def test_an_inception_module_is_solved_to_its_optimum() -> None:
+    """Inception v1's second module (its times in 0.01 us and block dims): four branches of
+    4 us tasks on 32 cores, 20.4 us of work over the cores, one branch four tasks long. Its
+    relaxation's optimum is 26.54 us; with CP-SAT's default cumulative propagation the bound
+    stayed at 19.82 after 5 deterministic seconds, with edge finding it is proven in 2.2."""
+    core = "AIcoreEngine"
+    tasks = tuple((time, core, width, 32) for time, width in (
+        (399, 20), (399, 20), (396, 17), (399, 10), (396, 17), (399, 10), (393, 25),
+        (399, 15), (393, 12), (365, 3), (381, 10), (386, 8), (390, 14), (399, 5), (433, 32)))
+    preds = ((), (0,), (0,), (2,), (0,), (4,), (5,), (6,), (0,), (8,), (9,), (10,), (1,),
+             (12,), (3, 7, 11, 13))
+    assert least_gap((tasks, preds, 400), 1 * SCALE, 1 * SCALE) == 2654
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_every_module_of_a_fork_join_chain_has_a_floor(tmp_path: Path, seed: int) -> None:
     """Each module's fork and join are cut tasks, so every module gets a floor, and the

@@ -34,8 +34,11 @@ from ortools.sat.python import cp_model
 SCALE = 100  # model time unit: 0.01 us; every time is rounded down, so the floor stays one
 SEGMENT_MAX_TASKS = 16  # a segment's tasks (its two cut tasks included) solved; larger ones
 # get no floor (Inception v2's 36-task modules: no higher bound, 1.8 s of wall time)
-SEGMENT_TIME = 0.2  # deterministic seconds a segment's solve may take: the 13-task modules of
-# Inception v1 are solved to optimality (0.9 s of wall time for its 9)
+SEGMENT_TIME = 2.5  # deterministic seconds a segment's solve may take: Inception v1's 13-task
+# modules are solved to optimality, the slowest in 2.2 (with 0.2, its floor stayed 19.8 us
+# under its optimum, 26.5: the bound 280.2 us instead of 286.9)
+SERIES_TIME = 5.0  # deterministic seconds all segments' solves may take together (Inception
+# v1: 3.1, 2.2 s of wall time)
 SEGMENTS = 16  # distinct segments solved (equal ones are solved once: BERT's 11 layers)
 ALL_SYNC_TASKS = 8  # segments up to this many tasks give every Send and Recv stream time;
 # larger ones only a fork's Sends and a join's Recvs (a weaker floor, a smaller model:
@@ -69,6 +72,7 @@ def series_floors(order: Sequence[int],
     cuts = [position[t] for t in cut_tasks(tasks, before, after)]
     floors: dict[int, tuple[int, float]] = {}
     solved: dict[Segment, float] = {}
+    left = SERIES_TIME
     for a, b in itertools.pairwise(cuts):
         if b - a < 2 or b - a + 1 > SEGMENT_MAX_TASKS:
             continue
@@ -80,10 +84,11 @@ def series_floors(order: Sequence[int],
                   for t in members),
             math.ceil(segment_of[members[0]][0] * SCALE - 1e-9))
         if segment not in solved:
-            if len(solved) == SEGMENTS:
+            if len(solved) == SEGMENTS or left <= 0:
                 continue
-            solved[segment] = least_gap(segment, math.floor(record * SCALE + 1e-9),
-                                        math.floor(wait * SCALE + 1e-9)) / SCALE
+            gap, spent = _solved(segment, math.floor(record * SCALE + 1e-9),
+                                 math.floor(wait * SCALE + 1e-9), min(SEGMENT_TIME, left))
+            solved[segment], left = gap / SCALE, left - spent
         floors[tasks[b]] = (tasks[a], solved[segment])
     return floors
 
@@ -101,13 +106,22 @@ def cut_tasks(tasks: Sequence[int], before: Mapping[int, int], after: Mapping[in
 def least_gap(segment: Segment, record: int, wait: int) -> float:
     """CP-SAT's lower bound, in model units, on the time from the first task's end to the
     last one's start under the module docstring's facts."""
+    return _solved(segment, record, wait, SEGMENT_TIME)[0]
+
+
+def _solved(segment: Segment, record: int, wait: int, time_limit: float
+            ) -> tuple[float, float]:
+    """`least_gap` within `time_limit` deterministic seconds, and the time it took."""
     relaxation = _Relaxation(segment, record, wait)
     solver = cp_model.CpSolver()
-    solver.parameters.max_deterministic_time = SEGMENT_TIME
+    solver.parameters.max_deterministic_time = time_limit
     solver.parameters.num_workers = 1  # deterministic: the bound depends on the model only
+    # (edge finding: Inception v1's module of four 4 us tasks in a row on 32 cores is solved
+    # in 2.2 deterministic s; without it, its bound stayed 26% under the optimum after 5)
+    solver.parameters.use_timetable_edge_finding_in_cumulative = True
     if solver.solve(relaxation.model) == cp_model.INFEASIBLE:  # every one-stream run fits
         raise AssertionError("segment relaxation infeasible")
-    return max(0.0, solver.best_objective_bound)
+    return max(0.0, solver.best_objective_bound), solver.deterministic_time
 
 
 class _Relaxation:
