@@ -12,7 +12,7 @@ pass (graphs not reached yet on their initial streams), or the stream labels aft
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import chain, compress, groupby, repeat
 from operator import attrgetter, itemgetter
@@ -24,11 +24,12 @@ import numpy as np
 from msgspec.structs import replace
 
 from streamalloc import collector
-from streamalloc.allocation import Allocation, NodeStream, Touch, allocation_text
+from streamalloc.allocation import Allocation, NodeStream, allocation_text
 from streamalloc.errors import InputError, InputWarning
 from streamalloc.heuristic.context import GraphContext, ModelContext, is_unknown_shape
 from streamalloc.heuristic.label_rules import labels_text
 from streamalloc.heuristic.plan import INVALID, GraphPlan, ModelPlan, Note, initial_graph_plan
+from streamalloc.heuristic.provenance import Provenance, Touches
 from streamalloc.heuristic.registry import GRAPH_PASSES, LABEL_PASSES, MODEL_PASSES
 from streamalloc.heuristic.rule_check import check_rules, idle_rules
 from streamalloc.heuristic.rule_pass import GraphPass, Labels
@@ -196,14 +197,14 @@ def _initial_model(graph: Graph) -> ModelPlan:
 def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelContext,
                 label_notes: Mapping[str, list[Note]]) -> Allocation:
     partitions, labels = model.partitions, model.labels
-    provenance_of = _Provenance(rules.run_order())
+    provenance_of = Provenance(rules.run_order())
     names: list[str] = []  # T-order, and each node's touches and entry
-    provenance: list[_Touches] = []
+    provenance: list[Touches] = []
     nodes: list[NodeStream] = []
     # Nodes noted alike (the same subgraph and note containers) on the same streams share
     # their touches and one (immutable) entry; keyed by the ids of containers the plan and
     # `label_notes` keep alive meanwhile.
-    placed: dict[tuple[Any, ...], tuple[_Touches, NodeStream]] = {}
+    placed: dict[tuple[Any, ...], tuple[Touches, NodeStream]] = {}
     for graph_name, members in _runs_by_graph(graph):
         graph_plan, partition = plan.graphs[graph_name], partitions.get(graph_name)
         # each node's key, a column at a time (`map` and `zip` run in C)
@@ -237,91 +238,9 @@ def _allocation(graph: Graph, rules: RuleSet, plan: ModelPlan, model: ModelConte
                           name: tags.user_stream_label for name, tags in
                           compress(labels.items(), map(_USER_LABEL, labels.values()))}
                           if any(map(_USER_LABEL, labels.values())) else {}),
-                      provenance=Columns(names, Derived(provenance, _Touches.value)),
+                      provenance=Columns(names, Derived(provenance, Touches.value)),
                       custom_stream_ids=plan.custom_stream_ids, rules_digest=rules.digest,
                       options=graph.options)
-
-
-class _Provenance:
-    """Each node's notes in the order the rules ran (`RuleSet.run_order`: label, graph, then
-    model rules, whatever their priorities; a rule's own notes keep their order) and the
-    deciding rule: the last (in run order) whose note chose the node's stream; label notes, a
-    node taking its subgraph's stream and compaction renames choose none ("initial").
-
-    Passes share one note among the nodes it explains, and a plan one tuple of notes among
-    the nodes noted alike, so nodes of one subgraph mostly carry the same tuple: the deciding
-    rule and the touches are kept per subgraph and per pair of note containers. The touches
-    are made when first read (`explain` and messages read them, the plan does not): a
-    100k-node model has thousands of subgraphs."""
-
-    def __init__(self, order: Mapping[str, int]) -> None:
-        self.order = order
-        self.scoped: dict[tuple[str, int | None], tuple[Touch, ...]] = {}
-        # keyed by the ids of note containers the plan (or `label_notes`) keeps alive meanwhile
-        self.known: dict[tuple[str, int | None, int, int], tuple[_Touches, str]] = {}
-
-    def of(self, plan: GraphPlan, partition: GraphPartition | None, index: int | None,
-           labels: Sequence[Note], own: Sequence[Note]) -> tuple[_Touches, str]:
-        """A node's touches (made when read) and its deciding rule, from its subgraph's
-        `index`, its label notes and its own notes."""
-        key = (plan.graph, index, id(labels), id(own))
-        known = self.known.get(key)
-        if known is None:
-            notes: tuple[Note, ...]
-            scope, notes = "", ()  # no subgraph (a node outside the partition)
-            if partition is not None and index is not None and index < len(plan.sg_notes):
-                scope, notes = f"subgraph {partition.subgraphs[index].id}", plan.sg_notes[index]
-            known = self.known[key] = (_Touches(self, ((plan.graph, index), scope, notes),
-                                                tuple(labels), tuple(own)),
-                                       self._deciding(chain(labels, notes, own)))
-        return known
-
-    def _deciding(self, notes: Iterable[Note]) -> str:
-        """The rule of the last deciding note once the notes are in run order: the latest
-        rule in run order, the last of its notes given (a stable sort keeps them so)."""
-        rule, latest = "initial", None
-        for note in notes:
-            if note.decides:
-                at = self.order.get(note.rule, -1)
-                if latest is None or at >= latest:
-                    rule, latest = note.rule, at
-        return rule
-
-    def scoped_touches(self, key: tuple[str, int | None], scope: str,
-                       notes: tuple[Note, ...]) -> tuple[Touch, ...]:
-        """The touches of a subgraph's notes in run order, shared by its nodes."""
-        found = self.scoped.get(key)
-        if found is None:
-            found = self.scoped[key] = _in_run_order([Touch(scope, n) for n in notes],
-                                                     self.order) if scope else ()
-        return found
-
-
-_Subgraph = tuple[tuple[str, int | None], str, tuple[Note, ...]]  # key, scope, notes
-
-
-class _Touches:
-    """The touches of the nodes noted alike, in run order, made on first read."""
-
-    __slots__ = ("_labels", "_made", "_of", "_own", "_subgraph")
-
-    def __init__(self, of: _Provenance, subgraph: _Subgraph, labels: tuple[Note, ...],
-                 own: tuple[Note, ...]) -> None:
-        self._of, self._subgraph, self._labels, self._own = of, subgraph, labels, own
-        self._made: tuple[Touch, ...] | None = None
-
-    def value(self) -> tuple[Touch, ...]:
-        """The touches: label notes, the subgraph's, the node's own, in run order."""
-        if self._made is None:
-            scoped = self._of.scoped_touches(*self._subgraph)
-            if self._labels or self._own:
-                touches = [Touch("labels", n) for n in self._labels]
-                touches += scoped
-                touches += [Touch("node", n) for n in self._own]
-                self._made = _in_run_order(touches, self._of.order)
-            else:
-                self._made = scoped
-        return self._made
 
 
 def _owners(compute: ComputeGraph, partition: GraphPartition | None, members: list[str]
@@ -356,7 +275,3 @@ def _runs_by_graph(graph: Graph) -> Iterator[tuple[str, list[str]]]:
         return
     for graph_name, run in groupby(graph.all_nodes(), attrgetter("graph")):
         yield graph_name, [node.name for node in run]
-
-
-def _in_run_order(touches: list[Touch], order: Mapping[str, int]) -> tuple[Touch, ...]:
-    return tuple(sorted(touches, key=lambda t: order.get(t.note.rule, -1)))

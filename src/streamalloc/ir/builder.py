@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_right
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
@@ -34,10 +33,10 @@ from streamalloc.ir.graph import (
     Graph,
     Node,
     PartitionEntry,
-    Producers,
     linked_consumers,
-    make_producers,
 )
+from streamalloc.ir.node_walk import positions, producers_of
+from streamalloc.ir.partition_check import checked_partition
 from streamalloc.ir.tensor import TensorDesc
 
 # Where a node or graph came from, for messages: a "file:line" string or any object whose str()
@@ -185,10 +184,12 @@ class GraphBuilder:
         # without subgraphs, nodes kept in the order added are `by_name` as Graph would make it
         # (the builder keeps a copy: it may go on adding nodes)
         in_order = not graphs and tuple(self._node_of.values()) == root.nodes
+        partition = None if self._partition is None else \
+            checked_partition(self._partition, self.engines, self._node_of)
         by_name, self._node_of = self._node_of, dict(self._node_of)
         return Graph(name=self.name, root=root, subgraphs=MappingProxyType(graphs),
                      options=MappingProxyType(dict(self.options)), engines=self.engines,
-                     dynamic_shape=self.dynamic_shape, partition=self._checked_partition(),
+                     dynamic_shape=self.dynamic_shape, partition=partition,
                      node_order=order, source=self.source,
                      by_name=MappingProxyType(by_name if in_order else {}))
 
@@ -244,7 +245,7 @@ class GraphBuilder:
 
     def _finish(self, draft: _GraphDraft, parent: str | None, mode: str) -> ComputeGraph:
         nodes = draft.nodes
-        walk = _positions(nodes)
+        walk = positions(nodes)
         position, controls = walk.position, walk.controls
         if not self._well_formed(nodes, position, controls, [src for src, _ in walk.late]):
             for node in nodes:  # the first problem in node order, with its message
@@ -254,7 +255,7 @@ class GraphBuilder:
         producers = None  # likewise (`ComputeGraph.producers`) unless the walk found them
         if mode == "given" and walk.forward:
             ordered, index = nodes, position
-            producers = _producers(nodes, walk)
+            producers = producers_of(nodes, walk)
         else:  # the given list is not topological, or GE's own sort was asked for
             consumers = linked_consumers(nodes)
             ordered = self._order(draft, consumers, frozen_controls,
@@ -328,79 +329,3 @@ class GraphBuilder:
             raise GraphLoadError(f"{draft.origin or self.source}: graph {draft.name!r} has a "
                                  f"cycle: {exc}") from None
         return [nodes[n] for n in ordered]
-
-    def _checked_partition(self) -> tuple[PartitionEntry, ...] | None:
-        if self._partition is None:
-            return None
-        seen: dict[str, str] = {}
-        for entry, origin in self._partition:
-            self._check_partition_entry(entry, origin, seen)
-        return tuple(entry for entry, _ in self._partition)
-
-    def _check_partition_entry(self, entry: PartitionEntry, origin: Origin,
-                               seen: dict[str, str]) -> None:
-        if self.engines.get(entry.engine) is None:
-            known = ", ".join(sorted(self.engines.engines))
-            raise GraphLoadError(f"{origin}: partition {entry.id!r} field 'engine': unknown "
-                                 f"engine {entry.engine!r}; known: {known}")
-        graphs = set()
-        for name in entry.nodes:
-            if name not in self._node_of:
-                raise GraphLoadError(f"{origin}: partition {entry.id!r} lists unknown node "
-                                     f"{name!r}")
-            if name in seen:
-                raise GraphLoadError(f"{origin}: node {name!r} is in partitions {seen[name]!r} "
-                                     f"and {entry.id!r}")
-            seen[name] = entry.id
-            graphs.add(self._node_of[name].graph)
-        if len(graphs) > 1:
-            raise GraphLoadError(f"{origin}: partition {entry.id!r} mixes nodes of graphs "
-                                 f"{sorted(graphs)}")
-
-
-class _Positions(msgspec.Struct):
-    """What one walk over a graph's node list finds: node positions, control successors in
-    link order, the data producer of every input slot by position (-1: unconnected, or not
-    yet known: `late`), the sources and slots (flat index) of the data edges from the node
-    itself or a later (or no) node, and whether the list is topological (every edge comes
-    from an earlier node or is a loop back edge)."""
-
-    position: dict[str, int]
-    controls: dict[str, list[str]]
-    data: list[int]
-    late: list[tuple[str, int]]
-    forward: bool
-
-
-def _producers(nodes: list[Node], walk: _Positions) -> Producers:
-    """The walk's producers by position, once every node's position is known."""
-    data = walk.data
-    for src, slot in walk.late:  # loop back edges (the list is well formed by now)
-        data[slot] = walk.position[src]
-    position = walk.position
-    control = [position[src] for node in nodes for src in node.control_inputs] \
-        if walk.controls else []  # most graphs have no control edge
-    return make_producers(nodes, data, control)
-
-
-def _positions(nodes: list[Node]) -> _Positions:
-    position: dict[str, int] = {}  # the nodes before the current one, then all
-    controls: dict[str, list[str]] = defaultdict(list)
-    data: list[int] = []
-    late: list[tuple[str, int]] = []
-    forward = True
-    get = position.get
-    for at, node in enumerate(nodes):
-        name = node.name
-        for ref in node.inputs:
-            found = -1 if ref is None else get(ref.src, -1)
-            if found < 0 and ref is not None:
-                late.append((ref.src, len(data)))
-            data.append(found)
-        for src in node.control_inputs:
-            controls[src].append(name)
-            forward = forward and src in position
-        position[name] = at
-    forward = forward and all(
-        src in position and nodes[position[src]].type in LOOP_BACK_TYPES for src, _ in late)
-    return _Positions(position, controls, data, late, forward)

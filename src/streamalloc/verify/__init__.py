@@ -65,7 +65,8 @@ event and activation (no all-pairs closure); see `happens_before`.
 """
 
 from streamalloc.verify.command import verify_command
-from streamalloc.verify.plan_input import PlanView, plan_view, read_plan
+from streamalloc.verify.plan_input import plan_view, read_plan
+from streamalloc.verify.plan_view import PlanView
 from streamalloc.verify.report import VerifyReport, VerifyStats, Violation
 from streamalloc.verify.verifier import verify_plan
 

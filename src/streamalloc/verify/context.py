@@ -16,7 +16,7 @@ import numpy as np
 
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.verify.node_columns import NodeColumns, node_columns
-from streamalloc.verify.plan_input import PlanView, SyncEntry
+from streamalloc.verify.plan_view import PlanView, SyncEntry
 from streamalloc.verify.report import ViolationLog
 
 

@@ -11,7 +11,7 @@ from itertools import repeat
 import numpy as np
 
 from streamalloc.arrays import sorted_distinct
-from streamalloc.verify.plan_input import NodeEntries
+from streamalloc.verify.plan_view import NodeEntries
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.rules import RuleSet, builtin_names, rule_set
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import rule_constraints
-from streamalloc.verify.plan_input import PlanView
+from streamalloc.verify.plan_view import PlanView
 from streamalloc.verify.report import ViolationLog
 
 

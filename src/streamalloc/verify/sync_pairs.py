@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from streamalloc.ir.attached import resource_ids
 from streamalloc.verify.context import Context
-from streamalloc.verify.plan_input import EventEntry
+from streamalloc.verify.plan_view import EventEntry
 from streamalloc.verify.structure import ids_phrase, missing_ids, missing_phrase
 
 Key = tuple[str, int]  # (id space, id)

@@ -19,7 +19,8 @@ from streamalloc.verify.context import Context, make_context
 from streamalloc.verify.dependencies import Dependencies, Dependency, graph_dependencies
 from streamalloc.verify.happens_before import Blocked, SweepResult, sweep
 from streamalloc.verify.limits import check_limits, read_limits
-from streamalloc.verify.plan_input import PlanView, plan_view
+from streamalloc.verify.plan_input import plan_view
+from streamalloc.verify.plan_view import PlanView
 from streamalloc.verify.report import DEFAULT_CAP, VerifyReport, VerifyStats, ViolationLog
 from streamalloc.verify.structure import check_structure
 from streamalloc.verify.sync_pairs import check_entries, check_ids, collect_ends, pair_waits

@@ -31,7 +31,7 @@ import importlib.util
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -40,13 +40,12 @@ from typing import Any, cast
 from google.protobuf import message, text_format
 
 from streamalloc.errors import GraphLoadError
-from streamalloc.ir.attrs import AttrValue, NamedAttrs, TensorValue, freeze_attrs
+from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.builder import GraphBuilder
-from streamalloc.ir.dtypes import GE_PROTO_DTYPE
 from streamalloc.ir.engines import EngineTable
 from streamalloc.ir.graph import DataInput, Graph
+from streamalloc.ir.loaders.ge_dump_attrs import attrs_of, desc_of
 from streamalloc.ir.proto import ge_ir_pb2
-from streamalloc.ir.tensor import TensorDesc
 
 _KINDS = (ge_ir_pb2.ModelDef, ge_ir_pb2.GraphDef)
 _PROTOC_MODULE = "grpc_tools.protoc"
@@ -216,7 +215,7 @@ def _build(path: Path, model: ge_ir_pb2.ModelDef) -> Graph:
 
 def _attrs_at(proto_map: Mapping[str, Any], where: str) -> Mapping[str, AttrValue]:
     try:
-        return _attrs(proto_map)
+        return attrs_of(proto_map)
     except ValueError as exc:
         raise GraphLoadError(f"{where}: {exc}") from None
 
@@ -227,8 +226,8 @@ def _add_op(builder: GraphBuilder, op: ge_ir_pb2.OpDef, graph: str, origin: str)
     inputs, controls = _edges(op, origin)
     attrs = _attrs_at(op.attr, f"{origin}: op {op.name!r}")
     try:
-        outputs = [_desc(d) for d in op.output_desc]
-        input_descs = [_desc(d) for d in op.input_desc]
+        outputs = [desc_of(d) for d in op.output_desc]
+        input_descs = [desc_of(d) for d in op.input_desc]
     except ValueError as exc:
         raise GraphLoadError(f"{origin}: op {op.name!r} tensor desc: {exc}") from None
     builder.add_node(op.name, op.type, graph=graph, engine=engine_hint(attrs, builder.engines),
@@ -299,116 +298,3 @@ def _subgraphs(op: ge_ir_pb2.OpDef) -> list[tuple[str, str]]:
     # GE writes "" for a declared but unset subgraph instance; it owns nothing.
     return [(role, name) for role, name in zip(subgraph_roles(op.type, len(names)), names,
                                                strict=True) if name]
-
-
-# ---- attributes and tensor descriptions ----------------------------------------------------
-
-def _attrs(proto_map: Mapping[str, Any]) -> Mapping[str, AttrValue]:
-    out = {}
-    for key, attr in proto_map.items():
-        try:
-            value = _attr(attr)
-        except ValueError as exc:
-            raise ValueError(f"attribute {key!r}: {exc}") from None
-        if value is not None:
-            out[key] = value
-    return freeze_attrs(out)
-
-
-def _desc(desc: ge_ir_pb2.TensorDescriptor) -> TensorDesc:
-    return TensorDesc(shape=tuple(desc.shape.dim) if desc.HasField("shape") else None,
-                      dtype=GE_PROTO_DTYPE.get(desc.dtype), format=desc.layout or None,
-                      attrs=_attrs(desc.attr))
-
-
-def _named(named: ge_ir_pb2.NamedAttrs) -> NamedAttrs:
-    return NamedAttrs(named.name, _attrs(named.attr))
-
-
-def _tensor(tensor: ge_ir_pb2.TensorDef) -> TensorValue:
-    return TensorValue(_desc(tensor.desc), bytes(tensor.data))
-
-
-def _graph_bytes(graph: ge_ir_pb2.GraphDef) -> bytes:
-    return graph.SerializeToString(deterministic=True)  # deterministic: stable map order
-
-
-def _text(value: bytes) -> AttrValue:
-    try:
-        return AttrValue("string", value.decode("utf-8"))
-    except UnicodeDecodeError:
-        return AttrValue("bytes", bytes(value))
-
-
-# AttrDef oneof member -> AttrValue; `list` is typed by its val_type (see _list).
-_ONEOF: dict[str, Callable[[Any], AttrValue]] = {
-    "s": _text,
-    "i": lambda v: AttrValue("int", v),
-    "f": lambda v: AttrValue("float", v),
-    "b": lambda v: AttrValue("bool", v),
-    "bt": lambda v: AttrValue("bytes", bytes(v)),
-    "dt": lambda v: AttrValue("data_type", v),  # the C++ ge::DataType number, kept as is
-    "expression": lambda v: AttrValue("expression", v.decode("utf-8", "backslashreplace")),
-    "func": lambda v: AttrValue("named_attrs", _named(v)),
-    "td": lambda v: AttrValue("tensor_desc", _desc(v)),
-    "t": lambda v: AttrValue("tensor", _tensor(v)),
-    "g": lambda v: AttrValue("graph", _graph_bytes(v)),
-    "list_list_int": lambda v: AttrValue("list_list_int",
-                                         tuple(tuple(row.list_i) for row in v.list_list_i)),
-    "list_list_float": lambda v: AttrValue("list_list_float",
-                                           tuple(tuple(row.list_f) for row in v.list_list_f)),
-}
-
-_VT = ge_ir_pb2.AttrDef.ListValue.ListValueType
-# ListValue member (in field order) -> our list kind and the val_type naming it.
-_LIST_MEMBERS: dict[str, tuple[str, int]] = {
-    "s": ("list_string", _VT.VT_LIST_STRING), "i": ("list_int", _VT.VT_LIST_INT),
-    "f": ("list_float", _VT.VT_LIST_FLOAT), "b": ("list_bool", _VT.VT_LIST_BOOL),
-    "bt": ("list_bytes", _VT.VT_LIST_BYTES), "td": ("list_tensor_desc", _VT.VT_LIST_TENSOR_DESC),
-    "t": ("list_tensor", _VT.VT_LIST_TENSOR), "g": ("list_graph", _VT.VT_LIST_GRAPH),
-    "na": ("list_named_attrs", _VT.VT_LIST_NAMED_ATTRS),
-    "dt": ("list_data_type", _VT.VT_LIST_DATA_TYPE),
-}
-_MEMBER_OF_VT = {vt: member for member, (_, vt) in _LIST_MEMBERS.items()}
-_LIST_ITEM: dict[str, Callable[[Any], Any]] = {
-    "bt": bytes, "td": _desc, "t": _tensor, "g": _graph_bytes, "na": _named,
-}
-
-
-def _attr(attr: ge_ir_pb2.AttrDef) -> AttrValue | None:
-    member = attr.WhichOneof("value")
-    if member is None:
-        return None  # no value at all: GE skips such an attr (module docstring)
-    if member == "list":
-        return _list(attr.list)
-    return _ONEOF[member](getattr(attr, member))
-
-
-def _list(value: ge_ir_pb2.AttrDef.ListValue) -> AttrValue:
-    """A list typed by `val_type`, so an empty list keeps its kind.
-
-    VT_LIST_NONE (or a val_type newer than this table) with items in exactly one member is
-    typed by that member, as old GE writers left val_type unset; with none it is `list_none`.
-    """
-    member = _MEMBER_OF_VT.get(value.val_type)
-    if member is None:
-        filled = [m for m in _LIST_MEMBERS if len(getattr(value, m))]
-        if len(filled) > 1:
-            raise ValueError(f"list without a val_type holds items in several members {filled}")
-        if not filled:
-            return AttrValue("list_none", ())
-        member = filled[0]
-    items: Sequence[Any] = getattr(value, member)
-    if member == "s":
-        return _strings(items)
-    convert = _LIST_ITEM.get(member)
-    return AttrValue(_LIST_MEMBERS[member][0],
-                     tuple(map(convert, items)) if convert else tuple(items))
-
-
-def _strings(items: Sequence[bytes]) -> AttrValue:
-    """list_string, or list_bytes (raw) when any item is not UTF-8, like the scalar `s`."""
-    try:
-        return AttrValue("list_string", tuple(item.decode("utf-8") for item in items))
-    except UnicodeDecodeError:
-        return AttrValue("list_bytes", tuple(bytes(item) for item in items))
