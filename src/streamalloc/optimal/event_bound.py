@@ -29,15 +29,14 @@ loop activator), has attached streams or declares event sharing has none (None).
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import accumulate
 
 import networkx as nx
 
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.optimal.bins import bins
 from streamalloc.optimal.event_forest import serialized_over
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import CostTable
@@ -99,31 +98,6 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
                           time_limit=ONE_EVENT_TIME) is False for c in two):
         return 2
     return bound
-
-
-def bins(sizes: Sequence[int], capacity: int) -> int:
-    """Martello and Toth's bound L2 of the bins of `capacity` that hold items of `sizes` (an
-    item larger than a bin has one to itself, as a task larger than a stream does): for each
-    k up to half a bin, the items over capacity - k each need a bin, and so does each item
-    over half a bin; those from k to half a bin fill what the latter leave, then bins of
-    their own.
-
-    >>> bins([20, 20, 20], 37), bins([15, 15, 15], 37), bins([30, 10, 10, 10], 37)
-    (3, 2, 2)
-    """
-    ordered = sorted(sizes)
-    total = [0, *accumulate(ordered)]
-    half = capacity / 2
-    best = 0
-    for k in {0, *(w for w in ordered if w <= half)}:
-        low = bisect_left(ordered, k)  # items from k on
-        mid = bisect_right(ordered, half)  # items over half a bin from here
-        high = bisect_right(ordered, capacity - k)  # items over capacity - k from here
-        over_half = high - mid
-        left = over_half * capacity - (total[high] - total[mid])
-        small = total[mid] - total[low]
-        best = max(best, len(ordered) - mid + max(0, math.ceil((small - left) / capacity)))
-    return best
 
 
 def _events_only(graph: Graph) -> bool:
