@@ -5,7 +5,6 @@ the events bound gains one event."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import networkx as nx
 from hypothesis import given, settings
@@ -15,10 +14,7 @@ from streamalloc import api
 from streamalloc.errors import LimitExceeded
 from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
-from streamalloc.ir.loaders import load_graph
-from streamalloc.ir.training import training_step
 from streamalloc.optimal import task_dag
-from streamalloc.optimal.evaluate import evaluate
 from streamalloc.optimal.event_bound import events_bound
 from streamalloc.optimal.event_forest import serialized_over
 from streamalloc.optimal.options import EPS_US
@@ -28,9 +24,6 @@ from streamalloc.runtime_emu.program import graph_node_tasks
 from streamalloc.solver.dag import TaskDag
 
 COSTS = default_cost_table()
-LIGHT = Path(__import__("onnx").__file__).parent / "backend" / "test" / "data" / "light"
-PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
-            "ge.hcomParallel": "1"}
 
 
 def test_the_tasks_between_a_source_and_a_sink_add_up() -> None:
@@ -97,16 +90,3 @@ def test_a_forest_plan_runs_at_least_its_serialized_time(rng: random.Random, syn
         assert not serialized_over(dag, times, result.makespan_us + EPS_US)
     bound = events_bound(graph, dag, limit_us=result.makespan_us, costs=COSTS)
     assert bound is not None and bound <= plan.event_count + plan.notify_count
-
-
-def test_the_resnet50_training_step_needs_42_events_within_ge_modes_makespan() -> None:
-    """Its 42 physical streams need 41 events as a forest, which would run 12.2 ms of tasks
-    one after the other, over ge mode's 10.1 ms (sync minimal): 42 events; at 25% slower a
-    forest may do."""
-    graph = training_step(load_graph(LIGHT / "light_resnet50.onnx")).with_options(PARALLEL)
-    rules = api.default_rule_set(graph)
-    allocation = api.allocate(graph, rules)
-    baseline = evaluate(graph, allocation, rules, "minimal", COSTS)
-    dag = task_dag(graph, allocation)
-    assert events_bound(graph, dag, limit_us=baseline.makespan_us, costs=COSTS) == 42
-    assert events_bound(graph, dag, limit_us=1.25 * baseline.makespan_us, costs=COSTS) == 41
