@@ -21,8 +21,9 @@ stream that is free runs:
 What a stream knows done is a vector clock: per stream, the last node known to run before.
 `latest_starts` schedules a run back from a target makespan: its nodes in the order each stream
 ran them, and their dependencies. The search's emulated checks decide which order is kept; the
-simulation only proposes. Each step scans the stream's ready nodes, so a run costs up to
-O(nodes x width): the search runs it up to `search.WAITS_NODES` streamed nodes.
+simulation only proposes. Each step scans the stream's nodes that wait for producers (those
+it can run without a wait come from a heap), so a run costs up to O(nodes x width): the
+search runs it up to `search.WAITS_NODES` streamed nodes.
 """
 
 from __future__ import annotations
@@ -97,10 +98,15 @@ class _Simulation:
         dag = self.dag
         self.rank = dag.bottom_levels(self.times)
         self.missing = [len(p) for p in dag.preds]
-        self.ready: dict[int, list[int]] = {s: [] for s in set(self.streams)}
-        self.free_at = dict.fromkeys(self.ready, 0.0)
-        self.known: dict[int, dict[int, int]] = {s: {} for s in self.ready}
-        self.count = dict.fromkeys(self.ready, 0)
+        ids = set(self.streams)
+        # a stream's ready nodes: those whose producers on other streams it knows done (a
+        # heap, the next to run first), and the others with those producers (which only
+        # shrink: a stream's knowledge only grows)
+        self.free: dict[int, list[tuple[float, int]]] = {s: [] for s in ids}
+        self.waiting: dict[int, dict[int, list[int]]] = {s: {} for s in ids}
+        self.free_at = dict.fromkeys(ids, 0.0)
+        self.known: dict[int, dict[int, int]] = {s: {} for s in ids}
+        self.count = dict.fromkeys(ids, 0)
         self.position = [-1] * dag.size  # on its stream, once run
         self.clock: list[dict[int, int]] = [{} for _ in range(dag.size)]
         self.finish = [0.0] * dag.size
@@ -115,9 +121,9 @@ class _Simulation:
     def run(self) -> WaitsRun:
         for v, count in enumerate(self.missing):
             if not count:
-                self.ready[self.streams[v]].append(v)
-        for s, nodes in self.ready.items():
-            if nodes:
+                self.make_ready(v)
+        for s in sorted(self.free):
+            if self.has_ready(s):
                 self.wake(s, 0.0)
         placed: list[int] = []
         while self.heap:
@@ -133,7 +139,7 @@ class _Simulation:
 
     def visit(self, s: int, now: float) -> int | None:
         """The node stream `s` runs when looked at `now`, or None (nothing yet)."""
-        if not self.ready[s]:
+        if not self.has_ready(s):
             return None
         if self.free_at[s] > now + _EPS:
             self.wake(s, self.free_at[s])
@@ -146,29 +152,44 @@ class _Simulation:
         for w in self.dag.succs[v]:
             self.missing[w] -= 1
             if not self.missing[w]:
-                self.ready[self.streams[w]].append(w)
+                self.make_ready(w)
                 self.wake(self.streams[w], now)
-        if self.ready[s]:
+        if self.has_ready(s):
             self.wake(s, self.free_at[s])
+
+    def has_ready(self, s: int) -> bool:
+        return bool(self.free[s] or self.waiting[s])
+
+    def make_ready(self, v: int) -> None:
+        """`v`'s producers all ran: free, or waiting for those its stream does not know."""
+        s = self.streams[v]
+        unknown = self.unknown(s, self.dag.preds[v])
+        if unknown:
+            self.waiting[s][v] = unknown
+        else:
+            heapq.heappush(self.free[s], self.key(v))
+
+    def key(self, v: int) -> tuple[float, int]:
+        """Free nodes run in this order: the most urgent (ties: first in T-order), or T-order."""
+        return (-self.rank[v], v) if self.urgent_first else (0.0, v)
+
+    def unknown(self, s: int, producers: Sequence[int]) -> list[int]:
+        """Those of `producers` on other streams that stream `s` does not know done."""
+        known, streams, position = self.known[s], self.streams, self.position
+        return [p for p in producers
+                if streams[p] != s and position[p] > known.get(streams[p], -1)]
 
     def step(self, s: int, now: float) -> int | None:
         """Run a node of stream `s` at `now`, or look again later (None)."""
-        known, streams = self.known[s], self.streams
-        unknown = {v: [p for p in self.dag.preds[v] if streams[p] != s
-                       and self.position[p] > known.get(streams[p], -1)]
-                   for v in self.ready[s]}
-        ready_at = {v: max((self.finish[p] for p in ps), default=0.0)
-                    for v, ps in unknown.items()}
-        free = [v for v, ps in unknown.items() if not ps]
-        waiting = [v for v, ps in unknown.items() if ps]
+        unknown, finish = self.waiting[s], self.finish
+        ready_at = {v: max(finish[p] for p in ps) for v, ps in unknown.items()}
+        waiting = list(unknown)
         done = [v for v in waiting if ready_at[v] <= now + _EPS]
         due = min((self.latest[v] for v in waiting), default=float("inf")) \
             if self.latest is not None else None
         urgent = due is not None and due <= now + _EPS
-        if free and not (done and urgent):
-            v = max(free, key=lambda u: (self.rank[u], -u)) if self.urgent_first \
-                else min(free)
-            return self.start(s, v, now, [])
+        if self.free[s] and not (done and urgent):
+            return self.start(s, heapq.heappop(self.free[s])[1], now, [])
         if not done:
             self.wake(s, min(ready_at[v] for v in waiting))
             return None
@@ -176,7 +197,7 @@ class _Simulation:
             self.wake(s, min([due, *(ready_at[v] for v in waiting if ready_at[v] > now)]))
             return None
         v = max(done, key=lambda u: (ready_at[u], self.rank[u], -u))
-        return self.start(s, v, now + self.latency, unknown[v])
+        return self.start(s, v, now + self.latency, unknown.pop(v))
 
     def start(self, s: int, v: int, at: float, waited: list[int]) -> int:
         known = self.known[s]
@@ -184,10 +205,18 @@ class _Simulation:
             for stream, position in self.clock[p].items():
                 if position > known.get(stream, -1):
                     known[stream] = position
+        if waited:  # the waiting nodes' unknown producers shrink, some to none
+            waiting = self.waiting[s]
+            for w, producers in list(waiting.items()):
+                left = self.unknown(s, producers)
+                if left:
+                    waiting[w] = left
+                else:
+                    del waiting[w]
+                    heapq.heappush(self.free[s], self.key(w))
         self.position[v] = self.count[s]
         self.count[s] += 1
         self.clock[v] = {**known, s: self.position[v]}
-        self.ready[s].remove(v)
         self.finish[v] = at + self.times[v]
         self.free_at[s] = self.finish[v]
         return v
