@@ -27,10 +27,11 @@ from streamalloc.memory.codes import (
     VarMemoryExhausted,
     VarOptionsInvalid,
 )
+from streamalloc.memory.context import GeContext
 from streamalloc.memory.desc import InitValue, VarDesc, VarOp, Weight
 from streamalloc.memory.device import EmulatedMemory, ExpandableAllocator
 from streamalloc.memory.loading import LoadedVariable, LoadedVariables, PlanLoader, load_into_device
-from streamalloc.memory.manager import GeContext, VarManager, VarManagerPool
+from streamalloc.memory.manager import VarManager, VarManagerPool
 from streamalloc.memory.plan import (
     PlannedVariable,
     VariablePlan,

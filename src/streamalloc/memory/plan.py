@@ -46,9 +46,10 @@ from streamalloc.memory.compile_driver import (
     assign_variable_attrs,
     check_build_memory,
 )
+from streamalloc.memory.context import GeContext
 from streamalloc.memory.desc import VarDesc, VarOp
 from streamalloc.memory.device import EmulatedMemory
-from streamalloc.memory.manager import GeContext, VarManager, VarManagerPool
+from streamalloc.memory.manager import VarManager, VarManagerPool
 from streamalloc.outputs import write_atomic
 
 PLAN_FORMAT = "streamalloc.vars/v1"
