@@ -9,7 +9,8 @@ least as many streams as
 
 * the task capacity asks for: the split gives a stream at most `max_task_per_stream` less
   the reserved units of node tasks, or one larger task alone (sync tasks only add to them),
-  so the streams are at least the bins a packing of the tasks needs (`bins`);
+  so the streams are at least the bins a packing of the tasks needs (`optimal/bins.py`:
+  L2 per component, and for the whole graph also the pattern model, one CP-SAT solve);
 * the makespan limit asks for (under `--concurrency ge`): a stream runs one task at a time,
   so its tasks' times add up to at most the limit.
 
@@ -36,7 +37,7 @@ import networkx as nx
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
-from streamalloc.optimal.bins import bins
+from streamalloc.optimal.bins import bins, martello_toth
 from streamalloc.optimal.event_forest import serialized_over
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import CostTable
@@ -71,16 +72,18 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
     times = [tasks[n][1] for n in dag.names]
     capacity = node_capacity(graph)
 
-    def streams(members: Sequence[int]) -> int:
+    def streams(members: Sequence[int], *, patterns: bool = False) -> int:
         need = 1 if members else 0
         if capacity is not None:
-            need = max(need, bins([units[v] for v in members], capacity))
+            sizes = [units[v] for v in members]
+            need = max(need, bins(sizes, capacity) if patterns  # (one CP-SAT solve a call)
+                       else martello_toth(sizes, capacity))
         if limit_us is not None and limit_us > 0:
             need = max(need, math.ceil(sum(times[v] for v in members) / limit_us - EPS))
         return need
 
     need = [streams(c) for c in components]
-    whole = streams(range(dag.size)) - len(components)
+    whole = streams(range(dag.size), patterns=True) - len(components)
     each = max((n - 1 for n in need), default=0)
     bound = max(0, whole, each, nimble or 0)
     if limit_us is None or bound != whole or bound == 0:
