@@ -13,6 +13,7 @@ from streamalloc.optimal.options import POLISH_NODES_PER_SECOND, POLISH_PER_SECO
 from streamalloc.optimal.order import Order
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.events import event_count
 from streamalloc.solver.polish import Polish, polish, remembered
 
 MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, most of them
@@ -50,12 +51,13 @@ def polish_both_ways(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], 
                                evaluator=evaluator, limit=limit, spare=spare)]
     streams = assignment_of(dag, chains)
     budget = polish_budget(evaluator, streams, spare)
-    length = remembered(partial(evaluator.makespan, order=order))  # shared by both passes
+    length = remembered(partial(evaluator.makespan, order=order))  # shared by both passes,
+    count = remembered(partial(event_count, dag))  # as the event counts are
     found = []
     for reverse in (False, True):
         run = Polish(dag, length, limit,
                      rule_guard(graph, dag, constraints), budget, list(streams),
-                     reverse=reverse)
+                     reverse=reverse, count=count)
         found.append(chains_of_assignment(run.run()))
         budget = run.budget
         if budget <= 0:

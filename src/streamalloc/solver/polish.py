@@ -17,8 +17,10 @@ plan of each improving assignment), and runs only on moves that already need few
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count
@@ -43,6 +45,13 @@ class Polish:
     # several events at once, and cost the makespan objective, whose polish puts events
     # second, its time (the ResNet-50 training step at an event budget of 200: 160 events
     # at 5234 us, not 191 at 4344; at 120, 92 at 6322, not 99 at 6079)
+    count: Callable[[Sequence[int]], int] | None = None  # exact event count of an
+    # assignment; default: `event_count`, remembered per partition (`remembered`): the
+    # ResNet-50 training step's two passes count 1,334 partitions in 3,493 tries
+
+    def __post_init__(self) -> None:
+        if self.count is None:
+            self.count = remembered(partial(event_count, self.dag))
 
     def run(self) -> list[int]:
         """Improve until a whole pass changes nothing or the budget is spent: first with
@@ -52,7 +61,7 @@ class Polish:
         BERT base training step at 5% and 10% makespan slack lost (114 -> 146, 108 -> 139),
         and a 10k-node generated graph, which kept none of 152, lost 8 events to their
         tries. From the local optimum they only add to it."""
-        self.events = event_count(self.dag, self.streams)
+        self.events = self._count(self.streams)
         wide = False
         while self._going():
             improved = False
@@ -111,12 +120,16 @@ class Polish:
         return [(moved, streams[end]) for moved, end in ((onto_u, u), (onto_v, v))
                 if len(moved) > 1 and all(graphs[w] == graphs[end] for w in moved)]
 
+    def _count(self, streams: Sequence[int]) -> int:
+        assert self.count is not None  # set in __post_init__
+        return self.count(streams)
+
     def _accept(self, moved: list[int], target: int) -> bool:
         trial = list(self.streams)
         for w in moved:
             trial[w] = target
         self.budget -= 1
-        events = event_count(self.dag, trial)
+        events = self._count(trial)
         if (events, len(set(trial))) >= (self.events, len(set(self.streams))):
             return False
         if not self.allowed(trial, moved):
@@ -136,17 +149,18 @@ def polish(dag: TaskDag, streams: Sequence[int], *, length: Callable[[Sequence[i
                   round_trips=round_trips).run()
 
 
-def remembered(length: Callable[[Sequence[int]], int]) -> Callable[[Sequence[int]], int]:
-    """`length` of an assignment whose stream ids are only labels, computed once per partition
-    of the nodes: a pass retries a move the moves kept since did not change (the ResNet-50
-    training step: 1,186 emulated runs of 186 partitions)."""
-    seen: dict[tuple[int, ...], int] = {}
+def remembered(of: Callable[[Sequence[int]], int]) -> Callable[[Sequence[int]], int]:
+    """`of` an assignment whose stream ids are only labels (its schedule length, its event
+    count), computed once per partition of the nodes: a pass retries a move the moves kept
+    since did not change (the ResNet-50 training step: 1,186 emulated runs of 186
+    partitions). Partitions are kept as bytes, 4 per node."""
+    seen: dict[bytes, int] = {}
 
     def measured(streams: Sequence[int]) -> int:
         labels: dict[int, int] = {}
-        key = tuple(labels.setdefault(s, len(labels)) for s in streams)
+        key = array("i", [labels.setdefault(s, len(labels)) for s in streams]).tobytes()
         if key not in seen:
-            seen[key] = length(streams)
+            seen[key] = of(streams)
         return seen[key]
 
     return measured
