@@ -21,6 +21,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from hashlib import blake2b
 
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count
@@ -153,12 +154,14 @@ def remembered(of: Callable[[Sequence[int]], int]) -> Callable[[Sequence[int]], 
     """`of` an assignment whose stream ids are only labels (its schedule length, its event
     count), computed once per partition of the nodes: a pass retries a move the moves kept
     since did not change (the ResNet-50 training step: 1,186 emulated runs of 186
-    partitions). Partitions are kept as bytes, 4 per node."""
+    partitions). A partition is kept as a 16-byte digest of its labels, so a long polish of a
+    large graph keeps kilobytes, not a copy of each assignment."""
     seen: dict[bytes, int] = {}
 
     def measured(streams: Sequence[int]) -> int:
         labels: dict[int, int] = {}
-        key = array("i", [labels.setdefault(s, len(labels)) for s in streams]).tobytes()
+        key = blake2b(array("i", [labels.setdefault(s, len(labels)) for s in streams]),
+                      digest_size=16).digest()
         if key not in seen:
             seen[key] = of(streams)
         return seen[key]
