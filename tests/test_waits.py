@@ -27,6 +27,7 @@ from streamalloc.ir.training import training_step
 from streamalloc.optimal import (
     OptimalOptions,
     allocate_optimal,
+    aside_first,
     driver,
     fewest_events,
     search,
@@ -161,6 +162,7 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
     run = emulate(graph, document)
     assert run.status == "ok" and run.makespan_us <= report.baseline_makespan_us + 1e-6
     # at a bound of its own events, the check of the bounds runs the plan in its own order
+    # (before CP-SAT, `aside_first`, or after it)
     checks: list[tuple[bool, bool]] = []  # (an order given, the evaluator can run it)
     at_floor = search.at_floor
 
@@ -171,6 +173,7 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
 
     with monkeypatch.context() as patch:
         patch.setattr(search, "at_floor", checked)
+        patch.setattr(aside_first, "at_floor", checked)
         patch.setattr(driver, "events_bound", lambda *_, **__: report.events_final)
         allocate_optimal(graph, None, options)
     ordered = [runs for given, runs in checks if given]

@@ -57,7 +57,8 @@ WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k
 
 def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
            constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
-           within_us: float, most: int | None, durations: Sequence[int]
+           within_us: float, most: int | None, durations: Sequence[int],
+           measured: dict[Found, Outcome | None] | None = None
            ) -> tuple[Found, str | None, int | None]:
     """The plan to write: the fewest events, then the fastest, within `within_us` and `most`
     events, of the polished streams and, under the events objective (not in windows, where a
@@ -74,7 +75,7 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     batched: list[Found] = []
     hinted: list[Found] = []
     aside: list[Found] = []
-    measured: dict[Found, Outcome | None] = {}
+    measured = {} if measured is None else measured  # (outcomes run before: `aside_first`)
     if evaluator.options.objective == "events" and (
             dag.size <= WAITS_NODES or not windowed(dag, evaluator.options)):
         evaluator = replace(evaluator, orders=Orders.of(graph))
@@ -109,14 +110,8 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     made = _made(best, polished, batched, hinted, aside)
     if evaluator.options.objective == "events" and dag.size <= WAITS_NODES \
             and events is not None:
-        ranked = sorted((o.makespan_us, k) for k, found in enumerate(unique)
-                        if (o := measured.get(found)) is not None
-                        and o.makespan_us <= within_us + EPS_US
-                        and o.events <= events + GROUPED_SPAN
-                        and (most is None or o.events <= most))
-        near = [unique[k] for _, k in ranked]
-        better = _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, within_us=within_us,
-                          fewer_than=events)
+        better = grouped_near(graph, dag, unique, evaluator, measured, within_us=within_us,
+                              most=most, events=events)
         if better is not None:
             source, best, events = better
             made = (_made(source, polished, batched, hinted, aside) or "+polish") + "+grouped"
@@ -136,6 +131,21 @@ def _made(best: Found, polished: list[Found], batched: list[Found], hinted: list
     if best in aside:
         return "one-stream+engine+waits"
     return "one-stream+prologue" + ("+reordered" if best[1] is not None else "")
+
+
+def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator: Evaluator,
+                 measured: dict[Found, Outcome | None], *, within_us: float, most: int | None,
+                 events: int) -> tuple[Found, Found, int] | None:
+    """`_grouped` over the GROUPED_TRIES fastest `candidates` (their outcomes `measured`)
+    within `within_us`, `most` events and GROUPED_SPAN of the fewest, `events`."""
+    ranked = sorted((o.makespan_us, k) for k, found in enumerate(candidates)
+                    if (o := measured.get(found)) is not None
+                    and o.makespan_us <= within_us + EPS_US
+                    and o.events <= events + GROUPED_SPAN
+                    and (most is None or o.events <= most))
+    near = [candidates[k] for _, k in ranked]
+    return _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, within_us=within_us,
+                    fewer_than=events)
 
 
 def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator, *,

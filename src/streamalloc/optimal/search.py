@@ -1,5 +1,6 @@
 """The search of the optimal mode, phase by phase: plans at the bounds before any search
-(`at_bounds`: one stream, the baseline's streams, the exact matching of Nimble's setting),
+(`at_bounds`: one stream, the baseline's streams, the exact matching of Nimble's setting;
+`aside_first`: a heavy engine's nodes beside the rest, in orders that batch their waits),
 CP-SAT on the chain model (`chain_model`), under the makespan objective the emulated search
 from the fastest start (`makespan_search`), the polish on the exact event count (`polishing`)
 and the choice of the plan to write (`fewest_events`)."""
@@ -10,12 +11,13 @@ from dataclasses import replace
 from functools import partial
 
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.aside_first import aside_first
 from streamalloc.optimal.at_bounds import at_floor, unsearched
 from streamalloc.optimal.chain_model import solved, windowed
 from streamalloc.optimal.evaluate import Outcome
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import chosen
-from streamalloc.optimal.found import Search
+from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.makespan_search import fastest_plan
 from streamalloc.optimal.model_input import (
     main_stream_limit,
@@ -56,6 +58,11 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                        stream_limit=stream_limit, events_floor=events_floor)
     if exact is not None:
         return exact
+    measured: dict[Found, Outcome | None] = {}  # runs of the candidates tried before CP-SAT
+    early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
+                        measured=measured)
+    if early is not None:
+        return early
     data = solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
                        constraints=constraints)
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
@@ -90,7 +97,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         best, made, events = chosen(graph, dag, [(p, order) for p in polished], (hint, order),
                                     constraints=constraints, evaluator=evaluator, limit=limit,
                                     spare=spare, within_us=within_us, most=most,
-                                    durations=data.durations)
+                                    durations=data.durations, measured=measured)
         phase = made if made and not made.startswith("+") else phase + (made or "+polish")
         if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
             status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
