@@ -6,6 +6,7 @@ events (the events objective's `+grouped`), and fewer still with its streams fil
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -15,6 +16,7 @@ from real_models import LIGHT
 
 from streamalloc import api
 from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, fewest_events
 from streamalloc.optimal import filled as filled_module
@@ -23,6 +25,7 @@ from streamalloc.optimal.order import Orders
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.verify import verify_plan
 
+ROOT = Path(__file__).resolve().parents[1]
 PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
 
@@ -89,3 +92,15 @@ def test_the_events_objective_packs_a_training_steps_allreduces(
     _, ungrouped = allocate_optimal(graph, None, options)
     # measured: 15, 16 and 17
     assert report.events_final < grouped_alone.events_final < ungrouped.events_final
+
+
+def test_moved_large_tasks_keep_the_rules() -> None:
+    """A layered graph whose label rule keeps nodes together: the grouped order's moves of a
+    stream's last large tasks to another stream (`rebalanced`) parted them, and the plan
+    broke the rule (an internal error); the moves that break a rule are not tried."""
+    graph = api.with_options(layered_graph(262, branches=5, seed=7009, hccl_every=50,
+                                           aicpu_every=7, label_every=7),
+                             {"ge.event": "notify"})
+    rules = api.load_rule_set(ROOT / "examples" / "rules" / "aicpu_apart_from_aicore.yaml")
+    plan, _ = api.optimal_plan(graph, rules, OptimalOptions(time_limit=0.5, makespan_slack=25))
+    assert verify_plan(graph, plan.to_json(), rules=rules).exit_code == 0

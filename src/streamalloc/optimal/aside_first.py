@@ -59,7 +59,8 @@ def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     phase = PHASE
     if outcome.events > events_floor:
         better = grouped_near(graph, dag, candidates, evaluator, measured,
-                              within_us=within_us, most=most, events=outcome.events)
+                              within_us=within_us, most=most, events=outcome.events,
+                              constraints=constraints)
         if better is None:
             return None
         best, phase = better[1], PHASE + "+grouped"

@@ -111,7 +111,7 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     if evaluator.options.objective == "events" and dag.size <= WAITS_NODES \
             and events is not None:
         better = grouped_near(graph, dag, unique, evaluator, measured, within_us=within_us,
-                              most=most, events=events)
+                              most=most, events=events, constraints=constraints)
         if better is not None:
             source, best, events = better
             made = (_made(source, polished, batched, hinted, aside) or "+polish") + "+grouped"
@@ -135,7 +135,7 @@ def _made(best: Found, polished: list[Found], batched: list[Found], hinted: list
 
 def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator: Evaluator,
                  measured: dict[Found, Outcome | None], *, within_us: float, most: int | None,
-                 events: int) -> tuple[Found, Found, int] | None:
+                 events: int, constraints: list[Constraint]) -> tuple[Found, Found, int] | None:
     """`_grouped` over the GROUPED_TRIES fastest `candidates` (their outcomes `measured`)
     within `within_us`, `most` events and GROUPED_SPAN of the fewest, `events`."""
     ranked = sorted((o.makespan_us, k) for k, found in enumerate(candidates)
@@ -145,11 +145,12 @@ def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator:
                     and (most is None or o.events <= most))
     near = [candidates[k] for _, k in ranked]
     return _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, within_us=within_us,
-                    fewer_than=events)
+                    fewer_than=events, constraints=constraints)
 
 
 def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator, *,
-             within_us: float, fewer_than: int) -> tuple[Found, Found, int] | None:
+             within_us: float, fewer_than: int, constraints: list[Constraint]
+             ) -> tuple[Found, Found, int] | None:
     """Of `near` (candidates that run within `within_us`) in the order that runs each
     stream's large tasks back to back (`optimal/grouped.py`) with small tasks in the room
     their physical streams leave (`optimal/filled.py`), and of the REBALANCED_CANDIDATES
@@ -181,8 +182,10 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     runs.sort(key=lambda run: run[:2])
     for _, _, source, (chains, shown) in runs[:REBALANCED_CANDIDATES]:
         start = source[1] if source[1] is not None else orders.start
-        for streams in rebalanced(dag, assignment_of(dag, chains), shown or start, units,
-                                  capacity=capacity, large=math.ceil(threshold)):
+        moves = rebalanced(dag, assignment_of(dag, chains), shown or start, units,
+                           capacity=capacity, large=math.ceil(threshold))
+        # (a move may part the nodes a rule keeps together)
+        for streams in filter(lambda s: not breaks(graph, dag, constraints, s), moves):
             again = (chains_of_assignment(streams), arranged(streams, start))
             scored = _scored(evaluator, source, again, within_us=within_us)
             if scored is not None:
