@@ -53,8 +53,7 @@ def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
         evaluator, times, measured)
     best = fewest_events(dag, candidates, evaluator, within_us=within_us, most=most,
                          measured=measured)
-    outcome = None if best is None else measured[best]
-    if best is None or outcome is None:
+    if best is None or (outcome := measured[best]) is None:
         return None
     phase = PHASE
     if outcome.events > events_floor:

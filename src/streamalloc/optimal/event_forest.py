@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from streamalloc.optimal.fork_join import closure
 from streamalloc.solver.dag import TaskDag
 
 MAX_NODES = 5_000  # streamed nodes; above, no check (its bitsets grow as the square)
@@ -42,7 +43,7 @@ def serialized_over(dag: TaskDag, times: Sequence[float], limit_us: float) -> bo
     if size == 0 or size > MAX_NODES:
         return False
     weights = np.asarray(times, dtype=np.float64)
-    after = _descendants(dag)
+    after = closure(range(size - 1, -1, -1), dag.succs)  # per node, the nodes it reaches
     before = dag.ancestors
     sources = _longest(weights, [after[v] | 1 << v for v in range(size) if not dag.preds[v]],
                        limit_us)
@@ -57,17 +58,6 @@ def serialized_over(dag: TaskDag, times: Sequence[float], limit_us: float) -> bo
             if _time(weights, reached & reaching) > limit_us:
                 return True
     return False
-
-
-def _descendants(dag: TaskDag) -> list[int]:
-    """Bitset of the nodes each node reaches (itself excluded)."""
-    found = [0] * dag.size
-    for v in range(dag.size - 1, -1, -1):  # T-order backwards: consumers first
-        bits = 0
-        for w in dag.succs[v]:
-            bits |= found[w] | 1 << w
-        found[v] = bits
-    return found
 
 
 def _longest(weights: np.ndarray, masks: list[int], limit_us: float) -> list[int]:
