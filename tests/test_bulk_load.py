@@ -11,8 +11,8 @@ import pytest
 
 from streamalloc import api
 from streamalloc.errors import GraphLoadError
+from streamalloc.ir.adjacency import Consumer
 from streamalloc.ir.builder import GraphBuilder, NodeRow, parse_ref
-from streamalloc.ir.graph import Consumer
 from streamalloc.ir.serialize import dump_json
 from streamalloc.ir.synthetic import layered_graph
 

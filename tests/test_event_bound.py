@@ -25,7 +25,7 @@ from streamalloc.optimal.event_bound import events_bound, node_capacity
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.program import graph_node_tasks
+from streamalloc.runtime_emu.node_tasks import graph_node_tasks
 from streamalloc.solver.one_event import one_event_fits
 from streamalloc.sync.tasks import main_units
 from streamalloc.verify import verify_plan

@@ -20,7 +20,7 @@ from streamalloc.optimal.event_forest import serialized_over
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.program import graph_node_tasks
+from streamalloc.runtime_emu.node_tasks import graph_node_tasks
 from streamalloc.solver.dag import TaskDag
 
 COSTS = default_cost_table()

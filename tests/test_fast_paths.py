@@ -20,8 +20,8 @@ from streamalloc import json_text
 from streamalloc.arrays import sorted_distinct
 from streamalloc.heuristic.driver import _run_starts
 from streamalloc.ir import AttrValue, DataInput, GraphBuilder
+from streamalloc.ir.adjacency import Consumer
 from streamalloc.ir.clusters import in_positions
-from streamalloc.ir.graph import Consumer
 from streamalloc.mappings import own_dict
 from streamalloc.sync.model import Task, TaskColumns
 from streamalloc.sync.tasks import _counts, _node_row_units

@@ -28,7 +28,7 @@ from streamalloc.optimal.packing import Packing, packing, streams_of_packing
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import default_cost_table
-from streamalloc.runtime_emu.program import NodeTask, graph_node_tasks, node_task
+from streamalloc.runtime_emu.node_tasks import NodeTask, graph_node_tasks, node_task
 from streamalloc.solver.dag import TaskDag
 
 COSTS = default_cost_table()

@@ -15,7 +15,8 @@ from streamalloc.optimal import OptimalOptions, allocate_optimal, chain_model, p
 from streamalloc.rules import default_rule_set
 from streamalloc.solver.bound import MAX_NODES
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import SolveInput, SolveOutput, hint_objective
+from streamalloc.solver.model import SolveInput, hint_objective
+from streamalloc.solver.run import SolveOutput
 from streamalloc.verify import verify_plan
 
 DATA = Path(__file__).parent / "data" / "onnx"

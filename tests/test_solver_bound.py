@@ -23,7 +23,8 @@ from streamalloc.solver import bound as bound_module
 from streamalloc.solver.bound import relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
-from streamalloc.solver.model import SolveInput, build, solve
+from streamalloc.solver.model import SolveInput, build
+from streamalloc.solver.run import solve
 
 
 @st.composite

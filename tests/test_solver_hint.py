@@ -26,8 +26,9 @@ from streamalloc.rules import default_rule_set
 from streamalloc.rules.constraints import rule_constraints
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.solver import rules as solver_rules
-from streamalloc.solver.model import build, solve
+from streamalloc.solver.model import build
 from streamalloc.solver.rules import add_rules
+from streamalloc.solver.run import solve
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPHS = sorted([*(ROOT / "examples" / "graphs").glob("*.yaml"),

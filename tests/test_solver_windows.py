@@ -35,7 +35,8 @@ from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.solver import windows
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
-from streamalloc.solver.model import SolveInput, SolveOutput
+from streamalloc.solver.model import SolveInput
+from streamalloc.solver.run import SolveOutput
 from streamalloc.verify import verify_plan
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,7 +38,7 @@ from streamalloc.optimal.order import Orders
 from streamalloc.optimal.waits import Assignment, WaitsRun, latest_starts, waits_batched
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.program import graph_node_tasks
+from streamalloc.runtime_emu.node_tasks import graph_node_tasks
 from streamalloc.solver.dag import TaskDag
 from streamalloc.verify import verify_plan
 

@@ -26,8 +26,9 @@ from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu import emulate
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import default_cost_table, load_cost_table
+from streamalloc.runtime_emu.node_tasks import graph_node_tasks
 from streamalloc.runtime_emu.plan import plan_from_dict
-from streamalloc.runtime_emu.program import compile_program, graph_node_tasks
+from streamalloc.runtime_emu.program import compile_program
 from streamalloc.sync.driver import synchronize
 
 MODELS = real_models()

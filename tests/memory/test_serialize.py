@@ -5,7 +5,7 @@ from __future__ import annotations
 from streamalloc.ir.proto import var_manager_pb2 as pb
 from streamalloc.memory import MemType, TransStep, VarDesc, VarManager, VarManagerPool, VarOp
 from streamalloc.memory.codes import NC1HWC0, ND
-from streamalloc.memory.desc import desc_from_proto, desc_to_proto
+from streamalloc.memory.desc_convert import desc_from_proto, desc_to_proto
 from streamalloc.memory.passes import RebuildStateCtrl
 from streamalloc.memory.serialize import (
     check_model_cache,

@@ -1,7 +1,7 @@
 """The `streamalloc` program: run one command (`main`) and exit at once (`console_main`);
 Ctrl-C, a closed pipe, our errors and bugs each end with their exit code and one line on
 stderr (README, "Exit codes"). The parser is in `cli.parser`, the commands' handlers in
-`cli.handlers`."""
+`cli.handlers`, what they read from the arguments in `cli.arguments`."""
 
 from __future__ import annotations
 

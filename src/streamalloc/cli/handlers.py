@@ -14,11 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streamalloc.cli.arguments import (
+    check_optimal_flags,
+    graph_options,
+    loaded_graph,
+    optimal_options,
+    pass_printer,
+    read_graph,
+)
 from streamalloc.errors import UsageError
 
 if TYPE_CHECKING:
     from streamalloc import api
-    from streamalloc.passes import PassPrinter
     from streamalloc.rules import RuleSet
 
 
@@ -32,69 +39,22 @@ def schemas() -> dict[str, Any]:
             **OUTPUT_SCHEMAS}
 
 
-def _settings(items: list[str]) -> dict[str, str]:
-    result = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. ge.hcomParallel=1")
-        result[key] = value
-    return result
-
-
-def _read_graph(path: str, args: argparse.Namespace,
-                rules: RuleSet | None = None) -> api.Graph:
-    """The graph of a command, with its --set options, checked once (api.read_graph)."""
-    from streamalloc import api
-    return api.read_graph(path, _settings(getattr(args, "set", None) or []), rules)
-
-
-def _loaded_graph(path: str) -> api.Graph:
-    """A graph whose options the command merges itself (verify, emulate, vars): loaded, its
-    op types checked; the command checks the merged options."""
-    from streamalloc.graph_checks import check_op_types  # not `api`: no allocator needed
-    from streamalloc.ir.loaders import load_graph
-    graph = load_graph(path)
-    check_op_types(graph)
-    return graph
-
-
 def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
     from streamalloc import api
     rules = api.load_rule_set(args.rules)
-    graph = _read_graph(args.graph, args, rules)
+    graph = read_graph(args.graph, args, rules)
     return graph, api.allocate(graph, rules, args.mode)
-
-
-def _pass_printer(args: argparse.Namespace, graph: api.Graph,
-                  rules: RuleSet | None) -> PassPrinter | None:
-    """The instrument of --print-after and --dump-dir (None without them)."""
-    from streamalloc import api
-    from streamalloc.passes import PassPrinter
-    from streamalloc.sync.driver import SYNC_STAGE_NAMES
-    if args.print_after is None and args.dump_dir is None:
-        return None
-    names = None
-    if args.print_after not in (None, "all"):
-        ran = (rules or api.default_rule_set(graph)).rules if args.mode == "ge" else ()
-        valid = [*(r.name for r in ran), *SYNC_STAGE_NAMES]
-        if args.print_after not in valid:
-            raise UsageError(f"--print-after {args.print_after!r}: no pass of that name; valid: "
-                             f"all, {', '.join(valid)}")
-        names = {args.print_after}
-    return PassPrinter(names, sys.stderr if args.print_after else None,
-                       Path(args.dump_dir) if args.dump_dir else None)
 
 
 def run_allocate(args: argparse.Namespace) -> int:
     from streamalloc import api, collector
     from streamalloc.verify import verify_plan
-    _check_optimal_flags(args)
+    check_optimal_flags(args)
     given = api.load_rule_set(args.rules)
-    graph = _read_graph(args.graph, args, given)
+    graph = read_graph(args.graph, args, given)
     if args.mode == "optimal":
         return _allocate_optimal(args, graph, given)
-    printer = _pass_printer(args, graph, given)
+    printer = pass_printer(args, graph, given)
     allocation = api.allocate(graph, given, args.mode, observer=printer)
     plan = api.synchronize(graph, allocation, sync=args.sync or "ge", observer=printer)
     with collector.paused():
@@ -111,7 +71,7 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     from streamalloc.report.allocation_report import solver_summary
     from streamalloc.verify import verify_plan
     began = time.perf_counter()
-    plan, report = api.optimal_plan(graph, given, _optimal_options(args))
+    plan, report = api.optimal_plan(graph, given, optimal_options(args))
     document = {**plan.to_json(), "solver": report.to_json()}
     # the rule set the plan records: the given one (`free` states no constraint), else GE's
     rules = given or api.default_rule_set(graph)
@@ -120,43 +80,6 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     if not args.json:
         sys.stdout.write(solver_summary(report.to_json(), time.perf_counter() - began))
     return 0
-
-
-OPTIMAL_FLAGS = {"objective": "--objective", "concurrency": "--concurrency",
-                 "makespan_slack": "--makespan-slack", "event_budget": "--event-budget",
-                 "time_limit": "--time-limit", "seed": "--seed", "workers": "--workers",
-                 "cost": "--cost"}  # OptimalOptions field (or the cost file) -> flag
-
-
-def _optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
-    """The optimal mode's settings: the ones given (UsageError for a value out of range, the
-    ranges of the sweep file's schema), the others OptimalOptions' defaults."""
-    from streamalloc import api
-    from streamalloc.runtime_emu.cost_table import load_cost_table
-    if getattr(args, "print_after", None) is not None or getattr(args, "dump_dir", None):
-        raise UsageError("--print-after and --dump-dir instrument the ge and preset modes")
-    given = {field: getattr(args, field) for field in OPTIMAL_FLAGS
-             if getattr(args, field) is not None}
-    for field, least in (("makespan_slack", 0), ("time_limit", 0), ("event_budget", 0),
-                         ("workers", 1)):
-        if field in given and given[field] < least:
-            raise UsageError(f"{OPTIMAL_FLAGS[field]} {given[field]:g}: expected a number >= "
-                             f"{least}")
-    if "event_budget" in given and given.get("objective", "events") != "makespan":
-        raise UsageError("--event-budget bounds the events of --objective makespan (the events "
-                         "objective needs the fewest already); add --objective makespan")
-    cost = given.pop("cost", None)
-    return api.OptimalOptions(**given, sync=getattr(args, "sync", None) or "minimal",
-                              costs=load_cost_table(cost) if cost else None)
-
-
-def _check_optimal_flags(args: argparse.Namespace) -> None:
-    """UsageError for an optimal mode's flag given in another mode."""
-    flags = [flag for field, flag in OPTIMAL_FLAGS.items() if getattr(args, field) is not None]
-    if flags and args.mode != "optimal":
-        raise UsageError(f"{', '.join(flags)}: only --mode optimal reads "
-                         f"{'it' if len(flags) == 1 else 'them'}; add --mode optimal (this is "
-                         f"--mode {args.mode})")
 
 
 def _write_plan(args: argparse.Namespace, graph: api.Graph, plan: api.SyncPlan,
@@ -176,7 +99,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from streamalloc.commands.compare import CompareSettings, compare_command, parse_modes
     from streamalloc.outputs import write_bytes_atomic
     settings = CompareSettings(parse_modes(args.modes), api.load_rule_set(args.rules),
-                               _settings(args.set), _optimal_options(args))
+                               graph_options(args.set), optimal_options(args))
     sys.stdout.write(compare_command(args.graphs, settings, json_out=args.json, plot=args.plot,
                                      write=write_bytes_atomic))
     return 0
@@ -195,15 +118,15 @@ def run_sweep(args: argparse.Namespace) -> int:
 def run_explain(args: argparse.Namespace) -> int:
     from streamalloc import api
     from streamalloc.report.allocation_report import explain_node
-    _check_optimal_flags(args)
+    check_optimal_flags(args)
     if args.mode != "optimal":
         graph, allocation = _allocated(args)
         solver = None
     else:
         from streamalloc.optimal.driver import solver_constraints
         given = api.load_rule_set(args.rules)
-        graph = _read_graph(args.graph, args, given)
-        options = _optimal_options(args)
+        graph = read_graph(args.graph, args, given)
+        options = optimal_options(args)
         plan, report = api.optimal_plan(graph, given, options)
         allocation = plan.allocation
         solver = (f"--objective {options.objective}, --concurrency {options.concurrency}; "
@@ -217,25 +140,25 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def run_emulate(args: argparse.Namespace) -> int:
     from streamalloc.commands.emulate import emulate_command
-    text, code = emulate_command(_loaded_graph(args.graph), args.plan, json_out=args.json,
+    text, code = emulate_command(loaded_graph(args.graph), args.plan, json_out=args.json,
                                  trace=args.trace, gantt=args.gantt, cost=args.cost,
-                                 verify=args.verify, settings=_settings(args.set))
+                                 verify=args.verify, settings=graph_options(args.set))
     sys.stdout.write(text)
     return code
 
 
 def run_verify(args: argparse.Namespace) -> int:
     from streamalloc.verify import verify_command
-    text, code = verify_command(_loaded_graph(args.graph), args.plan, rules=args.rules,
-                                settings=_settings(args.set), json_out=args.json)
+    text, code = verify_command(loaded_graph(args.graph), args.plan, rules=args.rules,
+                                settings=graph_options(args.set), json_out=args.json)
     sys.stdout.write(text)
     return code
 
 
 def run_vars(args: argparse.Namespace) -> int:
     from streamalloc.memory import vars_command
-    sys.stdout.write(vars_command(_loaded_graph(args.graph), args.output,
-                                  settings=_settings(args.set), json_out=args.json))
+    sys.stdout.write(vars_command(loaded_graph(args.graph), args.output,
+                                  settings=graph_options(args.set), json_out=args.json))
     return 0
 
 
@@ -285,7 +208,7 @@ def run_show(args: argparse.Namespace) -> int:
     from streamalloc import api
     from streamalloc.ir.printer import print_graph
     from streamalloc.report.graph_report import graph_summary, graph_summary_json
-    graph = _read_graph(args.graph, args)
+    graph = read_graph(args.graph, args)
     if args.canonical:
         sys.stdout.write(print_graph(graph))
         return 0
@@ -299,7 +222,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from streamalloc import api
-    graph = api.read_graph(args.model, _settings(args.set or []), fold=args.fold)
+    graph = api.read_graph(args.model, graph_options(args.set or []), fold=args.fold)
     api.write_graph(graph, Path(args.output))
     print(f"wrote {args.output}: graph {graph.name}, {graph.node_count()} nodes, "
           f"{len(graph.subgraphs)} subgraphs")
@@ -309,7 +232,7 @@ def run_import(args: argparse.Namespace) -> int:
 def run_train_step(args: argparse.Namespace) -> int:
     from streamalloc import api
     from streamalloc.ir.training import training_step
-    graph = training_step(_read_graph(args.model, args), allreduce=args.allreduce,
+    graph = training_step(read_graph(args.model, args), allreduce=args.allreduce,
                           bucket=args.bucket, aicpu_ops=args.aicpu_ops, seed=args.seed)
     api.write_graph(graph, Path(args.output))
     engines = Counter(n.engine for n in graph.all_nodes())

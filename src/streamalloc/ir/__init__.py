@@ -1,9 +1,10 @@
 """The graph IR: immutable graphs, nodes and engines, the builder that verifies them, loaders."""
 
+from streamalloc.ir.adjacency import Consumer
 from streamalloc.ir.attrs import AttrValue, NamedAttrs, TensorValue
 from streamalloc.ir.builder import GraphBuilder, parse_ref
 from streamalloc.ir.engines import Engine, EngineTable, default_engine_table
-from streamalloc.ir.graph import ComputeGraph, Consumer, DataInput, Graph, Node, PartitionEntry
+from streamalloc.ir.graph import ComputeGraph, DataInput, Graph, Node, PartitionEntry
 from streamalloc.ir.tensor import TensorDesc
 
 __all__ = [

@@ -24,17 +24,10 @@ import msgspec
 from streamalloc.errors import GraphLoadError, OptionError
 from streamalloc.facts import LOOP_BACK_TYPES
 from streamalloc.ir import topo
+from streamalloc.ir.adjacency import Consumer, linked_consumers
 from streamalloc.ir.attrs import AttrValue, freeze_attrs
 from streamalloc.ir.engines import EngineTable, default_engine_table
-from streamalloc.ir.graph import (
-    ComputeGraph,
-    Consumer,
-    DataInput,
-    Graph,
-    Node,
-    PartitionEntry,
-    linked_consumers,
-)
+from streamalloc.ir.graph import ComputeGraph, DataInput, Graph, Node, PartitionEntry
 from streamalloc.ir.node_walk import positions, producers_of
 from streamalloc.ir.partition_check import checked_partition
 from streamalloc.ir.tensor import TensorDesc

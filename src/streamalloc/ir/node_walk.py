@@ -8,7 +8,8 @@ from collections import defaultdict
 import msgspec
 
 from streamalloc.facts import LOOP_BACK_TYPES
-from streamalloc.ir.graph import Node, Producers, make_producers
+from streamalloc.ir.adjacency import Producers, make_producers
+from streamalloc.ir.graph import Node
 
 
 class Positions(msgspec.Struct):

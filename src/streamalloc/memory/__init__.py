@@ -4,11 +4,13 @@ Modules, bottom up (the API names are the specification's, ge-variable-memory.md
 
 * `codes`: GE's codes and constants: memory types, statuses and their exceptions, format and
   dtype numbers, sizes and limits;
-* `desc`: tensor and op descriptors, their compile-time size, from graph IR and to/from proto;
+* `desc`: tensor and op descriptors and their compile-time size;
+* `desc_convert`: descriptors from graph IR and to / from proto;
 * `tables`: the variable key and the rows of the resource's tables;
 * `resource`: `VarResource`, one session's tables and the operations on them;
 * `assignment`: memory resources per memory type and assigning / restoring variable memory;
-* `runtime`: runtime address resolution over emulated device memory, the V1 runtime manager;
+* `resolve`: runtime address resolution over emulated device memory, and freeing that memory;
+* `runtime`: the V1 runtime manager and its pool;
 * `serialize`: var_manager.proto messages: managers, pools, shared content, model-cache matching;
 * `manager`: `VarManager`, `VarManagerPool` (created and passed in by whoever needs one: there is
   no process-wide pool) and the `GeContext` options it carries;

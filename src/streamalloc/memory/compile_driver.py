@@ -44,15 +44,8 @@ from streamalloc.memory.codes import (
     VarMemoryExhausted,
     fail,
 )
-from streamalloc.memory.desc import (
-    VarDesc,
-    VarOp,
-    desc_from_tensor,
-    op_from_node,
-    raw_tensor_bytes,
-    round_compile_size,
-    sized_op,
-)
+from streamalloc.memory.desc import VarDesc, VarOp, raw_tensor_bytes, round_compile_size, sized_op
+from streamalloc.memory.desc_convert import desc_from_tensor, op_from_node
 from streamalloc.memory.tables import BroadcastInfo
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ A FileConstant's file is found in one of three ways, in this order (GE's FileCon
 2. IR attribute `file_id`, mapped to a file by option `ge.exec.value_bins`
    (`{"value_bins": [{"value_bin_id": ID, "value_bin_file": PATH}, ...]}`), from offset 0;
 3. private attribute `location` (set by the parser or by weight export) with `offset` and
-   `length`; `location:offset` is also what the manager deduplicates FileConstants by (spec 5).
+   `length`; `location:offset` (`file_constant_path`) is also what the manager deduplicates
+   FileConstants by (spec 5).
 
 The bytes read are `length` when positive, else the tensor's byte size. Relative paths resolve
 against the directory the caller names (the model's directory).
@@ -25,7 +26,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamalloc.memory.codes import Status, VarGraphError, VarOptionsInvalid, align512, fail
+from streamalloc.memory.codes import (
+    FILE_CONSTANT,
+    Status,
+    VarGraphError,
+    VarOptionsInvalid,
+    align512,
+    fail,
+)
 from streamalloc.memory.desc import VarOp, raw_tensor_bytes
 
 FILE_PATH = "file_path"
@@ -84,6 +92,14 @@ def locate(op: VarOp, options: Mapping[str, str] | None = None) -> FileLocation:
                             f"{FILE_ID} (with option {VALUE_BINS_OPTION}) or {LOCATION}",
              VarGraphError)
     return FileLocation(location, op.int_attr(OFFSET), length, LOCATION)
+
+
+def file_constant_path(op: VarOp | None) -> str:
+    """`"<location>:<offset>"` of a FileConstant op, "" for other ops or an empty location."""
+    if op is None or op.type != FILE_CONSTANT:
+        return ""
+    location = op.str_attr(LOCATION)
+    return f"{location}:{op.int_attr(OFFSET)}" if location else ""
 
 
 def read_weight(where: FileLocation, base_dir: Path | None = None) -> bytes:

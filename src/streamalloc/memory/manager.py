@@ -3,7 +3,7 @@ come from `GeContext`, context.py).
 
 * `VarManager` (GE's `VarManager`): lifecycle (spec 9), limits (11), memory resources and
   reported sizes (2, 4.4); assignment (5, assignment.py), runtime address resolution (7,
-  runtime.py) and serialization (13, serialize.py) take the manager as their first argument.
+  resolve.py) and serialization (13, serialize.py) take the manager as their first argument.
   The resource-level calls forward to its `VarResource`, each with GE's result for an
   uninitialized manager (spec 12): most fail with INTERNAL_ERROR, boolean queries answer False,
   `get_var_mem_type` answers RESERVED, `get_trans_road` None, the staged / changed listings are
@@ -19,7 +19,7 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from streamalloc.memory import assignment, runtime
+from streamalloc.memory import assignment, resolve
 from streamalloc.memory.assignment import MemResource
 from streamalloc.memory.codes import (
     ABS_USE_MAX_LIMIT,
@@ -103,7 +103,7 @@ class VarManager:
         self.external_var_size = 0
         self.allocator: ExpandableAllocator | None = None
         self.malloc_total = 0
-        self.graph_stats: dict[str, runtime.GraphVarStats] = {}
+        self.graph_stats: dict[str, resolve.GraphVarStats] = {}
 
     # ---- lifecycle (spec 9) -------------------------------------------------------------------
 
@@ -230,11 +230,11 @@ class VarManager:
     def get_var_memory_addr(self, logical: int, mem_type: int, device_id: int = 0,
                             graph_name: str = "") -> int | None:
         """The device address of a logical address; None when it cannot be resolved (spec 7)."""
-        return runtime.get_var_memory_addr(self, logical, mem_type, device_id, graph_name)
+        return resolve.get_var_memory_addr(self, logical, mem_type, device_id, graph_name)
 
     def free_var_memory(self) -> None:
         """Free all variable device memory; FAILED without a memory manager (spec 7)."""
-        runtime.free_var_memory(self)
+        resolve.free_var_memory(self)
 
     # ---- serialization (spec 13, serialize.py) ------------------------------------------------
 

@@ -34,6 +34,7 @@ from streamalloc.memory.codes import (
     size_by_dtype,
 )
 from streamalloc.memory.desc import VarDesc, VarOp
+from streamalloc.memory.file_constant import file_constant_path
 from streamalloc.memory.tables import BroadcastInfo, DevVarInfo, TransStep, VarAddr, var_key
 
 if TYPE_CHECKING:
@@ -349,14 +350,6 @@ class VarResource:
                 return logical - base, base
         fail(Status.FAILED, f"logical address {logical} is inside no variable on device "
                             f"{device_id}")
-
-
-def file_constant_path(op: VarOp | None) -> str:
-    """`"<location>:<offset>"` of a FileConstant op, "" for other ops or an empty location."""
-    if op is None or op.type != FILE_CONSTANT:
-        return ""
-    location = op.str_attr("location")
-    return f"{location}:{op.int_attr('offset')}" if location else ""
 
 
 def _renew_source(name: str, source: VarDesc | VarOp | None) -> VarDesc:

@@ -40,7 +40,8 @@ from streamalloc.memory.codes import (
     fail,
     hbm_block,
 )
-from streamalloc.memory.desc import VarDesc, desc_from_proto, desc_to_proto, same_layout
+from streamalloc.memory.desc import VarDesc, same_layout
+from streamalloc.memory.desc_convert import desc_from_proto, desc_to_proto
 from streamalloc.memory.resource import VarResource
 from streamalloc.memory.tables import (
     BroadcastInfo,

@@ -16,8 +16,9 @@ from streamalloc.rules.constraints import Constraint, StreamCap
 from streamalloc.solver.bound import MAX_NODES as BOUND_MAX_NODES
 from streamalloc.solver.bound import relaxation_size, relaxed_bound, slot_count
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import SolveInput, SolveOutput, build, hint_objective, solve
+from streamalloc.solver.model import SolveInput, build, hint_objective
 from streamalloc.solver.rules import add_rules
+from streamalloc.solver.run import SolveOutput, solve
 from streamalloc.solver.windows import windowed_solve
 
 CHAIN_SHARE = 0.3  # of CP-SAT's time for the chain model where the relaxation's bound may

@@ -25,9 +25,10 @@ from streamalloc.rules.constraints import (
 )
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.program import NodeTask
+from streamalloc.runtime_emu.node_tasks import NodeTask
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import Unsolvable, chains_of
+from streamalloc.solver.model import Unsolvable
+from streamalloc.solver.run import chains_of
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.insert import insert_cross_stream_pairs

@@ -18,7 +18,7 @@ from streamalloc.optimal.order import Order, Orders
 from streamalloc.rules import RuleSet
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
-from streamalloc.runtime_emu.program import NodeTask, graph_node_tasks
+from streamalloc.runtime_emu.node_tasks import NodeTask, graph_node_tasks
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.driver import synchronize

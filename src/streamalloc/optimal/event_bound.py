@@ -41,7 +41,7 @@ from streamalloc.optimal.bins import bins, martello_toth
 from streamalloc.optimal.event_forest import serialized_over
 from streamalloc.optimal.options import EPS_US
 from streamalloc.runtime_emu.cost_table import CostTable
-from streamalloc.runtime_emu.program import graph_node_tasks
+from streamalloc.runtime_emu.node_tasks import graph_node_tasks
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.one_event import one_event_fits
 from streamalloc.sync.limits import limits_of

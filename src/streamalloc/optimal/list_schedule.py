@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from streamalloc.ir.graph import Graph
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
-from streamalloc.runtime_emu.program import node_task
+from streamalloc.runtime_emu.node_tasks import node_task
 from streamalloc.solver.dag import TaskDag
 
 _FINISH, _ARRIVE, _QUEUE = 0, 1, 2  # event kinds at equal times: releases before arrivals

@@ -27,9 +27,9 @@ from ortools.sat.python import cp_model
 
 from streamalloc.optimal.options import TIME_SCALE
 from streamalloc.runtime_emu.cost_table import CostTable
-from streamalloc.runtime_emu.program import NodeTask
+from streamalloc.runtime_emu.node_tasks import NodeTask
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import PRESOLVE_MIN_TIME, configured_solver, interruptible_solve
+from streamalloc.solver.run import PRESOLVE_MIN_TIME, configured_solver, interruptible_solve
 
 Chains = tuple[tuple[int, ...], ...]
 

@@ -12,9 +12,10 @@
 ('ok', 19.0)
 
 Modules: `kernel` (the discrete-event core), `plan` (plan files), `cost_table` / `cost_model`
-(the YAML cost table and op formulas), `program` (graph + plan -> task lists), `emulator`
-(the device and its stream processes), `streams` (V2 pool, V1 registry), `memory` (variables
-hook), `bounds`, `results`, `report`, `trace`, `gantt`. The `emulate` command, which allocates
+(the YAML cost table and op formulas), `node_tasks` (a node's engine, time and block dim),
+`program` (graph + plan -> task lists), `emulator` (the device and its stream processes),
+`streams` (V2 pool, V1 registry), `memory` (variables hook), `bounds`, `results`, `report`,
+`trace`, `gantt`. The `emulate` command, which allocates
 and verifies a plan when none is given, composes layers and lives in
 `streamalloc.commands.emulate`.
 """

@@ -51,13 +51,13 @@ from streamalloc.runtime_emu.kernel import (
     Resource,
 )
 from streamalloc.runtime_emu.memory import DeviceMemory, VariableLoader, load_variables
+from streamalloc.runtime_emu.node_tasks import NodeTask
 from streamalloc.runtime_emu.plan import Plan, plan_from_dict
 from streamalloc.runtime_emu.program import (
     NOTIFY_SPACE,
     RECV,
     SEND,
     TASK,
-    NodeTask,
     Program,
     compile_program,
 )

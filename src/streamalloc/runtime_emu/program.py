@@ -16,7 +16,7 @@ Case only one dim runs (`dims.py`): the tasks of the others are `NOP`s without d
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain, compress, pairwise, repeat
 from operator import is_, is_not
@@ -26,10 +26,11 @@ import numpy as np
 
 from streamalloc.errors import InputError, LimitExceeded
 from streamalloc.facts import LIMIT_DEFAULTS
-from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.graph import Graph
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.dims import idle_graphs, idle_tasks
+from streamalloc.runtime_emu.node_tasks import NO_TASK, NodeTask, node_tasks
 from streamalloc.runtime_emu.plan import Plan, SyncNode
 from streamalloc.runtime_emu.task_edges import task_pairs
 
@@ -37,8 +38,6 @@ TASK, NOP, SEND, RECV = 0, 1, 2, 3
 EVENT_SPACE, NOTIFY_SPACE = 0, 1
 KIND_NAMES = {TASK: "task", NOP: "nop", SEND: "send", RECV: "recv"}
 RTS_ENGINE = "DNN_VM_RTS"
-NodeTask = tuple[str | None, float, int]  # (engine, time, block dim) of a node's task
-_NO_TASK: NodeTask = (None, 0.0, 0)  # a node that issues no device work
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +81,6 @@ def compile_program(graph: Graph, plan: Plan, table: CostTable, dim: int = 0,
         raise InputError(f"{plan.source}: graph: the plan is for graph {plan.graph!r}, but the "
                          f"graph file holds {graph.name!r}; pass the plan made for this graph")
     return _Compiler(graph, plan, table, dim, tasks).build()
-
-
-def graph_node_tasks(graph: Graph, table: CostTable) -> dict[str, NodeTask]:
-    """`node_task` of every node of the graph on the table."""
-    nodes = list(graph.all_nodes())
-    return dict(zip([n.name for n in nodes], node_tasks(graph, CostModel(graph, table), nodes),
-                    strict=True))
 
 
 class _Compiler:
@@ -157,7 +149,7 @@ class _Compiler:
         if known is None:
             tasks = node_tasks(self.graph, CostModel(self.graph, self.table), found)
         else:
-            tasks = [_NO_TASK if node is None else known[node.name] for node in found]
+            tasks = [NO_TASK if node is None else known[node.name] for node in found]
         engines, durations, widths = zip(*tasks, strict=True) if tasks else ((), (), ())
         self.engines, self.durations, self.widths = list(engines), list(durations), list(widths)
         self.kinds = [NOP if engine is None else TASK for engine in engines]
@@ -309,39 +301,3 @@ class _Compiler:
         ends = np.cumsum(np.bincount(consumer, minlength=len(self.names))).tolist()
         return tuple(tuple(producers[start:end]) for start, end in pairwise([0, *ends]))
 
-
-def node_tasks(graph: Graph, costs: CostModel, nodes: Sequence[Node | None]) -> list[NodeTask]:
-    """`node_task` of each node (`_NO_TASK` for None). A node that gives nothing but its type,
-    engine and inputs costs as every other such node of its type, engine and number of
-    connected inputs while no node describes its outputs (generated graphs): one `node_task`
-    per such key."""
-    if costs.describes_outputs:
-        return [_NO_TASK if node is None else node_task(graph, costs, node) for node in nodes]
-    alike: dict[tuple[str, str, int], NodeTask] = {}
-    tasks: list[NodeTask] = []
-    for node in nodes:
-        if node is None:
-            tasks.append(_NO_TASK)
-        elif node.attrs or node.input_descs or node.cost_us is not None \
-                or node.task_count is not None:
-            tasks.append(node_task(graph, costs, node))
-        else:
-            inputs = node.inputs
-            key = (node.type, node.engine, len(inputs) - inputs.count(None))
-            found = alike.get(key)
-            if found is None:
-                found = alike[key] = node_task(graph, costs, node)
-            tasks.append(found)
-    return tasks
-
-
-def node_task(graph: Graph, costs: CostModel, node: Node) -> NodeTask:
-    """(engine, time, block dim) of the task a graph node issues: launch + execution on block
-    dim units; (None, 0, 0) for a node that issues no device work (task count 0)."""
-    engine = graph.engines.get(node.engine)
-    count = node.task_count if node.task_count is not None else \
-        (engine.default_task_count if engine is not None else 1)
-    if count == 0 and node.cost_us is None:
-        return _NO_TASK
-    run, width = costs.kernel(node)
-    return node.engine, costs.table.launch_us + run, width

@@ -18,7 +18,8 @@ import numpy as np
 
 from streamalloc.arrays import sorted_distinct
 from streamalloc.facts import ENTER_TYPES, LOOP_BACK_TYPES
-from streamalloc.ir.graph import Node, Producers
+from streamalloc.ir.adjacency import Producers
+from streamalloc.ir.graph import Node
 
 _UNORDERED_FROM = frozenset(LOOP_BACK_TYPES) | frozenset(ENTER_TYPES)
 _NAME = attrgetter("name")

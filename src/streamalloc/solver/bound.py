@@ -26,7 +26,7 @@ import networkx as nx
 from ortools.sat.python import cp_model
 
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import PRESOLVE_MIN_TIME, interruptible_solve
+from streamalloc.solver.run import PRESOLVE_MIN_TIME, interruptible_solve
 
 MAX_NODES = 320  # the T-order pairs are quadratic: the bound runs on models up to this size
 

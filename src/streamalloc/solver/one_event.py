@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from ortools.sat.python import cp_model
 
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import interruptible_solve
+from streamalloc.solver.run import interruptible_solve
 
 TIME_SCALE = 1000  # integer time units per us: sums of the floors never exceed the floor of
 # the sum, so the scaled constraints are no tighter than the real ones

@@ -29,8 +29,9 @@ import numpy as np
 from streamalloc.rules.constraints import Constraint, StreamCap, constraint_nodes
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import earliest_ends
-from streamalloc.solver.model import Model, SolveInput, SolveOutput, build, solve
+from streamalloc.solver.model import Model, SolveInput, build
 from streamalloc.solver.rules import add_rules
+from streamalloc.solver.run import SolveOutput, solve
 
 WINDOW_NODES = 250  # nodes of the graph per window's model; successive windows overlap by half
 STEP = WINDOW_NODES // 2

@@ -36,7 +36,8 @@ from streamalloc.memory.codes import (
     fail,
     format_code,
 )
-from streamalloc.memory.desc import VarDesc, desc_from_tensor
+from streamalloc.memory.desc import VarDesc
+from streamalloc.memory.desc_convert import desc_from_tensor
 from streamalloc.memory.passes.base import (
     VARIABLE_LIKE,
     PassResult,
