@@ -8,6 +8,7 @@ plan verified and byte-identical across runs.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -109,6 +110,27 @@ def test_nimble_identity_on_layered_graphs(size: int) -> None:
     plan, solver = optimal(graph, FREE, concurrency="full")
     assert plan["event_count"] + plan["notify_count"] == solver["nimble_min_events"] \
         == nimble_reference(graph, plan)
+
+
+@pytest.mark.parametrize("size", [60, 300])
+def test_full_concurrency_under_the_task_capacity_starts_from_nimbles_chains(size: int) -> None:
+    """With streams split by task capacity (the default) the model decides, from Nimble's
+    chains: at a short limit it keeps their events, and never writes ge mode's streams, which
+    put unordered nodes on one stream (the 300-node graph used to get 8 events, the 60-node
+    one 35)."""
+    graph = layered_graph(size, seed=size, label_every=0)
+    plan, solver = optimal(graph, FREE, concurrency="full", time_limit=0.05)
+    assert solver["phase"] == "cp-sat"
+    assert plan["event_count"] == solver["nimble_min_events"] == nimble_reference(graph, plan)
+    dag = nx.DiGraph((src, node.name) for node in graph.all_nodes()
+                     for src in [*(i.src for i in node.data_sources()), *node.control_inputs])
+    streams: dict[int, list[str]] = {}
+    for name, entry in plan["nodes"].items():
+        if entry["stream"] >= 0:
+            streams.setdefault(entry["stream"], []).append(name)
+    for members in streams.values():  # full concurrency: a stream's nodes form a chain
+        assert all(nx.has_path(dag, a, b) or nx.has_path(dag, b, a)
+                   for a, b in itertools.combinations(members, 2))
 
 
 @pytest.mark.parametrize("model", ["light_squeezenet", "light_bvlc_alexnet", "light_resnet50"])

@@ -11,7 +11,7 @@ import msgspec
 from streamalloc.allocation import Allocation
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import Outcome, assignment_of
+from streamalloc.optimal.evaluate import Outcome, assignment_of, matching_chains
 from streamalloc.optimal.options import CAPACITY_SHARE, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.repair import within_stream_limit
 from streamalloc.rules.constraints import Constraint
@@ -28,10 +28,17 @@ def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | N
                 options: OptimalOptions, costs: CostTable,
                 constraints: Sequence[Constraint] = ()) -> SolveInput:
     """The model's data; its hint is the baseline's streams, merged within the stream limit
-    when ge mode's plan is over it (`within_stream_limit`, keeping `constraints`)."""
+    when ge mode's plan is over it (`within_stream_limit`, keeping `constraints`), or under
+    full concurrency without rules Nimble's chains, when they fit the stream limit."""
     durations = task_durations(graph, dag, costs)
     stream_limit = main_stream_limit(graph, baseline)
     given = hint_chains(dag, baseline.allocation)
+    if options.concurrency == "full" and not constraints:
+        matched = matching_chains(dag)  # ge mode's streams put unordered nodes on one
+        # stream, which full concurrency forbids: no solution to start from, and the plan
+        # written where CP-SAT finds none in its time
+        if len(matched) <= stream_limit:
+            given = [list(c) for c in matched]
     hint = [list(c) for c in within_stream_limit(
         graph, dag, tuple(tuple(c) for c in given), limit=stream_limit,
         constraints=constraints, durations=durations) or given]
