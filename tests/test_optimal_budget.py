@@ -180,11 +180,14 @@ def test_full_concurrency_keeps_the_budget_or_says_why() -> None:
 
 def test_full_concurrency_without_a_solution_says_so_under_the_makespan_objective() -> None:
     """GE's rules put nodes that do not reach each other on one stream, which full
-    concurrency forbids: CP-SAT finds no plan, and the plan is the baseline's streams. The
-    makespan objective used to call that FEASIBLE."""
+    concurrency forbids: CP-SAT finds no plan, and the baseline is kept as a fallback that
+    names two such nodes. It used to be written as CP-SAT's answer (phase `hint`, status
+    UNKNOWN or INFEASIBLE) with fewer events than its events bound, Nimble's minimum."""
     plan, report = allocate_optimal(api.read_graph(TRAIN_STEP), None, OptimalOptions(
         objective="makespan", concurrency="full", time_limit=1.0))
-    assert report.phase == "hint" and report.status in ("UNKNOWN", "INFEASIBLE")
+    assert report.status == "FALLBACK" and "under --concurrency full" in report.reason
+    assert "which no path orders, on one stream" in report.reason
+    assert report.events_bound is None and report.nimble_min_events == 5
     assert report.objective is None and plan.event_count == report.baseline_events
 
 

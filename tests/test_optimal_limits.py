@@ -242,6 +242,22 @@ def test_full_concurrency_within_a_stream_limit_the_matching_exceeds() -> None:
     assert solver["status"] in ("OPTIMAL", "FEASIBLE") and solver["phase"] != "matching"
 
 
+def test_full_concurrency_beyond_the_stream_limit_is_a_fallback_that_says_why() -> None:
+    """Inception v1's modules run four branches side by side, which full concurrency keeps on
+    four streams; a limit of 3 leaves 2, so no plan exists (CP-SAT proves it). ge mode's one
+    stream is kept as a fallback, without the events bound of full concurrency's plans: it
+    used to be written as CP-SAT's answer (status INFEASIBLE, phase `hint`), 0 events against
+    an events bound of 54."""
+    graph = load_graph(LIGHT / "light_inception_v1.onnx").with_options(
+        {"streamalloc.max_streams": "3"})
+    plan, report = allocate_optimal(graph, builtin_rules("free"),
+                                    OptimalOptions(time_limit=1.0, concurrency="full"))
+    assert report.status == "FALLBACK" and report.events_bound is None
+    assert report.reason.startswith("no plan under --concurrency full holds the rules and "
+                                    "the device limits (status INFEASIBLE)")
+    assert report.nimble_min_events == 54 and plan.event_count == report.baseline_events == 0
+
+
 def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> None:
     """A result, not a failure: the row says NO_PLAN with the reason and no plan figures, and
     the other rows and the frontier go on (at slack 50% a plan fits)."""

@@ -14,6 +14,7 @@ the search stops at once where one stream reaches it.
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
@@ -42,6 +43,7 @@ from streamalloc.optimal.search import search
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
+from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import Unsolvable
 from streamalloc.sync.limits import limits_of, without_device_limits
 from streamalloc.sync.result import SyncPlan
@@ -78,6 +80,12 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                         rules=rules or base_rules, constraints=constraints)
     except Unsolvable as exc:  # a model too large to state, or no plan
         return _fallback(baseline, over, str(exc), nimble, fewest=fewest)
+    shared = _unordered_neighbours(dag, found.chains) if options.concurrency == "full" \
+        else None
+    if shared is not None:  # CP-SAT found no plan, and its start is ge mode's streams: the
+        # events bound (Nimble's minimum) is for full concurrency, so none is reported
+        return _fallback(baseline, over, _no_full_plan(found.status, shared), nimble,
+                         found.deterministic_time, fewest=None)
     in_order = None if found.order is None else graph.reordered(found.order)
     try:
         outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
@@ -95,6 +103,27 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
         baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
+
+
+def _unordered_neighbours(dag: TaskDag, chains: tuple[tuple[int, ...], ...]
+                          ) -> tuple[str, str] | None:
+    """Two nodes next to each other on a stream that no path orders (full concurrency
+    forbids them a stream), or None; a stream is in T-order, so its neighbours decide."""
+    for chain in chains:
+        for u, v in itertools.pairwise(chain):
+            if not dag.reaches(u, v):
+                return dag.names[u], dag.names[v]
+    return None
+
+
+def _no_full_plan(status: str, shared: tuple[str, str]) -> str:
+    """Why no plan under --concurrency full was written (CP-SAT's `status`)."""
+    found = "no plan under --concurrency full holds the rules and the device limits" \
+        if status == "INFEASIBLE" else \
+        "CP-SAT found no plan under --concurrency full within --time-limit"
+    return (f"{found} (status {status}); ge mode's plan puts {shared[0]!r} and {shared[1]!r}, "
+            "which no path orders, on one stream" + ("" if status == "INFEASIBLE" else
+                                                      "; a longer --time-limit may find one"))
 
 
 def _most_events(graph: Graph) -> int:
