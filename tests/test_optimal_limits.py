@@ -233,13 +233,27 @@ def test_a_plan_exactly_as_fast_as_ge_mode_is_the_models(
     assert solver["phase"] == ("one-stream" if bounded else "cp-sat+polish")
 
 
-def test_full_concurrency_within_a_stream_limit_the_matching_exceeds() -> None:
-    """Nimble's matching takes 6 streams; under a limit of 6 (5 usable) the model, which
-    states the limit, places the same graph on 5 (it fell back, over the limit)."""
-    settings = {"streamalloc.unlimited_stream_depth": "true", "streamalloc.max_streams": "6"}
+@pytest.mark.parametrize("limit", [None, "5"])
+def test_full_concurrency_takes_the_fewest_streams_nimbles_minimum_allows(limit: str | None
+                                                                        ) -> None:
+    """Nimble's 10 events on 4 streams, the fewest any plan with 10 events needs: within a
+    limit of 5 (4 usable) too. A maximum matching of the reduction edges alone took 6, so
+    under that limit the model had to place the graph."""
+    settings = {"streamalloc.unlimited_stream_depth": "true"}
+    if limit is not None:
+        settings["streamalloc.max_streams"] = limit
     plan, solver = planned(settings, rules=builtin_rules("free"), concurrency="full")
-    assert plan["physical_stream_count"] <= 5
-    assert solver["status"] in ("OPTIMAL", "FEASIBLE") and solver["phase"] != "matching"
+    assert plan["physical_stream_count"] == 4 and plan["event_count"] == 10
+    assert solver["status"] == "OPTIMAL" and solver["phase"] == "matching"
+
+
+def test_full_concurrency_below_the_graphs_width_is_a_fallback() -> None:
+    """Four of the layers' nodes are pairwise unordered, so no plan under full concurrency
+    fits 3 usable streams: CP-SAT proves it, and ge mode's plan is kept."""
+    settings = {"streamalloc.unlimited_stream_depth": "true", "streamalloc.max_streams": "4"}
+    plan, solver = planned(settings, rules=builtin_rules("free"), concurrency="full")
+    assert solver["status"] == "FALLBACK" and "(status INFEASIBLE)" in solver["reason"]
+    assert plan["event_count"] == solver["baseline_events"]
 
 
 def test_full_concurrency_beyond_the_stream_limit_is_a_fallback_that_says_why() -> None:

@@ -2,8 +2,9 @@
 emulator (layer L9, docs/architecture.md).
 
 `options` (settings, the plan's `solver` block), `evaluate` (the streamed-node DAG, plans of
-stream assignments and their verified, emulated outcome), `search` (CP-SAT or the exact
-matching, then the polish), `driver` (baseline, search, fallback).
+stream assignments and their verified, emulated outcome), `nimble` (Nimble's setting without
+rules: its fewest events, then fewest streams), `search` (CP-SAT or the exact chains, then the
+polish), `driver` (baseline, search, fallback).
 """
 
 from typing import Any
@@ -15,8 +16,8 @@ __all__ = ["FREE", "OptimalOptions", "SolverReport", "allocate_optimal", "matchi
 
 # The search imports OR-Tools and networkx (about half a second): only when it is used, so that
 # ge mode and the other commands do not pay for it.
-_LAZY = {"allocate_optimal": "driver", "matching_chains": "evaluate",
-         "nimble_min_events": "evaluate", "task_dag": "evaluate"}
+_LAZY = {"allocate_optimal": "driver", "matching_chains": "nimble",
+         "nimble_min_events": "nimble", "task_dag": "evaluate"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,7 @@
 """Plans at the bounds, found before any search: under the events objective and `ge`
 concurrency, streams whose plan has `events_bound` events on the fewest logical streams the
 makespan limit allows, so no search can do better; under full concurrency without rules or
-capacity, the maximum matching."""
+capacity, Nimble's fewest events on the fewest streams."""
 
 from __future__ import annotations
 
@@ -11,15 +11,11 @@ from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
-from streamalloc.optimal.evaluate import (
-    assignment_of,
-    breaks,
-    chains_of_assignment,
-    matching_chains,
-)
+from streamalloc.optimal.evaluate import assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.model_input import hint_chains, task_durations
+from streamalloc.optimal.nimble import fewest_streams
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.prologue import main_input, serial_prologues
@@ -35,7 +31,8 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                events_floor: int | None) -> Search | None:
     """The streams where no search can do better, or None: under full concurrency without
-    rules or capacity, a maximum matching (exact) when its streams fit; under the events
+    rules or capacity, Nimble's fewest events on the fewest streams (`nimble.py`; exact, or
+    on a large graph the fewest events) when they fit; under the events
     objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
     in windows, where a run costs seconds) one stream with its prologue aside, or with its
     prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
@@ -45,9 +42,10 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     0.5 s."""
     options = evaluator.options
     if options.concurrency == "full" and not constraints and capacity is None:
-        matched = matching_chains(dag)
+        matched, fewest = fewest_streams(dag)
         if len(matched) <= stream_limit:  # else the model states the limit
-            return Search(matched, "OPTIMAL", None, None, 0.0, "matching")
+            return Search(matched, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0,
+                          "matching")
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
         return None
     one = one_stream(graph, dag, constraints, evaluator, events_floor)

@@ -25,11 +25,11 @@ from streamalloc.optimal.chain_model import unsolved, windowed
 from streamalloc.optimal.evaluate import (
     Outcome,
     evaluate,
-    nimble_min_events,
     optimal_allocation,
     task_dag,
 )
 from streamalloc.optimal.event_bound import events_bound
+from streamalloc.optimal.nimble import nimble_min_events
 from streamalloc.optimal.options import (
     EPS_US,
     FREE,

@@ -8,8 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-import networkx as nx
-
 from streamalloc.allocation import Allocation, NodeStream
 from streamalloc.facts import INVALID
 from streamalloc.ir.graph import Graph
@@ -28,7 +26,6 @@ from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.node_tasks import NodeTask
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import Unsolvable
-from streamalloc.solver.run import chains_of
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.insert import insert_cross_stream_pairs
@@ -72,24 +69,6 @@ def task_dag(graph: Graph, allocation: Allocation) -> TaskDag:
     senders, receivers = maps.senders(), maps.receivers()
     pairs = [(senders[x], receivers[x]) for x in sorted(senders)]
     return TaskDag.build(names, pairs, [graph.node(n).graph for n in names])
-
-
-def nimble_min_events(dag: TaskDag) -> int:
-    """|E_TR| - |maximum matching on E_TR|: Nimble's minimum number of events."""
-    return len(dag.reduction) - (dag.size - len(matching_chains(dag)))
-
-
-def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
-    """Chains of a maximum matching on the reduction edges: Nimble's minimum-event streams.
-    Integer vertices (u out, n + v in) and sorted insertion keep the matching the same in
-    every process (string hashes vary with PYTHONHASHSEED)."""
-    n = dag.size
-    bipartite = nx.Graph()
-    bipartite.add_nodes_from(range(2 * n))
-    bipartite.add_edges_from((u, n + v) for u, v in dag.reduction)
-    matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=range(n))
-    arcs = {(u, v - n) for u, v in matching.items() if u < n}
-    return chains_of(n, arcs)
 
 
 def optimal_allocation(graph: Graph, baseline: Allocation, dag: TaskDag,

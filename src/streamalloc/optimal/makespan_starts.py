@@ -8,10 +8,11 @@ import math
 from collections.abc import Sequence
 
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, matching_chains
+from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found
 from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
+from streamalloc.optimal.nimble import matching_chains
 from streamalloc.optimal.options import TIME_SCALE
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.packing import packing, streams_of_packing

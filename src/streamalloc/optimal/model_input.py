@@ -11,7 +11,8 @@ import msgspec
 from streamalloc.allocation import Allocation
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import Outcome, assignment_of, matching_chains
+from streamalloc.optimal.evaluate import Outcome, assignment_of
+from streamalloc.optimal.nimble import fewest_streams
 from streamalloc.optimal.options import CAPACITY_SHARE, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.repair import within_stream_limit
 from streamalloc.rules.constraints import Constraint
@@ -29,12 +30,13 @@ def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | N
                 constraints: Sequence[Constraint] = ()) -> SolveInput:
     """The model's data; its hint is the baseline's streams, merged within the stream limit
     when ge mode's plan is over it (`within_stream_limit`, keeping `constraints`), or under
-    full concurrency without rules Nimble's chains, when they fit the stream limit."""
+    full concurrency without rules Nimble's fewest events on the fewest streams
+    (`nimble.py`), when they fit the stream limit."""
     durations = task_durations(graph, dag, costs)
     stream_limit = main_stream_limit(graph, baseline)
     given = hint_chains(dag, baseline.allocation)
     if options.concurrency == "full" and not constraints:
-        matched = matching_chains(dag)  # ge mode's streams put unordered nodes on one
+        matched, _ = fewest_streams(dag)  # ge mode's streams put unordered nodes on one
         # stream, which full concurrency forbids: no solution to start from, and the plan
         # written where CP-SAT finds none in its time
         if len(matched) <= stream_limit:
