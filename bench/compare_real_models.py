@@ -67,13 +67,16 @@ def targets(rows: list[dict[str, object]]) -> dict[str, object]:
 
 
 def nimble_identity(paths: list[str], time_limit: float) -> list[dict[str, object]]:
-    """Events of `--concurrency full --rules free` without splits against Nimble's minimum."""
+    """Events of `--concurrency full --rules free` without splits against Nimble's minimum,
+    and the streams they take (the fewest any plan with those events needs, phase
+    `matching`)."""
     settings = CompareSettings(("optimal",), builtin_rules("free"),
                                {**PARALLEL, "streamalloc.unlimited_stream_depth": "true"},
                                OptimalOptions(concurrency="full", time_limit=time_limit))
     rows = compare(paths, settings)["rows"]
     return [{"input": r["input"], "events": r["events"], "nimble": r["nimble_min_events"],
-             "equal": r["events"] == r["nimble_min_events"]} for r in rows]
+             "equal": r["events"] == r["nimble_min_events"],
+             "streams": r["logical_streams"], "status": r["status"]} for r in rows]
 
 
 def makespan_objective(paths: list[str], time_limit: float) -> list[dict[str, object]]:
