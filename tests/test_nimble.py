@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
 import pytest
+from set_partitions import partitions
 
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import nimble
@@ -35,17 +35,6 @@ def random_dag(rng: random.Random, n: int) -> TaskDag:
     edges = [(names[u], names[v]) for before, layer in itertools.pairwise(layers)
              for v in layer for u in rng.sample(before, rng.randint(1, len(before)))]
     return TaskDag.build(names, edges, ["g"] * n)
-
-
-def partitions(items: list[int]) -> Iterator[list[list[int]]]:
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for smaller in partitions(rest):
-        for k in range(len(smaller)):
-            yield [*smaller[:k], [first, *smaller[k]], *smaller[k + 1:]]
-        yield [[first], *smaller]
 
 
 def best_by_brute_force(dag: TaskDag) -> tuple[int, int]:

@@ -11,11 +11,11 @@ model proves on its own given the time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from set_partitions import partitions
 
 from streamalloc.optimal import OptimalOptions, chain_model
 from streamalloc.optimal.evaluate import assignment_of
@@ -41,21 +41,10 @@ def limited_dags(draw: st.DrawFn) -> tuple[TaskDag, list[int], int]:
     return dag, durations, limit
 
 
-def _partitions(items: list[int]) -> Iterator[list[list[int]]]:
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for partition in _partitions(rest):
-        yield [[first], *partition]
-        for k in range(len(partition)):
-            yield [*partition[:k], [first, *partition[k]], *partition[k + 1:]]
-
-
 def _least(dag: TaskDag, durations: list[int], limit: int) -> tuple[int, int]:
     """The least objective over all stream assignments within the limit, and its splits."""
     best = (math.inf, 0)
-    for partition in _partitions(list(range(dag.size))):
+    for partition in partitions(list(range(dag.size))):
         streams = assignment_of(dag, [sorted(p) for p in partition])
         if schedule_length(dag, durations, streams) > limit:
             continue
