@@ -97,9 +97,13 @@ def test_full_concurrency_on_diamonds_is_nimbles_minimum(tmp_path: Path) -> None
 
 
 def test_cp_sat_proves_small_cases_optimal(tmp_path: Path) -> None:
-    graph = graph_of(tmp_path, DIAMONDS, {"streamalloc.max_task_per_stream": "4096"})
-    plan, solver = optimal(graph, FREE, concurrency="full")
+    """GE's rules with a cap of 3 AI Core streams, the diamonds' width: CP-SAT's model (free
+    rules get Nimble's chains without it)."""
+    graph = graph_of(tmp_path, DIAMONDS, {"streamalloc.max_task_per_stream": "4096",
+                                          "ge.streamMaxParallelNum": "AIcoreEngine:3"})
+    plan, solver = optimal(graph, None, concurrency="full")
     assert solver["status"] == "OPTIMAL" and solver["phase"] == "cp-sat"
+    assert plan["logical_stream_count"] == 3
     assert solver["objective"] == solver["bound"] and solver["gap"] == 0.0
     assert plan["event_count"] == solver["nimble_min_events"] == 6
 
@@ -112,25 +116,43 @@ def test_nimble_identity_on_layered_graphs(size: int) -> None:
         == nimble_reference(graph, plan)
 
 
-@pytest.mark.parametrize("size", [60, 300])
-def test_full_concurrency_under_the_task_capacity_starts_from_nimbles_chains(size: int) -> None:
-    """With streams split by task capacity (the default) the model decides, from Nimble's
-    chains: at a short limit it keeps their events, and never writes ge mode's streams, which
-    put unordered nodes on one stream (the 300-node graph used to get 8 events, the 60-node
-    one 35)."""
-    graph = layered_graph(size, seed=size, label_every=0)
-    plan, solver = optimal(graph, FREE, concurrency="full", time_limit=0.05)
-    assert solver["phase"] == "cp-sat"
-    assert plan["event_count"] == solver["nimble_min_events"] == nimble_reference(graph, plan)
+def _full_concurrency_streams(graph: Graph, plan: dict) -> list[list[str]]:
+    """The plan's streams, each checked to be a chain: full concurrency puts only nodes one
+    of which reaches the other on a stream."""
     dag = nx.DiGraph((src, node.name) for node in graph.all_nodes()
                      for src in [*(i.src for i in node.data_sources()), *node.control_inputs])
     streams: dict[int, list[str]] = {}
     for name, entry in plan["nodes"].items():
         if entry["stream"] >= 0:
             streams.setdefault(entry["stream"], []).append(name)
-    for members in streams.values():  # full concurrency: a stream's nodes form a chain
+    for members in streams.values():
         assert all(nx.has_path(dag, a, b) or nx.has_path(dag, b, a)
                    for a, b in itertools.combinations(members, 2))
+    return list(streams.values())
+
+
+@pytest.mark.parametrize("size", [60, 300])
+def test_full_concurrency_under_the_task_capacity_where_no_stream_splits(size: int) -> None:
+    """Under the task capacity (the default), Nimble's chains on the fewest streams are the
+    plan where none of them splits, without CP-SAT. Before, the model decided from ge mode's
+    streams, which put unordered nodes on one stream: at a short limit the 300-node graph got
+    8 events (its minimum is 170), the 60-node one 35 (34)."""
+    graph = layered_graph(size, seed=size, label_every=0)
+    plan, solver = optimal(graph, FREE, concurrency="full", time_limit=0.05)
+    assert solver["phase"] == "matching" and solver["status"] == "OPTIMAL"
+    assert plan["event_count"] == solver["nimble_min_events"] == nimble_reference(graph, plan)
+    assert len(_full_concurrency_streams(graph, plan)) == plan["physical_stream_count"]
+
+
+def test_full_concurrency_where_a_stream_splits_goes_to_the_model() -> None:
+    """A capacity of 64 task units splits Nimble's chains: CP-SAT places the graph, from
+    them, and its plan still keeps unordered nodes apart."""
+    graph = layered_graph(60, seed=60, label_every=0).with_options(
+        {"streamalloc.max_task_per_stream": "64"})
+    plan, solver = optimal(graph, FREE, concurrency="full", time_limit=0.5)
+    assert solver["phase"] == "cp-sat"
+    assert plan["event_count"] > solver["nimble_min_events"]
+    _full_concurrency_streams(graph, plan)
 
 
 @pytest.mark.parametrize("model", ["light_squeezenet", "light_bvlc_alexnet", "light_resnet50"])

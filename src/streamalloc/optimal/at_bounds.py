@@ -1,7 +1,7 @@
 """Plans at the bounds, found before any search: under the events objective and `ge`
 concurrency, streams whose plan has `events_bound` events on the fewest logical streams the
-makespan limit allows, so no search can do better; under full concurrency without rules or
-capacity, Nimble's fewest events on the fewest streams."""
+makespan limit allows, so no search can do better; under full concurrency without rules,
+Nimble's fewest events on the fewest streams where none of them splits."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                events_floor: int | None) -> Search | None:
     """The streams where no search can do better, or None: under full concurrency without
-    rules or capacity, Nimble's fewest events on the fewest streams (`nimble.py`; exact, or
-    on a large graph the fewest events) when they fit; under the events
+    rules, Nimble's fewest events on the fewest streams (`nimble.py`; exact, or on a large
+    graph the fewest events) when they fit the stream limit and none of them splits
+    (`_unsplit`); under the events
     objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
     in windows, where a run costs seconds) one stream with its prologue aside, or with its
     prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
@@ -41,9 +42,10 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     stream with its prologue aside, 6.8 -> 0.7 s; Llama tiny, with a region too, 13 ->
     0.5 s."""
     options = evaluator.options
-    if options.concurrency == "full" and not constraints and capacity is None:
+    if options.concurrency == "full" and not constraints:
         matched, fewest = fewest_streams(dag)
-        if len(matched) <= stream_limit:  # else the model states the limit
+        if len(matched) <= stream_limit and (capacity is None or _unsplit(
+                evaluator, matched, events_floor)):  # else the model states the limits
             return Search(matched, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0,
                           "matching")
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
@@ -70,6 +72,17 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
             return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0, phase,
                           order)
     return None
+
+
+def _unsplit(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
+             events_floor: int | None) -> bool:
+    """Does the plan of `chains` fit the device with no more events than the bound (Nimble's
+    minimum under full concurrency)? Then none of its streams splits (a split adds an
+    event), so the task capacity, which only restricts plans, leaves them the best."""
+    if events_floor is None:
+        return False
+    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains))
+    return outcome is not None and outcome.events <= events_floor
 
 
 def _regions_aside(dag: TaskDag, durations: list[int]) -> list[tuple[Found, str]]:
