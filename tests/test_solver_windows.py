@@ -196,11 +196,7 @@ def test_windows_take_graphs_the_whole_model_cannot(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 20)
     _, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1))
     assert report.status == "FEASIBLE" and report.phase.startswith("windows")
-    _, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1, objective="makespan"))
-    assert report.status == "FALLBACK" and "over the solver's 20" in report.reason
-    # the makespan objective above its node count does not solve the model: the windows'
-    # limit holds for it
-    monkeypatch.setattr(chain_model, "MAKESPAN_SOLVER_NODES", 10)
+    # the makespan objective does not solve the model: the windows' limit holds for it
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=1,
                                                                 objective="makespan"))
     assert report.status != "FALLBACK" and report.phase.startswith("hint+fastest")

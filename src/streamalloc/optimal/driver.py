@@ -57,7 +57,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
-    most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(dag, options) \
+    most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(options) \
         else MAX_SOLVER_NODES
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
                     if options.concurrency == "full" else

@@ -18,7 +18,7 @@ MAX_SOLVER_NODES = 12_000  # above this the baseline is kept (status FALLBACK, w
 # (layered graphs with GE's rules: 10k nodes 6.3 GB; before the engine caps' Boolean form
 # 9.7 GB, 12k 12.4 GB, and 18k killed at 24 GB)
 MAX_WINDOWED_NODES = 120_000  # and where it solves windows of it (`solver.windows`), or not
-# at all (the makespan objective above 2,000 nodes, `search.unsolved`: a 100k-node layered
+# at all (the makespan objective, `chain_model.unsolved`: a 100k-node layered
 # graph at --time-limit 10 took 196 s and 2.5 GB, 429 -> 309 ms): the
 # exact reachability the model's edges come from grows as N^2 (`solver.dag`: 0.6 GB at 100k
 # nodes, 2.4 GB at 200k)

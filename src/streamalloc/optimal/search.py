@@ -32,9 +32,8 @@ from streamalloc.rules.constraints import Constraint
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.solver.dag import TaskDag
 
-MAKESPAN_SOLVER_SHARE = 0.05  # for CP-SAT under the makespan objective: its model only
-# estimates the emulated makespan (on none of the 18 inputs of bench/ did its streams start
-# the search); the emulated search gets the time
+MAKESPAN_SOLVER_SHARE = 0.05  # of --time-limit for CP-SAT under the makespan objective and
+# full concurrency (under `ge` the emulated search alone decides: `chain_model.unsolved`)
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
