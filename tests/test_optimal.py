@@ -155,6 +155,21 @@ def test_full_concurrency_where_a_stream_splits_goes_to_the_model() -> None:
     _full_concurrency_streams(graph, plan)
 
 
+def test_full_concurrency_under_ges_rules_starts_from_nimbles_chains_within_them() -> None:
+    """GE's rules under the parallel options (engine caps, HCCL and AI CPU streams): CP-SAT
+    starts from Nimble's chains brought within the rules, a plan it keeps (318 events,
+    Nimble's minimum is 316). From ge mode's streams, which put unordered nodes on one
+    stream, it found nothing at this limit, and ge mode's plan was a fallback."""
+    graph = layered_graph(450, branches=5, seed=9130, hccl_every=50, aicpu_every=7,
+                          label_every=0).with_options(
+        {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+         "ge.hcomParallel": "1"})
+    plan, solver = optimal(graph, None, concurrency="full", time_limit=0.2)
+    assert solver["status"] == "FEASIBLE" and solver["phase"] == "cp-sat"
+    assert plan["event_count"] >= solver["nimble_min_events"] == 316
+    _full_concurrency_streams(graph, plan)
+
+
 @pytest.mark.parametrize("model", ["light_squeezenet", "light_bvlc_alexnet", "light_resnet50"])
 def test_nimble_identity_on_real_models(model: str) -> None:
     graph = load_graph(LIGHT / f"{model}.onnx").with_options(UNLIMITED)

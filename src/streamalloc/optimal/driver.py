@@ -14,7 +14,6 @@ the search stops at once where one stream reaches it.
 
 from __future__ import annotations
 
-import itertools
 from functools import partial
 
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
@@ -29,7 +28,7 @@ from streamalloc.optimal.evaluate import (
     task_dag,
 )
 from streamalloc.optimal.event_bound import events_bound
-from streamalloc.optimal.nimble import nimble_min_events
+from streamalloc.optimal.nimble import nimble_min_events, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
     FREE,
@@ -43,7 +42,6 @@ from streamalloc.optimal.search import search
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
-from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import Unsolvable
 from streamalloc.sync.limits import limits_of, without_device_limits
 from streamalloc.sync.result import SyncPlan
@@ -80,7 +78,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                         rules=rules or base_rules, constraints=constraints)
     except Unsolvable as exc:  # a model too large to state, or no plan
         return _fallback(baseline, over, str(exc), nimble, fewest=fewest)
-    shared = _unordered_neighbours(dag, found.chains) if options.concurrency == "full" \
+    shared = unordered_neighbours(dag, found.chains) if options.concurrency == "full" \
         else None
     if shared is not None:  # CP-SAT found no plan, and its start is ge mode's streams: the
         # events bound (Nimble's minimum) is for full concurrency, so none is reported
@@ -103,17 +101,6 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, nimble, "",
         baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
-
-
-def _unordered_neighbours(dag: TaskDag, chains: tuple[tuple[int, ...], ...]
-                          ) -> tuple[str, str] | None:
-    """Two nodes next to each other on a stream that no path orders (full concurrency
-    forbids them a stream), or None; a stream is in T-order, so its neighbours decide."""
-    for chain in chains:
-        for u, v in itertools.pairwise(chain):
-            if not dag.reaches(u, v):
-                return dag.names[u], dag.names[v]
-    return None
 
 
 def _no_full_plan(status: str, shared: tuple[str, str]) -> str:

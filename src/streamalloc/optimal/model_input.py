@@ -12,9 +12,9 @@ from streamalloc.allocation import Allocation
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import Outcome, assignment_of
-from streamalloc.optimal.nimble import fewest_streams
+from streamalloc.optimal.nimble import fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import CAPACITY_SHARE, TIME_SCALE, OptimalOptions
-from streamalloc.optimal.repair import within_stream_limit
+from streamalloc.optimal.repair import within_rules, within_stream_limit
 from streamalloc.rules.constraints import Constraint
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
@@ -30,17 +30,19 @@ def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | N
                 constraints: Sequence[Constraint] = ()) -> SolveInput:
     """The model's data; its hint is the baseline's streams, merged within the stream limit
     when ge mode's plan is over it (`within_stream_limit`, keeping `constraints`), or under
-    full concurrency without rules Nimble's fewest events on the fewest streams
-    (`nimble.py`), when they fit the stream limit."""
+    full concurrency Nimble's fewest events on the fewest streams (`nimble.py`) brought
+    within the rules, when they stay chains and fit the stream limit."""
     durations = task_durations(graph, dag, costs)
     stream_limit = main_stream_limit(graph, baseline)
     given = hint_chains(dag, baseline.allocation)
-    if options.concurrency == "full" and not constraints:
-        matched, _ = fewest_streams(dag)  # ge mode's streams put unordered nodes on one
-        # stream, which full concurrency forbids: no solution to start from, and the plan
-        # written where CP-SAT finds none in its time
-        if len(matched) <= stream_limit:
-            given = [list(c) for c in matched]
+    if options.concurrency == "full":  # ge mode's streams put unordered nodes on one
+        # stream, which full concurrency forbids: no solution to start from, and a fallback
+        # where CP-SAT finds none in its time. Nimble's chains, within the rules if the
+        # repair keeps them chains, are one.
+        full = within_rules(graph, dag, fewest_streams(dag)[0], constraints, durations)
+        if full is not None and len(full) <= stream_limit \
+                and unordered_neighbours(dag, full) is None:
+            given = [list(c) for c in full]
     hint = [list(c) for c in within_stream_limit(
         graph, dag, tuple(tuple(c) for c in given), limit=stream_limit,
         constraints=constraints, durations=durations) or given]

@@ -117,6 +117,17 @@ def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
     return chains_of(n, arcs)
 
 
+def unordered_neighbours(dag: TaskDag, chains: tuple[tuple[int, ...], ...]
+                         ) -> tuple[str, str] | None:
+    """Two nodes next to each other on a stream that no path orders (full concurrency
+    forbids them a stream), or None; a stream is in T-order, so its neighbours decide."""
+    for chain in chains:
+        for u, v in itertools.pairwise(chain):
+            if not dag.reaches(u, v):
+                return dag.names[u], dag.names[v]
+    return None
+
+
 def nimble_min_events(dag: TaskDag) -> int:
     """|E_TR| - |maximum matching on E_TR|: Nimble's minimum number of events."""
     return len(dag.reduction) - (dag.size - len(matching_chains(dag)))
