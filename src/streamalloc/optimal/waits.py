@@ -182,13 +182,15 @@ class _Simulation:
     def step(self, s: int, now: float) -> int | None:
         """Run a node of stream `s` at `now`, or look again later (None)."""
         unknown, finish = self.waiting[s], self.finish
+        due = min((self.latest[v] for v in unknown), default=float("inf")) \
+            if self.latest is not None else None
+        urgent = due is not None and due <= now + _EPS
+        if self.free[s] and not urgent:  # a free node runs unless a done wait is urgent
+            return self.start(s, heapq.heappop(self.free[s])[1], now, [])
         ready_at = {v: max(finish[p] for p in ps) for v, ps in unknown.items()}
         waiting = list(unknown)
         done = [v for v in waiting if ready_at[v] <= now + _EPS]
-        due = min((self.latest[v] for v in waiting), default=float("inf")) \
-            if self.latest is not None else None
-        urgent = due is not None and due <= now + _EPS
-        if self.free[s] and not (done and urgent):
+        if self.free[s] and not done:
             return self.start(s, heapq.heappop(self.free[s])[1], now, [])
         if not done:
             self.wake(s, min(ready_at[v] for v in waiting))
