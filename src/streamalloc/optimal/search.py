@@ -18,7 +18,7 @@ from streamalloc.optimal.evaluate import Outcome
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import chosen
 from streamalloc.optimal.found import Found, Search
-from streamalloc.optimal.makespan_search import fastest_plan
+from streamalloc.optimal.makespan_search import faster_chains, fastest_plan
 from streamalloc.optimal.model_input import (
     main_stream_limit,
     solve_input,
@@ -55,8 +55,10 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     evaluator = Evaluator(graph, dag, baseline, options, costs)
     exact = unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                        stream_limit=stream_limit, events_floor=events_floor)
+    full_makespan = options.concurrency == "full" and options.objective == "makespan"
     if exact is not None:
-        return exact
+        return faster_chains(graph, dag, exact, constraints=constraints,
+                             evaluator=evaluator) if full_makespan else exact
     measured: dict[Found, Outcome | None] = {}  # runs of the candidates tried before CP-SAT
     early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
                         measured=measured)
@@ -108,4 +110,6 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                     chains, order, events_floor=events_floor):
             status, objective, bound = "OPTIMAL", None, None  # proven by the bounds, not
             # by the model
-    return Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
+    found_plan = Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
+    return faster_chains(graph, dag, found_plan, constraints=constraints,
+                         evaluator=evaluator) if full_makespan else found_plan

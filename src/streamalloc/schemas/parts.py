@@ -20,7 +20,7 @@ BYTES_MAX = 2**64 - 1
 STREAM_KEY = r"^(0|[1-9][0-9]*)$"
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify", "StreamActive")
 SOLVER_STATUSES = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "MODEL_INVALID", "UNKNOWN", "FALLBACK")
-SOLVER_PHASE = r"^(matching|(one-stream|cp-sat|windows|hint)(\+[a-z-]+)*)?$"
+SOLVER_PHASE = r"^((matching|one-stream|cp-sat|windows|hint)(\+[a-z-]+)*)?$"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 

@@ -48,7 +48,7 @@ _SOLVER = {
         "baseline_makespan_us": {"type": "number", "minimum": 0},
         "makespan_us": {"type": "number", "minimum": 0},
         "phase": {"type": "string", "pattern": SOLVER_PHASE,
-                  "description": "matching, one-stream, or cp-sat, windows or hint followed "
+                  "description": "matching, one-stream, cp-sat, windows or hint followed "
                                  "by the later steps (+fastest, +polish); empty for "
                                  "FALLBACK"},
         "reason": text("why the baseline was kept (FALLBACK only)"),
