@@ -28,6 +28,7 @@ from streamalloc.errors import LimitExceeded
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
+from streamalloc.optimal import search as search_module
 from streamalloc.report.compare_report import frontier_plot
 from streamalloc.rules import builtin_rules
 from streamalloc.runtime_emu.cost_table import load_cost_table
@@ -270,6 +271,22 @@ def test_full_concurrency_beyond_the_stream_limit_is_a_fallback_that_says_why() 
     assert report.reason.startswith("no plan under --concurrency full holds the rules and "
                                     "the device limits (status INFEASIBLE)")
     assert report.nimble_min_events == 54 and plan.event_count == report.baseline_events == 0
+
+
+def test_full_concurrency_above_the_solvers_size_takes_nimbles_chains(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the size CP-SAT solves whole, Nimble's chains are still the plan where they fit
+    (a 13k-node transformer training step: 5501 events on 1762 streams in 3.4 s; it was a
+    fallback); where they do not, the fallback says why. The size is lowered here."""
+    monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 5)
+    monkeypatch.setattr(search_module, "MAX_SOLVER_NODES", 5)
+    settings = {"streamalloc.unlimited_stream_depth": "true"}
+    plan, solver = planned(settings, rules=builtin_rules("free"), concurrency="full")
+    assert solver["phase"] == "matching" and plan["event_count"] == 10
+    plan, solver = planned({**settings, "streamalloc.max_streams": "4"},
+                           rules=builtin_rules("free"), concurrency="full")
+    assert solver["status"] == "FALLBACK" and "not solved above 5 streamed nodes" in \
+        solver["reason"]
 
 
 def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> None:

@@ -55,7 +55,9 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
-    most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(options) \
+    chains_alone = options.concurrency == "full" and not constraints  # Nimble's chains, no
+    # model, where they fit the limits (`at_bounds.unsearched`)
+    most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(options) or chains_alone \
         else MAX_SOLVER_NODES
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
                     if options.concurrency == "full" else

@@ -25,12 +25,13 @@ from streamalloc.optimal.model_input import (
     stream_capacity,
     within_pair_limit,
 )
-from streamalloc.optimal.options import TIME_SCALE, OptimalOptions
+from streamalloc.optimal.options import MAX_SOLVER_NODES, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.polishing import polish_both_ways
 from streamalloc.rules.constraints import Constraint
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.model import Unsolvable
 
 MAKESPAN_SOLVER_SHARE = 0.05  # of --time-limit for CP-SAT under the makespan objective and
 # full concurrency (under `ge` the emulated search alone decides: `chain_model.unsolved`)
@@ -59,6 +60,11 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     if exact is not None:
         return faster_chains(graph, dag, exact, constraints=constraints,
                              evaluator=evaluator) if full_makespan else exact
+    if options.concurrency == "full" and dag.size > MAX_SOLVER_NODES:  # whole, the model
+        # takes gigabytes (the driver lets such graphs in for Nimble's chains alone)
+        raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
+                         f"limit or split by task capacity, and the model is not solved "
+                         f"above {MAX_SOLVER_NODES} streamed nodes")
     measured: dict[Found, Outcome | None] = {}  # runs of the candidates tried before CP-SAT
     early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
                         measured=measured)
