@@ -1,11 +1,12 @@
 """`--mode optimal`: the CP-SAT allocator composed with the baseline, sync, verifier, emulator.
 
-The baseline is ge mode under GE's rule set plus the user's rules (for the built-in rule set
-`free`: GE's default rule set); its plan is the solver's hint and the fallback. The solver's
-streams go through the shared sync layer, the verifier (with the rules) and the emulator; the
-written plan runs within the baseline's emulated makespan x (1 + slack) (under `--concurrency
-ge`) with no more events than the baseline (events objective) or the event budget (makespan
-objective, when given), or the baseline is kept with status FALLBACK and a reason. A
+The baseline is ge mode under the same rule set (GE's, or a rule file that usually extends it;
+for the built-in rule set `free`: GE's default rule set); its plan is the solver's hint and the
+fallback. The solver's streams go through the shared sync layer, the verifier (with the rules)
+and the emulator; the written plan runs within the baseline's emulated makespan x (1 + slack)
+(under `--concurrency ge`) with no more events than the baseline (events objective) or the
+event budget (makespan objective, when given), or the baseline is kept with status FALLBACK
+and a reason. A
 baseline over a device limit (streams, events, notifies) is measured with the limits lifted:
 still the bar and the hint, never the plan written (LimitExceeded when nothing else fits).
 The events bound of plans within the limits (`event_bound.py`) is reported with the plan, and
