@@ -15,7 +15,6 @@ from streamalloc.optimal.evaluate import assignment_of, breaks, chains_of_assign
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.model_input import hint_chains, task_durations
-from streamalloc.optimal.nimble import fewest_streams
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.prologue import main_input, serial_prologues
@@ -29,11 +28,13 @@ REGION_TRIES = 32  # single-exit regions tried beside one stream where the event
 
 def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
-               events_floor: int | None) -> Search | None:
+               events_floor: int | None,
+               nimble: tuple[tuple[tuple[int, ...], ...], bool] | None = None
+               ) -> Search | None:
     """The streams where no search can do better, or None: under full concurrency without
-    rules, Nimble's fewest events on the fewest streams (`nimble.py`; exact, or on a large
-    graph the fewest events) when they fit the stream limit and none of them splits
-    (`_unsplit`); under the events
+    rules, Nimble's fewest events on the fewest streams (`nimble`: `nimble.fewest_streams`;
+    exact, or on a large graph the fewest events) when they fit the stream limit and none of
+    them splits (`_unsplit`); under the events
     objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
     in windows, where a run costs seconds) one stream with its prologue aside, or with its
     prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
@@ -42,8 +43,8 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     stream with its prologue aside, 6.8 -> 0.7 s; Llama tiny, with a region too, 13 ->
     0.5 s."""
     options = evaluator.options
-    if options.concurrency == "full" and not constraints:
-        matched, fewest = fewest_streams(dag)
+    if options.concurrency == "full" and not constraints and nimble is not None:
+        matched, fewest = nimble
         if len(matched) <= stream_limit and (capacity is None or _unsplit(
                 evaluator, matched, events_floor)):  # else the model states the limits
             return Search(matched, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0,

@@ -15,7 +15,6 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from itertools import accumulate
 
 from ortools.sat.python import cp_model
 
@@ -45,7 +44,7 @@ def martello_toth(sizes: Sequence[int], capacity: int) -> int:
     2
     """
     ordered = sorted(sizes)
-    total = [0, *accumulate(ordered)]
+    total = [0, *itertools.accumulate(ordered)]
     half = capacity / 2
     best = 0
     for k in {0, *(w for w in ordered if w <= half)}:
@@ -57,8 +56,6 @@ def martello_toth(sizes: Sequence[int], capacity: int) -> int:
         small = total[mid] - total[low]
         best = max(best, len(ordered) - mid + max(0, math.ceil((small - left) / capacity)))
     return best
-
-
 
 
 def pattern_bins(sizes: Sequence[int], capacity: int) -> int | None:

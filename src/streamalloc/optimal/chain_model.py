@@ -38,7 +38,6 @@ WINDOWED_ABOVE = 2000  # streamed nodes: larger graphs' models are solved window
 # --time-limit 10 (CP-SAT's first solution from the hint grows faster than its size)
 
 
-
 def solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
            time_limit: float, options: OptimalOptions,
            proven: Callable[[tuple[tuple[int, ...], ...], Order | None], bool] | None = None

@@ -12,7 +12,7 @@ from streamalloc.allocation import Allocation
 from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import Outcome, assignment_of
-from streamalloc.optimal.nimble import fewest_streams, unordered_neighbours
+from streamalloc.optimal.nimble import unordered_neighbours
 from streamalloc.optimal.options import CAPACITY_SHARE, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.repair import within_rules, within_stream_limit
 from streamalloc.rules.constraints import Constraint
@@ -27,19 +27,21 @@ from streamalloc.sync.tasks import own_units
 
 def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | None, *,
                 options: OptimalOptions, costs: CostTable,
-                constraints: Sequence[Constraint] = ()) -> SolveInput:
+                constraints: Sequence[Constraint] = (),
+                nimble: tuple[tuple[int, ...], ...] | None = None) -> SolveInput:
     """The model's data; its hint is the baseline's streams, merged within the stream limit
     when ge mode's plan is over it (`within_stream_limit`, keeping `constraints`), or under
-    full concurrency Nimble's fewest events on the fewest streams (`nimble.py`) brought
-    within the rules, when they stay chains and fit the stream limit."""
+    full concurrency `nimble` (Nimble's fewest events on the fewest streams,
+    `nimble.fewest_streams`) brought within the rules, when they stay chains and fit the
+    stream limit."""
     durations = task_durations(graph, dag, costs)
     stream_limit = main_stream_limit(graph, baseline)
     given = hint_chains(dag, baseline.allocation)
-    if options.concurrency == "full":  # ge mode's streams put unordered nodes on one
-        # stream, which full concurrency forbids: no solution to start from, and a fallback
-        # where CP-SAT finds none in its time. Nimble's chains, within the rules if the
-        # repair keeps them chains, are one.
-        full = within_rules(graph, dag, fewest_streams(dag)[0], constraints, durations)
+    if options.concurrency == "full" and nimble is not None:  # ge mode's streams put
+        # unordered nodes on one stream, which full concurrency forbids: no solution to start
+        # from, and a fallback where CP-SAT finds none in its time. Nimble's chains, within
+        # the rules if the repair keeps them chains, are one.
+        full = within_rules(graph, dag, nimble, constraints, durations)
         if full is not None and len(full) <= stream_limit \
                 and unordered_neighbours(dag, full) is None:
             given = [list(c) for c in full]

@@ -25,6 +25,7 @@ from streamalloc.optimal.model_input import (
     stream_capacity,
     within_pair_limit,
 )
+from streamalloc.optimal.nimble import fewest_streams
 from streamalloc.optimal.options import MAX_SOLVER_NODES, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.polishing import polish_both_ways
@@ -54,8 +55,10 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     if options.objective == "makespan":
         options = within_pair_limit(graph, dag, options)
     evaluator = Evaluator(graph, dag, baseline, options, costs)
+    nimble = fewest_streams(dag) if options.concurrency == "full" else None  # the plan
+    # where it fits, else the model's start
     exact = unsearched(graph, dag, constraints, evaluator, capacity=capacity,
-                       stream_limit=stream_limit, events_floor=events_floor)
+                       stream_limit=stream_limit, events_floor=events_floor, nimble=nimble)
     full_makespan = options.concurrency == "full" and options.objective == "makespan"
     if exact is not None:
         return faster_chains(graph, dag, exact, constraints=constraints,
@@ -71,7 +74,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     if early is not None:
         return early
     data = solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
-                       constraints=constraints)
+                       constraints=constraints, nimble=nimble[0] if nimble else None)
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
     found, earlier = solved(graph, data, constraints, time_limit=options.time_limit * share,
                             options=options, proven=partial(at_floor, evaluator,

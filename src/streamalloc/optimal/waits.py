@@ -23,7 +23,7 @@ What a stream knows done is a vector clock: per stream, the last node known to r
 ran them, and their dependencies. The search's emulated checks decide which order is kept; the
 simulation only proposes. Each step scans the stream's nodes that wait for producers (those
 it can run without a wait come from a heap), so a run costs up to O(nodes x width): the
-search runs it up to `search.WAITS_NODES` streamed nodes.
+search runs it up to `fewest_events.WAITS_NODES` streamed nodes.
 """
 
 from __future__ import annotations
