@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
@@ -29,6 +30,7 @@ from streamalloc.optimal.evaluate import (
     task_dag,
 )
 from streamalloc.optimal.event_bound import events_bound
+from streamalloc.optimal.found import Search
 from streamalloc.optimal.nimble import nimble_min_events, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
@@ -43,6 +45,7 @@ from streamalloc.optimal.search import search
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
+from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import Unsolvable
 from streamalloc.sync.limits import limits_of, without_device_limits
 from streamalloc.sync.result import SyncPlan
@@ -56,10 +59,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
-    chains_alone = options.concurrency == "full" and not constraints  # Nimble's chains, no
-    # model, where they fit the limits (`at_bounds.unsearched`)
-    most = MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(options) or chains_alone \
-        else MAX_SOLVER_NODES
+    most = _most_nodes(dag, options, chains_alone=options.concurrency == "full"
+                       and not constraints)
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
                     if options.concurrency == "full" else
                     makespan_limit_us(baseline.makespan_us, options.makespan_slack))
@@ -87,6 +88,24 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
         # events bound (Nimble's minimum) is for full concurrency, so none is reported
         return _fallback(baseline, over, _no_full_plan(found.status, shared), nimble,
                          found.deterministic_time, fewest=None)
+    return _checked(graph, found, allocation, baseline, over, options=options, costs=costs,
+                    nimble=nimble, fewest=fewest)
+
+
+def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) -> int:
+    """The most streamed nodes the search takes: the windows' limit where the model is
+    solved window by window, not at all, or not needed (`chains_alone`: Nimble's chains
+    without rules, where they fit the limits: `at_bounds.unsearched`); else the whole
+    model's."""
+    return MAX_WINDOWED_NODES if windowed(dag, options) or unsolved(options) or chains_alone \
+        else MAX_SOLVER_NODES
+
+
+def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outcome,
+             over: str, *, options: OptimalOptions, costs: CostTable, nimble: int | None,
+             fewest: int | None) -> tuple[SyncPlan, SolverReport]:
+    """The search's plan synchronized, verified and emulated, with its report; the baseline
+    (FALLBACK) where it is over a device limit or worse than the baseline."""
     in_order = None if found.order is None else graph.reordered(found.order)
     try:
         outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)

@@ -7,7 +7,7 @@ and the choice of the plan to write (`fewest_events`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 from streamalloc.ir.graph import Graph
@@ -32,10 +32,24 @@ from streamalloc.optimal.polishing import polish_both_ways
 from streamalloc.rules.constraints import Constraint
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.solver.dag import TaskDag
-from streamalloc.solver.model import Unsolvable
+from streamalloc.solver.model import SolveInput, Unsolvable
 
 MAKESPAN_SOLVER_SHARE = 0.05  # of --time-limit for CP-SAT under the makespan objective and
 # full concurrency (under `ge` the emulated search alone decides: `chain_model.unsolved`)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the phases after the model share: the graph, its DAG and rules, the probe, the
+    events bound, the main stream limit and the outcomes already run (`aside_first`)."""
+
+    graph: Graph
+    dag: TaskDag
+    constraints: list[Constraint]
+    evaluator: Evaluator
+    events_floor: int | None
+    stream_limit: int
+    measured: dict[Found, Outcome | None]
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
@@ -49,7 +63,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     first node or critical first (`optimal/numbering.py`); for both objectives the polish on
     the exact event count, and under the events objective the fewest events, then the
     fastest, of the polished streams, them and the baseline's streams in orders that batch
-    their waits, and one stream with its prologue aside (`chosen`)."""
+    their waits, and one stream with its prologue aside (`chosen`). Under the makespan
+    objective and full concurrency, the critical-chain search within chains last."""
     capacity = stream_capacity(graph)
     stream_limit = main_stream_limit(graph, baseline)
     if options.objective == "makespan":
@@ -59,18 +74,16 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     # where it fits, else the model's start
     exact = unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                        stream_limit=stream_limit, events_floor=events_floor, nimble=nimble)
-    full_makespan = options.concurrency == "full" and options.objective == "makespan"
     if exact is not None:
-        return faster_chains(graph, dag, exact, constraints=constraints,
-                             evaluator=evaluator) if full_makespan else exact
+        return _within_chains(graph, dag, exact, constraints, evaluator)
     if options.concurrency == "full" and dag.size > MAX_SOLVER_NODES:  # whole, the model
         # takes gigabytes (the driver lets such graphs in for Nimble's chains alone)
         raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
                          f"limit or split by task capacity, and the model is not solved "
                          f"above {MAX_SOLVER_NODES} streamed nodes")
-    measured: dict[Found, Outcome | None] = {}  # runs of the candidates tried before CP-SAT
+    run = _Run(graph, dag, constraints, evaluator, events_floor, stream_limit, {})
     early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
-                        measured=measured)
+                        measured=run.measured)
     if early is not None:
         return early
     data = solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
@@ -80,45 +93,76 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
                             options=options, proven=partial(at_floor, evaluator,
                                                             events_floor=events_floor))
     hint = tuple(tuple(c) for c in data.hint)
-    chains = found.chains or hint
-    phase = ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint"
-    deterministic = found.deterministic_time
-    status, objective, bound = (found.status, found.objective, found.bound) if found.chains \
-        else (found.status, None, None)
-    order: Order | None = None
+    modelled = Search(
+        found.chains or hint, found.status, found.objective if found.chains else None,
+        found.bound if found.chains else None, found.deterministic_time,
+        ("windows" if windowed(dag, options) else "cp-sat") if found.chains else "hint")
     if options.concurrency == "ge":
-        limit = evaluator.limit()
-        if options.objective == "makespan":
-            (chains, order), evaluator, limit, packing_time = fastest_plan(
-                graph, dag, chains, hint=hint, data=data, constraints=constraints,
-                evaluator=evaluator, stream_limit=stream_limit)
-            deterministic += packing_time
-            phase += "+fastest+critical" + ("+reordered" if order is not None else "")
         spare = max(0.0, options.time_limit * share - found.deterministic_time) \
             if options.objective == "events" else 0.0  # what CP-SAT left of its time
-        polished = [p for start in (chains, *earlier)
-                    for p in polish_both_ways(graph, dag, start, order,
-                                              constraints=constraints, evaluator=evaluator,
-                                              limit=limit, spare=spare)]
-        # what the driver requires of the plan: as few events as the baseline and as fast
-        # (x slack) for the events objective; the makespan objective's start is its bar
-        most, within_us = (baseline.events, evaluator.limit_us()) \
-            if options.objective == "events" else (options.event_budget, limit / TIME_SCALE)
-        best, made, events = chosen(graph, dag, [(p, order) for p in polished], (hint, order),
-                                    constraints=constraints, evaluator=evaluator, limit=limit,
-                                    spare=spare, within_us=within_us, most=most,
-                                    durations=data.durations, measured=measured)
-        phase = made if made and not made.startswith("+") else phase + (made or "+polish")
-        if found.chains and not phase.startswith(("cp-sat", "windows")):  # the model's
-            status, objective, bound = "FEASIBLE", None, None  # figures are not the plan's
-        chains, order = evaluator.numbering(best[0]), best[1]
-        if status != "OPTIMAL" and events is not None and events_floor is not None \
-                and events <= events_floor and at_floor(
-                    evaluator if order is None else replace(evaluator,
-                                                            orders=Orders.of(graph)),
-                    chains, order, events_floor=events_floor):
-            status, objective, bound = "OPTIMAL", None, None  # proven by the bounds, not
-            # by the model
-    found_plan = Search(chains, status, objective, bound, round(deterministic, 3), phase, order)
-    return faster_chains(graph, dag, found_plan, constraints=constraints,
-                         evaluator=evaluator) if full_makespan else found_plan
+        modelled = _finished(run, modelled, earlier, hint=hint, data=data, spare=spare)
+    return _within_chains(graph, dag, replace(
+        modelled, deterministic_time=round(modelled.deterministic_time, 3)), constraints,
+        evaluator)
+
+
+def _within_chains(graph: Graph, dag: TaskDag, found: Search, constraints: list[Constraint],
+                   evaluator: Evaluator) -> Search:
+    """`found`, under the makespan objective and full concurrency improved by the
+    critical-chain search with every stream kept a chain."""
+    options = evaluator.options
+    if options.concurrency == "full" and options.objective == "makespan":
+        return faster_chains(graph, dag, found, constraints=constraints, evaluator=evaluator)
+    return found
+
+
+def _finished(run: _Run, modelled: Search, earlier: tuple[tuple[tuple[int, ...], ...], ...],
+              *, hint: tuple[tuple[int, ...], ...], data: SolveInput, spare: float
+              ) -> Search:
+    """Under `ge` concurrency, from the model's streams (`modelled`; `earlier`: those its
+    first solve found when a second replaced them): under the makespan objective the
+    fastest plan (`fastest_plan`), then the polish of each start and the choice of the plan
+    (`chosen`), its streams numbered, its status OPTIMAL where it reaches the events bound."""
+    evaluator, chains, order = run.evaluator, modelled.chains, None
+    options, phase = evaluator.options, modelled.phase
+    deterministic = modelled.deterministic_time
+    limit = evaluator.limit()
+    if options.objective == "makespan":
+        (chains, order), evaluator, limit, packing_time = fastest_plan(
+            run.graph, run.dag, chains, hint=hint, data=data, constraints=run.constraints,
+            evaluator=evaluator, stream_limit=run.stream_limit)
+        deterministic += packing_time
+        phase += "+fastest+critical" + ("+reordered" if order is not None else "")
+    polished = [p for start in (chains, *earlier)
+                for p in polish_both_ways(run.graph, run.dag, start, order,
+                                          constraints=run.constraints, evaluator=evaluator,
+                                          limit=limit, spare=spare)]
+    # what the driver requires of the plan: as few events as the baseline and as fast
+    # (x slack) for the events objective; the makespan objective's start is its bar
+    most, within_us = (evaluator.baseline.events, evaluator.limit_us()) \
+        if options.objective == "events" else (options.event_budget, limit / TIME_SCALE)
+    best, made, events = chosen(run.graph, run.dag, [(p, order) for p in polished],
+                                (hint, order), constraints=run.constraints,
+                                evaluator=evaluator, limit=limit, spare=spare,
+                                within_us=within_us, most=most, durations=data.durations,
+                                measured=run.measured)
+    phase = made if made and not made.startswith("+") else phase + (made or "+polish")
+    status, objective, bound = modelled.status, modelled.objective, modelled.bound
+    if modelled.phase != "hint" and not phase.startswith(("cp-sat", "windows")):  # the
+        status, objective, bound = "FEASIBLE", None, None  # model's figures are not the plan's
+    chains, order = evaluator.numbering(best[0]), best[1]
+    if status != "OPTIMAL" and events is not None and _at_floor(run, evaluator, chains, order,
+                                                                 events):
+        status, objective, bound = "OPTIMAL", None, None  # proven by the bounds, not by
+        # the model
+    return Search(chains, status, objective, bound, deterministic, phase, order)
+
+
+def _at_floor(run: _Run, evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
+              order: Order | None, events: int) -> bool:
+    """Do the plan's `events` reach the events bound, within the limits (`at_floor`, in the
+    graph's orders when the plan has its own)?"""
+    if run.events_floor is None or events > run.events_floor:
+        return False
+    probe = evaluator if order is None else replace(evaluator, orders=Orders.of(run.graph))
+    return at_floor(probe, chains, order, events_floor=run.events_floor)
