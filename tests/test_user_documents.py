@@ -22,7 +22,8 @@ README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 USER_DOCUMENTS = [README, *DOCS, ROOT / "examples" / "plans" / "README.md"]
 EXTERNAL = re.compile(r"formats\.md|ge-sync-and-split|ge-logical-streams|ge-variable-memory"
-                      r"|ge-ir-proto|shared/design|\bspec \d|\bspec's\b", re.IGNORECASE)
+                      r"|ge-ir-proto|shared/design|\bspec \d|\bspec's\b"
+                      r"|\b(?:of|section|§) ?\d+\.\d+\.\d+", re.IGNORECASE)  # "Q1 of 2.4.5"
 # Paths a document may mention: under these top-level directories or files of the repository.
 PATH = re.compile(r"(?<![\w./-])((?:src|tests|docs|examples|bench|tools|\.ci)/[\w./<>*-]*"
                   r"|pyproject\.toml)")
@@ -109,3 +110,31 @@ def test_error_messages_cite_documents_that_exist() -> None:
              for m in re.findall(r"docs/[\w-]+\.md", text)}
     assert cited  # the plan readers and the verifier cite docs/plan-format.md and others
     assert all((ROOT / c).is_file() for c in cited), cited
+
+
+def _graph_blocks(document: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of each YAML block of a document that is a whole graph file."""
+    lines = document.read_text(encoding="utf-8").splitlines()
+    start = None
+    for n, line in enumerate(lines, 1):
+        if line.strip() == "```yaml":
+            start = n
+        elif line.strip() == "```" and start is not None:
+            block = "\n".join(lines[start:n - 1]) + "\n"
+            if block.startswith("format: streamalloc.graph/v1"):
+                yield start, block
+            start = None
+
+
+def test_the_documents_graph_examples_allocate(tmp_path: Path) -> None:
+    """A user copies the example graph first: it loads, and ge mode plans it (a While whose
+    subgraphs hold only Data nodes would hit GE's quirk Q1 and fail its split)."""
+    from streamalloc.api import plan, read_graph
+    found = [(document, line, block) for document in USER_DOCUMENTS
+             for line, block in _graph_blocks(document)]
+    assert len(found) >= 2  # the README's and docs/graph-format.md's
+    for document, line, block in found:
+        path = tmp_path / f"{document.stem}_{line}.yaml"
+        path.write_text(block, encoding="utf-8")
+        result = plan(read_graph(path))
+        assert result.allocation.main_stream_num >= 1, f"{document.name}:{line}"

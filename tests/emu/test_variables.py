@@ -45,6 +45,13 @@ def test_the_loader_runs_once_and_the_report_says_what_it_loaded() -> None:
     assert "variables loaded: 4, bytes HBM 2048, HOST 64" in report_text(result)
 
 
+def test_a_loader_that_places_nothing_reports_no_empty_bytes() -> None:
+    result = _run(StubVariables([]))
+    assert result.variables is not None and result.variables["count"] == 0
+    lines = report_text(result).splitlines()
+    assert "variables loaded: 0" in lines  # not "..., bytes " with nothing after it
+
+
 def test_without_a_loader_the_report_has_no_variables() -> None:
     result = _run(None)  # type: ignore[arg-type]
     assert result.status == "ok" and result.variables is None

@@ -35,10 +35,11 @@ def _allocation_args(parser: argparse.ArgumentParser) -> None:
     _set_arg(parser)
 
 
-def _optimal_args(parser: argparse.ArgumentParser) -> None:
+def _optimal_args(parser: argparse.ArgumentParser,
+                  title: str = "optimal mode (--mode optimal)") -> None:
     """The optimal mode's settings."""
     # no argparse defaults: OptimalOptions holds them, and ge mode tells a given flag apart
-    group = parser.add_argument_group("optimal mode (--mode optimal)")
+    group = parser.add_argument_group(title)
     group.add_argument("--objective", choices=["events", "makespan"],
                        help="fewest events (then fewest streams; the default), or shortest "
                             "makespan")
@@ -110,7 +111,7 @@ def _compare_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     cmp.add_argument("--plot", metavar="FILE.png",
                      help="events against makespan per mode, with the optimal frontier")
     cmp.set_defaults(run=handlers.run_compare, print_after=None, dump_dir=None, sync=None)
-    _optimal_args(cmp)
+    _optimal_args(cmp, "the optimal mode (its row in --modes)")
 
     swp = sub.add_parser("sweep", help="the cross product of a sweep spec (graphs, rules, "
                                        "options, modes, solver settings): one row per point")

@@ -113,8 +113,8 @@ def _problem_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     if "variables" in report:
         var = report["variables"]
-        lines += ["", f"variables loaded: {var['count']}, bytes "
-                      + ", ".join(f"{k} {v}" for k, v in var["bytes"].items())]
+        sizes = ", ".join(f"{k} {v}" for k, v in var["bytes"].items())
+        lines += ["", f"variables loaded: {var['count']}" + (f", bytes {sizes}" if sizes else "")]
     if "deadlock" in report:
         lines += ["", "deadlock: no stream can go on"]
         for b in report["deadlock"]:

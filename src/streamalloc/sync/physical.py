@@ -121,10 +121,12 @@ def _check_stream_ids(graph: Graph, rows: TaskColumns, stream_num: int) -> None:
                  if s >= stream_num or (a and max(a) >= stream_num)]
     task = min(offending, key=lambda t: t.is_sync)  # name a graph node, not its Recv
     beyond = [s for s in (task.stream, *task.attached) if s >= stream_num]
+    counted = f"beyond the last stream id {stream_num - 1}" if stream_num \
+        else "but GE counted no logical stream"
     raise AllocationInfeasible(
-        f"node {task.name!r} is on stream {beyond[0]}, beyond the last stream id "
-        f"{stream_num - 1}; GE's split fails on it (a stream id handed out twice by "
-        "GE's quirk Q1 of 2.4.5 leaves a node there)")
+        f"node {task.name!r} is on stream {beyond[0]}, {counted}; GE's split fails on it "
+        "(GE's quirk Q1 hands a stream id out twice and leaves a node there: "
+        "docs/ge-behaviour.md, \"Quirks that are kept\")")
 
 
 def _capacity(ctx: SyncInputs, rows: TaskColumns) -> tuple[int, tuple[int, ...]]:
