@@ -1,5 +1,5 @@
 """`streamalloc schema KIND`: the JSON Schemas of the files you write (graph, rules) and of the
-files the tool writes (plan, vars, emulation, compare)."""
+files the tool writes (plan, vars, emulation, compare, show)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from streamalloc.schemas import SCHEMAS
 ALL = {"graph": GRAPH_SCHEMA, "rules": RULES_SCHEMA, **SCHEMAS}
 
 
-@pytest.mark.parametrize("kind", ["plan", "vars", "emulation", "compare", "graph", "rules"])
+@pytest.mark.parametrize("kind", ["plan", "vars", "emulation", "compare", "show", "graph",
+                                  "rules"])
 def test_schema_prints_the_json_schema(kind: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema", kind]) == 0
     out, err = capsys.readouterr()
@@ -31,6 +32,7 @@ def test_schema_prints_the_json_schema(kind: str, capsys: pytest.CaptureFixture[
     ("vars", "streamalloc.vars/v1", "docs/vars-format.md"),
     ("emulation", "streamalloc.emulation/v1", "docs/emulation-report.md"),
     ("compare", "streamalloc.compare/v1", "docs/compare-format.md"),
+    ("show", "streamalloc.show/v1", "docs/show-format.md"),
 ])
 def test_output_schemas_name_their_format_and_document(kind: str, fmt: str, doc: str,
                                                        capsys: pytest.CaptureFixture[str]) -> None:

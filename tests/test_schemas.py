@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from real_models import LIGHT
 
 from streamalloc import api, schemas
 from streamalloc.cli import main
@@ -22,6 +23,7 @@ from streamalloc.errors import InputError, StreamallocError
 from streamalloc.ir.loaders import load_graph
 from streamalloc.memory.plan import PLAN_FORMAT as VARS_WRITER_FORMAT
 from streamalloc.report.compare_report import COMPARE_FORMAT as COMPARE_WRITER_FORMAT
+from streamalloc.report.graph_report import SHOW_FORMAT as SHOW_WRITER_FORMAT
 from streamalloc.runtime_emu.report import REPORT_FORMAT as EMULATION_WRITER_FORMAT
 from streamalloc.schemas import SCHEMAS, check_document
 from streamalloc.sync.result import PLAN_FORMAT as PLAN_WRITER_FORMAT
@@ -32,7 +34,8 @@ PLANS = ROOT / "examples" / "plans"
 CASES = ROOT / "tests" / "goldens" / "cases"
 DOCS = ROOT / "docs"
 DOC_OF = {"plan": "plan-format.md", "vars": "vars-format.md",
-          "emulation": "emulation-report.md", "compare": "compare-format.md"}
+          "emulation": "emulation-report.md", "compare": "compare-format.md",
+          "show": "show-format.md"}
 
 
 def valid(kind: str, document: Any) -> None:
@@ -61,7 +64,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_every_schema_is_a_valid_draft_2020_12_schema() -> None:
-    assert set(SCHEMAS) == {"plan", "vars", "emulation", "compare", "sweep"}
+    assert set(SCHEMAS) == {"plan", "vars", "emulation", "compare", "sweep", "show"}
     for schema in SCHEMAS.values():
         jsonschema.Draft202012Validator.check_schema(schema)
 
@@ -71,9 +74,10 @@ def test_the_format_strings_agree_with_the_modules_that_write_the_files() -> Non
     assert schemas.VARS_FORMAT == VARS_WRITER_FORMAT
     assert schemas.EMULATION_FORMAT == EMULATION_WRITER_FORMAT
     assert schemas.COMPARE_FORMAT == COMPARE_WRITER_FORMAT
+    assert schemas.SHOW_FORMAT == SHOW_WRITER_FORMAT
     for kind, fmt in (("plan", PLAN_WRITER_FORMAT), ("vars", VARS_WRITER_FORMAT),
                       ("emulation", EMULATION_WRITER_FORMAT),
-                      ("compare", COMPARE_WRITER_FORMAT)):
+                      ("compare", COMPARE_WRITER_FORMAT), ("show", SHOW_WRITER_FORMAT)):
         assert SCHEMAS[kind]["properties"]["format"] == {"const": fmt}
 
 
@@ -170,6 +174,49 @@ def test_failed_emulation_reports_validate(capsys: pytest.CaptureFixture[str]) -
         report = json.loads(capsys.readouterr().out)
         assert report["status"] == status
         valid("emulation", report)
+
+
+def _readme_graph(tmp_path: Path) -> Path:
+    """The README's example graph file (a While with two subgraphs)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(format: streamalloc\.graph/v1\n.*?)```", text, re.S)
+    assert block is not None
+    path = tmp_path / "readme.yaml"
+    path.write_text(block.group(1), encoding="utf-8")
+    return path
+
+
+def test_the_real_graph_summaries_validate(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    train = json.loads(run(capsys, "show", str(TRAIN_STEP), "--json"))
+    valid("show", train)
+    assert next(iter(train["partitions"])) == train["graph"] == "train_step"
+    nested = json.loads(run(capsys, "show", str(_readme_graph(tmp_path)), "--json"))
+    valid("show", nested)
+    assert list(nested["partitions"]) == ["demo", "loop_body", "loop_cond"]
+    assert {n["graph"] for n in nested["nodes"].values()} == set(nested["partitions"])
+    onnx = json.loads(run(capsys, "show", str(LIGHT / "light_squeezenet.onnx"), "--json"))
+    valid("show", onnx)
+    assert onnx["partitions"][onnx["graph"]]["subgraphs"]
+    options = json.loads(run(capsys, "show", str(TRAIN_STEP), "--json", "--set",
+                             "ge.streamMaxParallelNum=AIcoreEngine:4"))
+    valid("show", options)
+    assert {sg["engine"]: sg["max_parallel_num"] for sg in options["partitions"]["train_step"][
+        "subgraphs"]}["AIcoreEngine"] == 4
+
+
+def test_the_graph_summaries_of_every_golden_case_validate() -> None:
+    from streamalloc.report.graph_report import graph_summary_json
+    checked = 0
+    for case in sorted(CASES.glob("*.yaml")):
+        try:
+            graph = load_graph(case)
+            document = graph_summary_json(graph, api.partitions(graph))
+        except StreamallocError:
+            continue  # the error cases
+        valid("show", json.loads(json.dumps(document)))
+        checked += 1
+    assert checked >= 25
 
 
 def test_the_examples_in_the_documents_validate() -> None:
@@ -275,3 +322,41 @@ def test_broken_reports_and_comparisons_are_rejected(outputs: dict[str, Any]) ->
     with pytest.raises(InputError, match=r"field rows\[0\].events: expected an integer >= 0"):
         check_document("compare", {"format": "streamalloc.compare/v1",
                                    "rows": [{**row, "events": -1}], "frontier": []}, "c.json")
+
+
+def _show_document() -> dict[str, Any]:
+    from streamalloc.report.graph_report import graph_summary_json
+    graph = load_graph(TRAIN_STEP)
+    return json.loads(json.dumps(graph_summary_json(graph, api.partitions(graph))))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (_set("colour", "red"), "field the graph summary: unknown key 'colour'"),
+    (_set("nodes/conv1/stream", 0), "field nodes['conv1']: unknown key 'stream'"),
+    (_set("partitions/train_step/subgraphs/0/label", "a"),
+     "field partitions['train_step'].subgraphs[0]: unknown key 'label'"),
+    (_set("partitions", KeyError), "field partitions: expected a JSON object, found nothing "
+                                   "(missing key 'partitions')"),
+    (_set("nodes/conv1/engine", KeyError), "field nodes['conv1'].engine: expected a non-empty "
+                                           "string, found nothing"),
+    (_set("partitions/train_step/subgraphs/0/max_parallel_num", KeyError),
+     "field partitions['train_step'].subgraphs[0].max_parallel_num: expected an integer >= 1, "
+     "found nothing"),
+    (_set("partitions/train_step/subgraphs/0/stream_label", None),
+     "field partitions['train_step'].subgraphs[0].stream_label: expected a string, found null"),
+    (_set("partitions/train_step/subgraphs/0/max_parallel_num", 0),
+     "subgraphs[0].max_parallel_num: expected an integer >= 1, found 0"),
+    (_set("partitions/train_step/subgraphs/0/nodes", []),
+     "subgraphs[0].nodes: expected a JSON list, found []"),
+    (_set("format", "streamalloc.show/v2"), "field format: expected 'streamalloc.show/v1'"),
+])
+def test_broken_graph_summaries_are_rejected(change: Change, message: str) -> None:
+    document = _show_document()
+    valid("show", document)
+    change(document)
+    assert not jsonschema.Draft202012Validator(SCHEMAS["show"]).is_valid(document)
+    with pytest.raises(InputError) as err:
+        check_document("show", document, "show.json")
+    text = str(err.value)
+    assert text.startswith("show.json: ") and message in text, text
+    assert text.endswith("(docs/show-format.md)") and err.value.exit_code == 3

@@ -16,8 +16,9 @@ COMPARE_MODES = ("ge", "ge-minimal", "optimal")  # commands.compare.MODES
 ALLREDUCE_MODES = ("per-gradient", "bucketed")  # ir.training.ALLREDUCE_MODES
 DEFAULT_BUCKET = 16  # ir.training.DEFAULT_BUCKET
 # The files users write (graph, rules, sweep-spec) and the files the tool writes (plan, vars,
-# emulation, compare, sweep): `streamalloc schema KIND`.
-SCHEMA_KINDS = ("compare", "emulation", "graph", "plan", "rules", "sweep", "sweep-spec", "vars")
+# emulation, compare, sweep, show): `streamalloc schema KIND`.
+SCHEMA_KINDS = ("compare", "emulation", "graph", "plan", "rules", "show", "sweep", "sweep-spec",
+                "vars")
 
 
 def _set_arg(parser: argparse.ArgumentParser, what: str = "set a graph option (wins over the "
@@ -169,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print nodes, engines and engine subgraphs of a graph")
     show.add_argument("graph", help="graph file: .yaml/.yml/.json, .onnx, or a GE dump")
     fmt = show.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="machine-readable output")
+    fmt.add_argument("--json", action="store_true",
+                     help="machine-readable output (streamalloc.show/v1)")
     fmt.add_argument("--canonical", action="store_true", help="the canonical text form")
     _set_arg(show)
     show.set_defaults(run=handlers.run_show)
@@ -221,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the JSON Schema of a file format: the files "
                                            "you write (graph, rules, sweep-spec) and those the "
-                                           "tool writes (plan, vars, emulation, compare, sweep)")
+                                           "tool writes (plan, vars, emulation, compare, sweep, "
+                                           "show)")
     schema.add_argument("kind", choices=SCHEMA_KINDS)
     schema.set_defaults(run=handlers.run_schema)
     return parser

@@ -9,6 +9,8 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.partition import EngineSubgraph, GraphPartition
 from streamalloc.report.table import format_table
 
+SHOW_FORMAT = "streamalloc.show/v1"
+
 
 def _flags(sg: EngineSubgraph) -> str:
     flags = [name for name, on in (("independent", sg.engine.independent),
@@ -42,9 +44,9 @@ def graph_summary(graph: Graph, partitions: Mapping[str, GraphPartition]) -> str
 
 
 def graph_summary_json(graph: Graph, partitions: Mapping[str, GraphPartition]) -> dict[str, Any]:
-    """The same content for programs."""
+    """The same content for programs (docs/show-format.md)."""
     return {
-        "format": "streamalloc.show/v1",
+        "format": SHOW_FORMAT,
         "graph": graph.name,
         "nodes": {n.name: {"type": n.type, "engine": n.engine, "graph": n.graph}
                   for n in graph.all_nodes()},

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamalloc.errors import InputError
 from streamalloc.schemas.plan import PLAN_SCHEMA
-from streamalloc.schemas.reports import EMULATION_SCHEMA, VARS_SCHEMA
+from streamalloc.schemas.reports import EMULATION_SCHEMA, SHOW_SCHEMA, VARS_SCHEMA
 from streamalloc.schemas.tables import COMPARE_SCHEMA, SWEEP_SCHEMA
 from streamalloc.validation import SchemaCheck
 
@@ -19,19 +19,21 @@ if TYPE_CHECKING:
 
 SCHEMAS: Mapping[str, dict[str, Any]] = {
     "plan": PLAN_SCHEMA, "vars": VARS_SCHEMA, "emulation": EMULATION_SCHEMA,
-    "compare": COMPARE_SCHEMA, "sweep": SWEEP_SCHEMA,
+    "compare": COMPARE_SCHEMA, "sweep": SWEEP_SCHEMA, "show": SHOW_SCHEMA,
 }
 # What each kind of document is called in messages, and the document that describes it.
 _NOUNS = {"plan": ("the plan", "docs/plan-format.md"),
           "vars": ("the variable plan", "docs/vars-format.md"),
           "emulation": ("the report", "docs/emulation-report.md"),
           "compare": ("the comparison", "docs/compare-format.md"),
-          "sweep": ("the sweep results", "docs/sweep-format.md")}
+          "sweep": ("the sweep results", "docs/sweep-format.md"),
+          "show": ("the graph summary", "docs/show-format.md")}
 
 
 @cache
 def schema_check(kind: str) -> SchemaCheck:
-    """The checks of one kind's schema (`plan`, `vars`, `emulation`, `compare`, `sweep`)."""
+    """The checks of one kind's schema (`plan`, `vars`, `emulation`, `compare`, `sweep`,
+    `show`)."""
     return SchemaCheck(SCHEMAS[kind])
 
 

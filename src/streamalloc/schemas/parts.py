@@ -11,6 +11,7 @@ VARS_FORMAT = "streamalloc.vars/v1"
 EMULATION_FORMAT = "streamalloc.emulation/v1"
 COMPARE_FORMAT = "streamalloc.compare/v1"
 SWEEP_FORMAT = "streamalloc.sweep/v1"
+SHOW_FORMAT = "streamalloc.show/v1"
 
 # Ids and counts are 32-bit on the device (stream, event and notify ids, task units); a plan with
 # a larger number is malformed, whatever the device limits in the graph options say.

@@ -1,5 +1,5 @@
-"""The schemas of the variable plan (`streamalloc.vars/v1`) and of the emulation report
-(`streamalloc.emulation/v1`)."""
+"""The schemas of the variable plan (`streamalloc.vars/v1`), of the emulation report
+(`streamalloc.emulation/v1`) and of the graph summary (`streamalloc.show/v1`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from streamalloc.schemas.parts import (
     COUNT,
     DRAFT,
     EMULATION_FORMAT,
+    SHOW_FORMAT,
     US,
     VARS_FORMAT,
     closed,
@@ -117,4 +118,54 @@ EMULATION_SCHEMA: dict[str, Any] = {
         {"if": {"properties": {"status": {"const": "violation"}}},
          "then": {"required": ["violations", "violation_count"]}},
     ],
+}
+
+_NAMES = {"type": "array", "items": text("a node name")}
+_SUBGRAPH = closed({
+    "id": text("<graph>/sg<L-order position>, or the id the graph file's partition gives"),
+    "engine": text("the cluster engine: the engine table row the subgraph runs on"),
+    "scheduler_id": {"type": "string", "description": "the engine row's scheduler id"},
+    "stream_label": {"type": "string", "description": "the stream label after GE's label "
+                                                      "pre-processing; empty: none"},
+    "user_stream_label": {"type": "string", "description": "the user stream label; empty: none"},
+    "independent": {"type": "boolean"}, "attach": {"type": "boolean"},
+    "skip_assign_stream": {"type": "boolean"},
+    "force_attach": {"type": "boolean",
+                     "description": "a member carries _force_attach_stream"},
+    "max_parallel_num": {"type": "integer", "minimum": 1,
+                         "description": "the engine's ge.streamMaxParallelNum, 1 if unlisted"},
+    "nodes": {**_NAMES, "minItems": 1, "description": "the members, in G-order"},
+    "preds": {"type": "array", "items": text("a subgraph id"),
+              "description": "the subgraphs of the same graph feeding a member, in L-order"},
+    "succs": {"type": "array", "items": text("a subgraph id"),
+              "description": "the subgraphs of the same graph a member feeds, in L-order"},
+}, required=("id", "engine", "scheduler_id", "stream_label", "user_stream_label",
+             "independent", "attach", "skip_assign_stream", "force_attach", "max_parallel_num",
+             "nodes", "preds", "succs"))
+
+SHOW_SCHEMA: dict[str, Any] = {
+    "$schema": DRAFT,
+    "$id": "https://streamalloc.dev/schema/show-v1.json",
+    "title": "streamalloc graph summary",
+    "description": f"format {SHOW_FORMAT}: a graph's nodes and GE's engine subgraphs "
+                   "(docs/show-format.md)",
+    **closed({
+        "format": {"const": SHOW_FORMAT},
+        "graph": text("the graph's name"),
+        "nodes": {"type": "object", "description": "per node name, every graph's nodes in "
+                                                   "T-order",
+                  "additionalProperties": closed({
+                      "type": text("the op type"),
+                      "engine": text("the node's engine"),
+                      "graph": text("the graph the node belongs to"),
+                  }, required=("type", "engine", "graph"))},
+        "partitions": {"type": "object", "description": "per graph name, root first, then the "
+                                                        "subgraphs in R-order",
+                       "additionalProperties": closed({
+                           "outside": {**_NAMES, "description": "the graph's nodes in no "
+                                                                "subgraph, in G-order"},
+                           "subgraphs": {"type": "array", "items": _SUBGRAPH,
+                                         "description": "the engine subgraphs, in L-order"},
+                       }, required=("outside", "subgraphs"))},
+    }, required=("format", "graph", "nodes", "partitions")),
 }
