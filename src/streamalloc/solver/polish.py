@@ -77,7 +77,8 @@ class Polish:
         return self.streams
 
     def _going(self) -> bool:
-        return self.budget > 0 and self.events > self.target
+        spent = isinstance(self.length, Remembered) and self.length.spent  # its runs
+        return self.budget > 0 and self.events > self.target and not spent
 
     def _event_edges(self) -> list[tuple[int, int]]:
         edges = [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
@@ -143,27 +144,40 @@ class Polish:
 
 def polish(dag: TaskDag, streams: Sequence[int], *, length: Callable[[Sequence[int]], int],
            limit: int | None, allowed: Allowed, budget: int, target: int = -1,
-           round_trips: bool = True) -> list[int]:
+           round_trips: bool = True, lengths: int | None = None) -> list[int]:
     """A better assignment than `streams` (or `streams` itself): fewer events with
-    `length(streams)` <= `limit`, no fewer than needed to reach `target` when given."""
-    return Polish(dag, remembered(length), limit, allowed, budget, list(streams), target,
-                  round_trips=round_trips).run()
+    `length(streams)` <= `limit`, no fewer than needed to reach `target` when given; at most
+    `lengths` lengths computed, if given."""
+    return Polish(dag, remembered(length, lengths), limit, allowed, budget, list(streams),
+                  target, round_trips=round_trips).run()
 
 
-def remembered(of: Callable[[Sequence[int]], int]) -> Callable[[Sequence[int]], int]:
+def remembered(of: Callable[[Sequence[int]], int], most: int | None = None) -> Remembered:
+    """`of`, computed once per partition (`Remembered`), at most `most` times if given."""
+    return Remembered(of, most)
+
+
+class Remembered:
     """`of` an assignment whose stream ids are only labels (its schedule length, its event
     count), computed once per partition of the nodes: a pass retries a move the moves kept
     since did not change (the ResNet-50 training step: 1,186 emulated runs of 186
     partitions). A partition is kept as a 16-byte digest of its labels, so a long polish of a
-    large graph keeps kilobytes, not a copy of each assignment."""
-    seen: dict[bytes, int] = {}
+    large graph keeps kilobytes, not a copy of each assignment. Past `most` computations it
+    is `spent`: a polish whose length it is stops there."""
 
-    def measured(streams: Sequence[int]) -> int:
+    def __init__(self, of: Callable[[Sequence[int]], int], most: int | None = None) -> None:
+        self.of, self.most = of, most
+        self.seen: dict[bytes, int] = {}
+
+    def __call__(self, streams: Sequence[int]) -> int:
         labels: dict[int, int] = {}
         key = blake2b(array("i", [labels.setdefault(s, len(labels)) for s in streams]),
                       digest_size=16).digest()
-        if key not in seen:
-            seen[key] = of(streams)
-        return seen[key]
+        if key not in self.seen:
+            self.seen[key] = self.of(streams)
+        return self.seen[key]
 
-    return measured
+    @property
+    def spent(self) -> bool:
+        """Has it been computed `most` times?"""
+        return self.most is not None and len(self.seen) >= self.most
