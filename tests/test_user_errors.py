@@ -260,6 +260,23 @@ def test_output_closed_early_is_quiet() -> None:
     assert err == ""
 
 
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_output_closed_early_is_exit_141(unbuffered: str) -> None:
+    # 125 kB of tables, more than a pipe holds: the reader's leaving must reach the command,
+    # also when the user runs Python unbuffered (a single large write once swallowed it)
+    light = Path(__import__("onnx").__file__).parent / "backend" / "test" / "data" / "light"
+    env = {**_env(), "PYTHONUNBUFFERED": unbuffered}
+    proc = subprocess.Popen([sys.executable, "-m", "streamalloc", "show",
+                             str(light / "light_densenet121.onnx")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == cli.BROKEN_PIPE, err
+    assert err == ""
+
+
 def test_ctrl_c_is_one_line_and_exit_130(capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(*_: object, **__: object) -> None:

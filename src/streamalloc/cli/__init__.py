@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -63,6 +64,17 @@ def single_threaded_blas() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def buffered_stdout() -> None:
+    """Under PYTHONUNBUFFERED (or `python -u`) stdout writes each string straight to the file
+    descriptor, and a write that the reader's leaving cuts short is no error: `streamalloc
+    show big.yaml | head -1` exited 0. A buffer in between makes it a BrokenPipeError again
+    (exit 141); the commands print their tables at the end, so nothing is shown later."""
+    out = sys.stdout
+    if isinstance(out, io.TextIOWrapper) and isinstance(out.buffer, io.FileIO):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(out.buffer), encoding=out.encoding,
+                                      errors=out.errors, line_buffering=out.line_buffering)
+
+
 def console_main() -> NoReturn:
     """The `streamalloc` program: `main`, then exit at once. Letting the interpreter free a
     100k-node graph's millions of objects one by one takes about half a second after the work
@@ -70,6 +82,7 @@ def console_main() -> NoReturn:
     Every command closed its files; the two standard streams are flushed here."""
     from streamalloc import collector
     single_threaded_blas()
+    buffered_stdout()
     collector.hold_until_exit()
     code = main()
     for stream in (sys.stdout, sys.stderr):
