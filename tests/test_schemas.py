@@ -277,12 +277,18 @@ def test_broken_plans_are_rejected_naming_the_field(outputs: dict[str, Any], cha
                                                     message: str) -> None:
     document = copy.deepcopy(outputs["plan"])
     change(document)
-    assert not jsonschema.Draft202012Validator(SCHEMAS["plan"]).is_valid(document)
+    _rejected("plan", document, message, "docs/plan-format.md")
+
+
+def _rejected(kind: str, document: Any, message: str, doc: str) -> None:
+    """Both validators reject `document`; ours names the file, the field (`message`) and the
+    document that describes the format, with exit 3."""
+    assert not jsonschema.Draft202012Validator(SCHEMAS[kind]).is_valid(document)
     with pytest.raises(InputError) as err:
-        check_document("plan", document, "plan.json")
+        check_document(kind, document, f"{kind}.json")
     text = str(err.value)
-    assert text.startswith("plan.json: ") and message in text, text
-    assert text.endswith("(docs/plan-format.md)") and err.value.exit_code == 3
+    assert text.startswith(f"{kind}.json: ") and message in text, text
+    assert text.endswith(f"({doc})") and err.value.exit_code == 3
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -354,9 +360,4 @@ def test_broken_graph_summaries_are_rejected(change: Change, message: str) -> No
     document = _show_document()
     valid("show", document)
     change(document)
-    assert not jsonschema.Draft202012Validator(SCHEMAS["show"]).is_valid(document)
-    with pytest.raises(InputError) as err:
-        check_document("show", document, "show.json")
-    text = str(err.value)
-    assert text.startswith("show.json: ") and message in text, text
-    assert text.endswith("(docs/show-format.md)") and err.value.exit_code == 3
+    _rejected("show", document, message, "docs/show-format.md")
