@@ -29,7 +29,7 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.optimal import search as search_module
-from streamalloc.report.compare_report import frontier_plot
+from streamalloc.report.compare_report import compare_table, frontier_plot
 from streamalloc.rules import builtin_rules
 from streamalloc.runtime_emu.cost_table import load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
@@ -300,6 +300,10 @@ def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> Non
     assert "no plan within the device limits" in optimal["reason"]
     assert optimal["events"] is None and optimal["makespan_us"] is None
     assert optimal["makespan_bound_us"] == ge["makespan_bound_us"]
+    why = compare_table(document).split("\nwhy:\n")[1].splitlines()  # in the text too
+    assert why[0].startswith(f"  {ge['input']} ge (OVER_LIMIT): ")
+    assert any(line.startswith(f"  {ge['input']} optimal (NO_PLAN): no plan within the "
+                               "device limits") for line in why)
     slack_50 = next(p for p in document["frontier"] if p["slack"] == 50.0)
     assert slack_50["events"] == 0 and slack_50["status"] != "NO_PLAN"
     valid("compare", document)

@@ -28,9 +28,14 @@ LEGEND_ENTRIES = 7  # at most: three modes, the bound, the frontier, behind it, 
 
 
 def compare_table(document: Mapping[str, Any]) -> str:
-    """One row per graph and mode, then the frontier rows if any."""
+    """One row per graph and mode, why a row's plan is not the mode's own (a fallback, a plan
+    over a device limit, none within them), then the frontier rows if any."""
     rows = [[cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
     text = format_table(list(COLUMNS), rows) + "\n"
+    reasons = [f"  {row['input']} {row['mode']} ({row['status']}): {row['reason']}"
+               for row in document["rows"] if row.get("reason")]
+    if reasons:
+        text += "\nwhy:\n" + "\n".join(reasons) + "\n"
     if document.get("frontier"):
         columns = ["input", "objective", "slack_%", "event_budget", "events", "makespan_us",
                    "status", "pareto", "from"]
