@@ -155,7 +155,8 @@ def _header(document: Mapping[str, Any]) -> str:
             "on the generated graphs up to 100k nodes), peak "
             "MiB is that child's ru_maxrss. Optimal mode: `--time-limit "
             f"{limit if limit is not None else 'default'}` on the models, `{generated}` on the "
-            f"generated graphs, run up to {settings['optimal_max_nodes']} nodes.")
+            f"generated graphs, run on those of up to {settings['optimal_max_nodes']:,} nodes (the "
+            "100k graph included).")
     return textwrap.fill(text, width=100, break_on_hyphens=False)
 
 
