@@ -189,3 +189,29 @@ def test_above_the_solver_cap_the_packings_are_serial_schedules(
     assert first is not None
     assert len(found) == 2
     assert found[0][0] == first[0]
+
+
+@pytest.mark.parametrize("time_limit", [2.0, 10.0, 300.0])
+def test_a_packing_takes_at_most_its_share_and_half_a_second(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, time_limit: float) -> None:
+    # a longer --time-limit keeps the starts of a shorter one from the default up, so the
+    # makespan objective only searches longer from the same fastest start
+    graph = graph_of(tmp_path, "narrow_first", NARROW_FIRST)
+    rules = default_rule_set(graph)
+    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
+    dag = task_dag(graph, baseline.allocation)
+    evaluator = Evaluator(graph, dag, baseline,
+                          OptimalOptions(objective="makespan", time_limit=time_limit), COSTS,
+                          orders=Orders.of(graph))
+    limits: list[float] = []
+    solve = makespan_starts.packing
+
+    def recorded(*args: object, time_limit: float, **kwargs: object) -> object:
+        limits.append(time_limit)
+        return solve(*args, time_limit=time_limit, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(makespan_starts, "packing", recorded)
+    makespan_starts.packed_starts(graph, dag, evaluator)
+    share = min(time_limit * makespan_starts.PACKING_SHARE, makespan_starts.PACKING_MOST)
+    assert limits and all(limit == pytest.approx(share) for limit in limits)
+    assert max(limits) <= 0.5
