@@ -147,6 +147,12 @@ def test_solved_skips_a_relaxation_too_large_for_its_time(monkeypatch: pytest.Mo
                                            time_limit=10.0, options=OptimalOptions())
     # the chain model's hint, unproven: the polish gets the time left
     assert (found.status, earlier) == ("FEASIBLE", ())
+    # however long the limit, nothing above the absolute cap is stated
+    monkeypatch.setattr(chain_model, "RELAXATION_CLAUSES", size)
+    monkeypatch.setattr(chain_model, "RELAXATION_MOST", size - 1)
+    found, earlier = chain_model.solved(None, data, [],  # type: ignore[arg-type]
+                                           time_limit=1000.0, options=OptimalOptions())
+    assert (found.status, earlier) == ("FEASIBLE", ())
 
 
 def test_solved_skips_the_relaxation_where_the_plan_reaches_the_bounds(

@@ -29,6 +29,9 @@ RELAXATION_CLAUSES = 100_000  # per second of --time-limit: the largest relaxati
 # proofs run from --time-limit 1 on. A SqueezeNet training step (parallel options), whose chain
 # model found many split pairs, 1.8 million on 267 slots: 11 s of wall time at --time-limit 1
 # (17.6 s with presolve) for no bound; 1.9 s without it, the same plan
+RELAXATION_MOST = 1_000_000  # clauses at any --time-limit: the SqueezeNet step's 1.8 million
+# found no bound at 1 or 30 (18 deterministic s, 60 s of wall time of its 75), and its plan came
+# from another phase at both, with the same events
 ROUND_SHARE = 0.2  # of CP-SAT's time for each round of the chain model under the events
 # objective (`solved_in_rounds`); the polish gets what the rounds leave. Without presolve each
 # round starts from its hint; with it, CP-SAT found nothing on GPT-2, T5 or the ResNet-50
@@ -70,7 +73,7 @@ def solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
     assert data.makespan_limit is not None
     slots = slot_count(dag, found.split_pairs)
     if relaxation_size(dag, data.durations, data.makespan_limit, slots) \
-            > RELAXATION_CLAUSES * time_limit:
+            > min(RELAXATION_CLAUSES * time_limit, RELAXATION_MOST):
         return found, ()  # the polish gets the time left
     relaxed = relaxed_bound(dag, data.durations, data.makespan_limit, slots,
                             time_limit=time_limit * BOUND_SHARE, seed=options.seed)
