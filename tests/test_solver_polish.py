@@ -61,6 +61,25 @@ def test_a_length_is_measured_once_per_partition() -> None:
     assert partitions and len(partitions) == len(set(partitions))
 
 
+def test_a_polish_computes_no_more_lengths_than_its_cap() -> None:
+    dag = TaskDag.build(NAMES, EDGES, ["g"] * len(NAMES))
+    calls: list[int] = []
+
+    def length(streams: Sequence[int]) -> int:
+        calls.append(1)
+        return schedule_length(dag, DURATIONS, streams)
+
+    start = list(range(len(NAMES)))
+    free = Polish(dag, remembered(length), 11, lambda streams, moved: True, 100, list(start))
+    free.run()
+    assert len(calls) > 2  # uncapped, it measures more than the cap below allows
+    calls.clear()
+    capped = Polish(dag, remembered(length, 2), 11, lambda streams, moved: True, 100,
+                    list(start))
+    capped.run()
+    assert len(calls) == 2 and capped.budget > 0  # it stopped at the cap, tries left
+
+
 # A round trip through a side stream: q (stream 0) feeds s1 -> s2 on stream 1, whose result
 # o joins stream 0 again; z, long and unrelated, keeps stream 1 busy from the start.
 TRIP_NAMES = ["z", "p", "q", "s1", "s2", "o", "r"]

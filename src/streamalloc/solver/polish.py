@@ -77,8 +77,11 @@ class Polish:
         return self.streams
 
     def _going(self) -> bool:
-        spent = isinstance(self.length, Remembered) and self.length.spent  # its runs
-        return self.budget > 0 and self.events > self.target and not spent
+        return self.budget > 0 and self.events > self.target and not self._spent()
+
+    def _spent(self) -> bool:
+        """Has a length with a cap on its computations (`Remembered`) reached it?"""
+        return isinstance(self.length, Remembered) and self.length.spent
 
     def _event_edges(self) -> list[tuple[int, int]]:
         edges = [(u, v) for u, v in self.dag.reduction if self.streams[u] != self.streams[v]]
@@ -136,7 +139,7 @@ class Polish:
             return False
         if not self.allowed(trial, moved):
             return False
-        if self.limit is not None and self.length(trial) > self.limit:
+        if self.limit is not None and (self._spent() or self.length(trial) > self.limit):
             return False
         self.streams, self.events = trial, events
         return True
