@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 from real_models import LIGHT
+from test_user_documents import graph_blocks
 
 from streamalloc import api, schemas
 from streamalloc.cli import main
@@ -178,11 +179,9 @@ def test_failed_emulation_reports_validate(capsys: pytest.CaptureFixture[str]) -
 
 def _readme_graph(tmp_path: Path) -> Path:
     """The README's example graph file (a While with two subgraphs)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(format: streamalloc\.graph/v1\n.*?)```", text, re.S)
-    assert block is not None
+    _, block = next(graph_blocks(ROOT / "README.md"))
     path = tmp_path / "readme.yaml"
-    path.write_text(block.group(1), encoding="utf-8")
+    path.write_text(block, encoding="utf-8")
     return path
 
 

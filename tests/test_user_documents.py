@@ -112,7 +112,7 @@ def test_error_messages_cite_documents_that_exist() -> None:
     assert all((ROOT / c).is_file() for c in cited), cited
 
 
-def _graph_blocks(document: Path) -> Iterator[tuple[int, str]]:
+def graph_blocks(document: Path) -> Iterator[tuple[int, str]]:
     """(line, text) of each YAML block of a document that is a whole graph file."""
     lines = document.read_text(encoding="utf-8").splitlines()
     start = None
@@ -131,7 +131,7 @@ def test_the_documents_graph_examples_allocate(tmp_path: Path) -> None:
     subgraphs hold only Data nodes would hit GE's quirk Q1 and fail its split)."""
     from streamalloc.api import plan, read_graph
     found = [(document, line, block) for document in USER_DOCUMENTS
-             for line, block in _graph_blocks(document)]
+             for line, block in graph_blocks(document)]
     assert len(found) >= 2  # the README's and docs/graph-format.md's
     for document, line, block in found:
         path = tmp_path / f"{document.stem}_{line}.yaml"

@@ -31,7 +31,7 @@ from streamalloc.optimal.evaluate import (
 )
 from streamalloc.optimal.event_bound import events_bound
 from streamalloc.optimal.found import Search
-from streamalloc.optimal.nimble import nimble_min_events, unordered_neighbours
+from streamalloc.optimal.nimble import chain_events, fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
     FREE,
@@ -68,7 +68,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
         return _fallback(baseline, over, f"the graph has {dag.size} streamed nodes, over "
                                          f"the solver's {most}; the ge-mode plan is kept", None,
                          fewest=floor(), searched=False)
-    nimble = nimble_min_events(dag) if options.concurrency == "full" else None
+    chains = fewest_streams(dag) if options.concurrency == "full" else None  # Nimble's
+    nimble = None if chains is None else chain_events(dag, chains[0])  # minimum, once
     fewest = floor(nimble=nimble)
     most = _most_events(graph)
     if over and fewest is not None and fewest > most:
@@ -77,7 +78,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                          f"device's {most}", nimble, fewest=fewest)
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs,
-                       events_floor=fewest)
+                       events_floor=fewest, nimble=chains)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules or base_rules, constraints=constraints)
     except Unsolvable as exc:  # a model too large to state, or no plan

@@ -26,6 +26,7 @@ import networkx as nx
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
+from streamalloc.optimal.cliques import bits_of
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.run import chains_of
 
@@ -76,11 +77,7 @@ def linked(dag: TaskDag, chains: tuple[tuple[int, ...], ...]) -> tuple[tuple[int
     bipartite = nx.Graph()
     bipartite.add_nodes_from(range(2 * c))
     for head, reached_by in sorted(pairs.items()):
-        left = reached_by
-        while left:
-            low = left & -left
-            bipartite.add_edge(tails[low.bit_length() - 1], c + heads[head])
-            left ^= low
+        bipartite.add_edges_from((tails[tail], c + heads[head]) for tail in bits_of(reached_by))
     matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=range(c))
     arcs = {(chains[k][-1], chains[j - c][0]) for k, j in matching.items() if k < c}
     arcs |= {pair for chain in chains for pair in itertools.pairwise(chain)}
@@ -126,6 +123,14 @@ def unordered_neighbours(dag: TaskDag, chains: tuple[tuple[int, ...], ...]
             if not dag.reaches(u, v):
                 return dag.names[u], dag.names[v]
     return None
+
+
+def chain_events(dag: TaskDag, chains: tuple[tuple[int, ...], ...]) -> int:
+    """The events of a chain cover: the reduction edges not between neighbours on a stream
+    (Nimble's minimum for `fewest_streams`'s chains)."""
+    reduction = set(dag.reduction)
+    return len(reduction) - sum(pair in reduction for chain in chains
+                                for pair in itertools.pairwise(chain))
 
 
 def nimble_min_events(dag: TaskDag) -> int:

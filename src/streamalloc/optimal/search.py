@@ -25,7 +25,6 @@ from streamalloc.optimal.model_input import (
     stream_capacity,
     within_pair_limit,
 )
-from streamalloc.optimal.nimble import fewest_streams
 from streamalloc.optimal.options import MAX_SOLVER_NODES, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.polishing import polish_both_ways
@@ -53,8 +52,8 @@ class _Run:
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
-           options: OptimalOptions, costs: CostTable, events_floor: int | None = None
-           ) -> Search:
+           options: OptimalOptions, costs: CostTable, events_floor: int | None = None,
+           nimble: tuple[tuple[tuple[int, ...], ...], bool] | None = None) -> Search:
     """Without a search where that is exact (`unsearched`); otherwise CP-SAT's model. Then,
     under `ge` concurrency: for the makespan objective the fastest emulated plan among the
     candidates (CP-SAT's, Nimble's chains, one stream per engine, the list schedule and its
@@ -64,14 +63,14 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     the exact event count, and under the events objective the fewest events, then the
     fastest, of the polished streams, them and the baseline's streams in orders that batch
     their waits, and one stream with its prologue aside (`chosen`). Under the makespan
-    objective and full concurrency, the critical-chain search within chains last."""
+    objective and full concurrency, the critical-chain search within chains last. `nimble`:
+    under full concurrency Nimble's chains (`nimble.fewest_streams`), the plan where they fit,
+    else the model's start."""
     capacity = stream_capacity(graph)
     stream_limit = main_stream_limit(graph, baseline)
     if options.objective == "makespan":
         options = within_pair_limit(graph, dag, options)
     evaluator = Evaluator(graph, dag, baseline, options, costs)
-    nimble = fewest_streams(dag) if options.concurrency == "full" else None  # the plan
-    # where it fits, else the model's start
     exact = unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                        stream_limit=stream_limit, events_floor=events_floor, nimble=nimble)
     if exact is not None:
