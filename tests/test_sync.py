@@ -18,6 +18,7 @@ from streamalloc.errors import LimitExceeded
 from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
+from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
 
@@ -179,10 +180,37 @@ def test_limits_are_exit_4_with_the_numbers(tmp_path: Path) -> None:
         {"name": "A", "type": "Relu", "stream_id": 0},
         {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 1},
         {"name": "C", "type": "Relu", "inputs": ["B"], "stream_id": 2}],
-        options={"streamalloc.max_streams": "2", "streamalloc.max_events": "1"})
+        options={"streamalloc.max_streams": "3", "streamalloc.max_events": "1"})
     with pytest.raises(LimitExceeded) as raised:
         preset(g)
-    assert raised.value.exit_code == 4 and "3 streams, over the limit of 2" in str(raised.value)
+    assert raised.value.exit_code == 4 and str(raised.value) == (
+        "the plan needs 3 streams, over the limit of 2 (option streamalloc.max_streams: 3 "
+        "slots, less the caller's stream)")
+
+
+@pytest.mark.parametrize("slots", ["3", "4"])
+def test_the_stream_limit_means_one_thing_to_allocate_verify_and_emulate(
+        tmp_path: Path, slots: str) -> None:
+    """`max_streams` is the runtime's stream pool, slot 0 the caller's: a 3-stream plan fits 4
+    slots and not 3, for the sync's check, the verifier and the emulator's load alike (the
+    sync and the verifier once allowed as many streams as slots, which the emulator refused)."""
+    nodes = [{"name": "A", "type": "Relu", "stream_id": 0},
+             {"name": "B", "type": "Relu", "inputs": ["A"], "stream_id": 1},
+             {"name": "C", "type": "Relu", "inputs": ["B"], "stream_id": 2}]
+    made = preset(graph_of(tmp_path, nodes)).to_json()
+    limited = graph_of(tmp_path, nodes, options={"streamalloc.max_streams": slots})
+    fits = slots == "4"
+    try:
+        preset(limited)
+        allocated = True
+    except LimitExceeded:
+        allocated = False
+    try:
+        emulate(limited, made)
+        loaded = True
+    except LimitExceeded:
+        loaded = False
+    assert (allocated, verify_plan(limited, made).ok, loaded) == (fits, fits, fits)
 
 
 def test_plan_file_is_byte_identical_across_runs() -> None:

@@ -192,8 +192,8 @@ def test_single_stream_mode_makes_stream_0_huge() -> None:
 
 
 @pytest.mark.parametrize(("option", "kind", "text"), [
-    ("streamalloc.max_streams: 1", "limit-streams", "the plan uses 2 streams, the device "
-     "allows 1 (graph option streamalloc.max_streams)"),
+    ("streamalloc.max_streams: 2", "limit-streams", "the plan uses 2 streams, the device "
+     "allows 1 (graph option streamalloc.max_streams: 2 slots, less the caller's stream)"),
     ("streamalloc.max_events: 0", "limit-events", "the plan uses 1 events, the device allows 0 "
      "(graph option streamalloc.max_events)"),
 ])
@@ -206,7 +206,7 @@ def test_too_many_streams_or_events(option: str, kind: str, text: str) -> None:
 
 
 def test_limits_and_a_wrong_plan_exit_5() -> None:
-    graph = limited("streamalloc.max_streams: 1")
+    graph = limited("streamalloc.max_streams: 2")
     report = verify_plan(graph, plan(graph, {0: ["a", "b"], 1: ["c"]}))
     assert report.kinds() == {"limit-streams", "dependency"}
     assert report.exit_code == 5

@@ -227,7 +227,7 @@ def test_only_limits_exceeded_raises_limit_exceeded() -> None:
 
 TWO_TEXT_LIMITED = """
 name: demo
-options: {streamalloc.max_streams: 1}
+options: {streamalloc.max_streams: 2}
 nodes:
   - {name: data, type: Data}
   - {name: relu1, type: Relu, inputs: [data]}

@@ -53,7 +53,7 @@ def test_wrong_plan_exits_5(tmp_path: Path) -> None:
 
 
 def test_limit_exits_4(tmp_path: Path) -> None:
-    text, code = verify_command(*files(tmp_path, good(), "{streamalloc.max_streams: 1}"))
+    text, code = verify_command(*files(tmp_path, good(), "{streamalloc.max_streams: 2}"))
     assert code == 4
     assert "limit-streams: the plan uses 2 streams, the device allows 1" in text
 

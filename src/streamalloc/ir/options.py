@@ -137,7 +137,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
           "predecessor's stream on the AI CPU stream; otherwise only GetNext-like AI CPU ops get "
           "it"),
     _spec("streamalloc.max_streams", "`2024`, a positive integer",
-          "physical + attached streams a plan may use", _positive),
+          "the runtime's stream slots; a plan's physical + attached streams stay below it "
+          "(slot 0 is the caller's stream)", _positive),
     _spec("streamalloc.max_events", "`65535`, a positive integer", "events a plan may use",
           _positive),
     _spec("streamalloc.max_notifies", "`1024`, a positive integer", "notifies a plan may use",

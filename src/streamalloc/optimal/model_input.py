@@ -87,10 +87,10 @@ def within_pair_limit(graph: Graph, dag: TaskDag, options: OptimalOptions) -> Op
 
 
 def main_stream_limit(graph: Graph, baseline: Outcome) -> int:
-    """The main streams a plan may use: the device's limit less the attached streams and the
-    caller's stream, for which the runtime's pool keeps slot 0 (`runtime_emu.streams`)."""
+    """The main streams a plan may use: the model's (`Limits.model_streams`) less the
+    attached streams."""
     attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
-    return max(1, limits_of(graph).max_streams - 1 - attached)
+    return max(1, limits_of(graph).model_streams - attached)
 
 
 def task_durations(graph: Graph, dag: TaskDag, costs: CostTable) -> list[int]:

@@ -18,6 +18,13 @@ class Limits(msgspec.Struct, frozen=True):
     max_task_per_stream: int
     max_task_per_huge_stream: int
 
+    @property
+    def model_streams(self) -> int:
+        """The streams (physical + attached) one model may use: `max_streams` is the runtime's
+        stream pool, whose slot 0 holds the caller's stream, and a request of n streams
+        fails unless n < its slots (GE's V2 pool: 2024 slots, at most 2023 per model)."""
+        return self.max_streams - 1
+
 
 def limits_of(graph: Graph) -> Limits:
     """Limits from the graph's options; a value that is not a positive integer is exit 3."""

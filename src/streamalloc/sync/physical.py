@@ -161,14 +161,17 @@ class CheckLimits(msgspec.Struct, frozen=True):
         """LimitExceeded (exit 4) for the first limit the plan exceeds; the plan unchanged."""
         physical, limits = plan.physical, ctx.limits
         assert physical is not None, "limits run after the split"
-        checks = [("streams", plan.stream_num, limits.max_streams, "max_streams"),
-                  ("events", physical.event_count, limits.max_events, "max_events"),
+        checks = [("streams", plan.stream_num, limits.model_streams,
+                   f"option streamalloc.max_streams: {limits.max_streams} slots, less the "
+                   "caller's stream"),
+                  ("events", physical.event_count, limits.max_events,
+                   "option streamalloc.max_events"),
                   ("notifies", plan.notify_count, limits.max_notifies,
-                   "max_notifies")]
-        for what, value, limit, option in checks:
+                   "option streamalloc.max_notifies")]
+        for what, value, limit, why in checks:
             if value > limit:
                 raise LimitExceeded(f"the plan needs {value} {what}, over the limit of {limit} "
-                                    f"(option streamalloc.{option})")
+                                    f"({why})")
         if ctx.graph.option(UNLIMITED_DEPTH) != "true":
             _check_depth(ctx, physical)
         return PassResult(plan, False)

@@ -17,7 +17,8 @@ per stream follow the sync spec's accounting (1.4, 5.4) as far as a plan can tel
   makes stream 0 huge when it needs to, sync spec 5.2).
 
 Work a node issues on attached streams is not listed in the plan and is not counted.
-Streams counted against `max_streams`: physical_stream_count + attached_stream_count.
+Streams counted against `max_streams`: physical_stream_count + attached_stream_count, which
+must stay below it (the runtime's pool keeps slot 0 for the caller's stream).
 """
 
 from __future__ import annotations
@@ -62,13 +63,18 @@ def check_limits(ctx: Context, limits: Limits) -> None:
     """Report every limit the plan exceeds, with the numbers."""
     plan = ctx.plan
     streams = plan.physical_stream_count + plan.attached_stream_count
-    for what, count, limit, key in (
-            ("streams", streams, limits.streams, "max_streams"),
-            ("events", plan.event_count, limits.events, "max_events"),
-            ("notifies", plan.notify_count, limits.notifies, "max_notifies")):
+    # max_streams counts the runtime's stream slots, and slot 0 is the caller's stream: a
+    # model's request of n streams fails unless n < max_streams
+    for what, count, limit, why in (
+            ("streams", streams, limits.streams - 1,
+             f"graph option streamalloc.max_streams: {limits.streams} slots, less the caller's "
+             "stream"),
+            ("events", plan.event_count, limits.events, "graph option streamalloc.max_events"),
+            ("notifies", plan.notify_count, limits.notifies,
+             "graph option streamalloc.max_notifies")):
         if count > limit:
             ctx.log.add(f"limit-{what}", f"the plan uses {count} {what}, the device allows "
-                        f"{limit} (graph option streamalloc.{key})")
+                        f"{limit} ({why})")
     if ctx.graph.option(UNLIMITED_DEPTH) == "true":
         return
     huge, unit = _huge_streams(ctx), _Units(ctx)
