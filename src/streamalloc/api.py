@@ -106,13 +106,16 @@ SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
 
 
 def _check_assigning(graph: Graph, rules: RuleSet) -> None:
+    """Ge mode, and so the optimal mode's baseline, needs a rule that gives every subgraph a
+    stream (exit 3 before any pass, not GE's failure on a node left without one)."""
     enabled = [r for r in rules.rules if r.enabled(graph.options)]
     if not any(r.kind in ASSIGNING_KINDS for r in enabled):
         raise InputError(
             f"{rules.source}: rule set {rules.name!r} has no enabled rule that assigns streams "
             f"(one of the kinds {', '.join(ASSIGNING_KINDS)}) for graph {graph.name!r}, so ge "
-            "mode would leave nodes without a stream; add `extends: ge-static-multi-stream` "
-            "(or another shipped rule set) to build on GE's rules, or add such a rule")
+            "mode, and the optimal mode's baseline, would leave nodes without a stream; add "
+            "`extends: ge-static-multi-stream` (or another shipped rule set) to build on GE's "
+            "rules, or add such a rule")
 
 
 def _check_allocatable(graph: Graph) -> None:
@@ -132,6 +135,8 @@ def optimal_plan(graph: Graph, rules: RuleSet | None = None,
                  options: OptimalOptions | None = None) -> tuple[SyncPlan, SolverReport]:
     """The optimal mode's verified plan and the solver's report (the plan's `solver` block)."""
     from streamalloc.optimal.driver import allocate_optimal  # OR-Tools: only when solving
+    if rules is not None and rules.name != FREE:  # the baseline is ge mode under them
+        _check_assigning(graph, rules)
     return allocate_optimal(graph, rules, options or OptimalOptions())
 
 
