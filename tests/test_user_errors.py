@@ -69,7 +69,9 @@ def one_error(err: str) -> str:
     ("ge.streamMaxParallelNum=Bogus:4", "no engine 'Bogus'; engines: AIcoreEngine"),
     ("ge.streamMaxParallelNum=AIcoreEngine:0", "expected ENGINE:N with N a positive integer"),
     ("streamalloc.max_events=0", "expected a positive integer"),
-    ("streamalloc.max_streams=-3", "expected a positive integer"),
+    ("streamalloc.max_streams=-3", "expected an integer of 2 or more"),
+    ("streamalloc.max_streams=1", "expected an integer of 2 or more (the runtime's stream slots, "
+     "slot 0 the caller's stream)"),
     ("ge.autoMultistreamParallelMode=LoadBalance:99", "N in 1..64"),
     ("ge.event=events", "valid: '', 'notify'"),
 ])

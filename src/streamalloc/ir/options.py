@@ -51,6 +51,13 @@ def _positive(value: str, graph: Graph) -> str | None:
     return None if value.isdigit() and int(value) >= 1 else "expected a positive integer"
 
 
+def _stream_slots(value: str, graph: Graph) -> str | None:
+    """The runtime's stream pool keeps slot 0 for the caller's stream: one slot runs nothing."""
+    del graph
+    return None if value.isdigit() and int(value) >= 2 else \
+        "expected an integer of 2 or more (the runtime's stream slots, slot 0 the caller's stream)"
+
+
 def _anything(value: str, graph: Graph) -> str | None:
     del value, graph
     return None
@@ -136,9 +143,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
           'dynamic-shape graphs: `"1"` puts AI CPU subgraphs that cannot continue a '
           "predecessor's stream on the AI CPU stream; otherwise only GetNext-like AI CPU ops get "
           "it"),
-    _spec("streamalloc.max_streams", "`2024`, a positive integer",
+    _spec("streamalloc.max_streams", "`2024`, an integer of 2 or more",
           "the runtime's stream slots; a plan's physical + attached streams stay below it "
-          "(slot 0 is the caller's stream)", _positive),
+          "(slot 0 is the caller's stream)", _stream_slots),
     _spec("streamalloc.max_events", "`65535`, a positive integer", "events a plan may use",
           _positive),
     _spec("streamalloc.max_notifies", "`1024`, a positive integer", "notifies a plan may use",
