@@ -226,6 +226,17 @@ def test_explain_in_optimal_mode_names_the_solver_the_constraints_and_the_neighb
     assert "only --mode optimal reads it" in capsys.readouterr().err
 
 
+def test_explain_in_optimal_mode_says_why_a_node_has_no_stream(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A data-like source gets no stream in either mode; it used to read "the solver placed it
+    ... any stream would do"."""
+    assert main(["explain", EXAMPLE, "w1", "--mode", "optimal", "--time-limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "stream -1" in out and "the solver placed it" not in out
+    assert ("as ge mode does: data-like source (in no engine subgraph)" in out
+            and "any stream would do" not in out)
+
+
 def test_every_constraint_form_reads_in_words() -> None:
     from streamalloc.report.allocation_report import constraint_text
     from streamalloc.rules import constraints as c
