@@ -38,6 +38,7 @@ from streamalloc.verify import verify_plan
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ROOT / "examples" / "graphs" / "transformer_layers.yaml"
 TRAIN_STEP = ROOT / "examples" / "graphs" / "train_step.yaml"
+GOLDEN_CASES_DIR = ROOT / "tests" / "goldens" / "cases"
 PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
 # ge mode: 2 streams and 2 events at 182 us; one stream and no event runs 232 us
@@ -287,6 +288,24 @@ def test_full_concurrency_above_the_solvers_size_takes_nimbles_chains(
                            rules=builtin_rules("free"), concurrency="full")
     assert solver["status"] == "FALLBACK" and "not solved above 5 streamed nodes" in \
         solver["reason"]
+
+
+def test_compare_goes_on_past_a_graph_ge_fails_on() -> None:
+    """GE's quirk Q1 fails the first graph in every mode (the optimal mode starts from ge
+    mode's plan): its rows say NO_PLAN with GE's error, and the next graph is compared (the
+    whole command once stopped at exit 4)."""
+    q1 = GOLDEN_CASES_DIR / "ex7_4b_quirk_q1.yaml"
+    settings = CompareSettings(("ge", "ge-minimal", "optimal"), None, {},
+                               OptimalOptions(time_limit=0.5), frontier=True)
+    document = compare([str(q1), str(LAYERS)], settings)
+    failed = [r for r in document["rows"] if r["input"] == q1.stem]
+    assert [r["status"] for r in failed] == ["NO_PLAN"] * 3
+    assert all("GE's split fails on it" in r["reason"] and r["events"] is None
+               and r["makespan_bound_us"] is None for r in failed)
+    assert "ge mode fails" in failed[2]["reason"]
+    assert [r["status"] for r in document["rows"] if r["input"] == LAYERS.stem][:2] == ["-", "-"]
+    valid("compare", document)
+    assert frontier_plot(document)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec.structs
 
 from streamalloc import api
-from streamalloc.errors import LimitExceeded, UsageError
+from streamalloc.errors import AllocationInfeasible, LimitExceeded, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
 from streamalloc.optimal.bounds import program_makespan_bound
@@ -197,18 +197,27 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     plan (`optimal.bounds.program_makespan_bound`) from the program the first row emulated (any
     plan's program gives it; without one, ge mode's with the device limits lifted). `step(mode)`
     before each mode's run (the progress line)."""
-    reference = nimble_min_events(task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+    try:
+        reference: int | None = nimble_min_events(
+            task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+    except AllocationInfeasible:  # one of GE's error cases: each mode's row says which
+        reference = None
     runs = []
     for mode in settings.modes:
         step(mode)
         runs.append(_run(graph, mode, settings))
     if not runs:
         return []
-    program = next((p for _, p in runs if p is not None), None) \
-        or _measured(without_device_limits(graph), "ge", settings)[1]
-    bound = program_makespan_bound(program, _costs(settings))
+    program = next((p for _, p in runs if p is not None), None)
+    if program is None:
+        try:
+            program = _measured(without_device_limits(graph), "ge", settings)[1]
+        except AllocationInfeasible:
+            program = None
+    bound = None if program is None else round(program_makespan_bound(program,
+                                                                      _costs(settings)), 3)
     return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
-             "nimble_min_events": reference, "makespan_bound_us": round(bound, 3), **row}
+             "nimble_min_events": reference, "makespan_bound_us": bound, **row}
             for mode, (row, _) in zip(settings.modes, runs, strict=True)]
 
 
@@ -227,18 +236,22 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
     (streams, events, notifies): a ge or ge-minimal plan is measured with the limits lifted,
     status OVER_LIMIT and the limit as its reason (GE's figures still tell what the optimal
     mode had to beat); the optimal mode, which finds no plan within them, gives status
-    NO_PLAN, its reason, and null for the figures of a plan."""
+    NO_PLAN, its reason, and null for the figures of a plan. Where GE fails on the graph
+    (one of its error cases), so does every mode, which gives NO_PLAN and GE's error: the
+    other graphs go on."""
     began = time.perf_counter()
     program: Program | None
     try:
-        row, program = _measured(graph, mode, settings)
-    except LimitExceeded as exc:
-        if mode == "optimal":
-            row, program = {**dict.fromkeys(_PLAN_FIGURES), "status": NO_PLAN, "gap": None,
-                            "events_bound": None, "reason": str(exc)}, None
-        else:
+        try:
+            row, program = _measured(graph, mode, settings)
+        except LimitExceeded as exc:
+            if mode == "optimal":
+                raise
             row, program = _measured(without_device_limits(graph), mode, settings)
             row.update(status="OVER_LIMIT", reason=str(exc))
+    except AllocationInfeasible as exc:
+        row, program = {**dict.fromkeys(_PLAN_FIGURES), "status": NO_PLAN, "gap": None,
+                        "events_bound": None, "reason": str(exc)}, None
     return {**row, "wall_s": round(time.perf_counter() - began, 3)}, program
 
 

@@ -119,6 +119,9 @@ def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
     if fastest is not None:
         ax.scatter(fastest["makespan_us"], fastest["events"], marker="D", s=60, color="tab:red",
                    label="optimal, fastest (--objective makespan)", zorder=3)
+    if all(r["makespan_us"] is None for r in rows) and not points:
+        ax.text(0.5, 0.5, "no plan in any mode\n(the rows' reasons say why)", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
     ax.set_title(name, fontsize=10)
     ax.set_xlabel("emulated makespan (us)")
     ax.set_ylabel("events")

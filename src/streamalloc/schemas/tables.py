@@ -12,7 +12,6 @@ from streamalloc.schemas.parts import (
     NULLABLE_NUMBER,
     SOLVER_STATUSES,
     SWEEP_FORMAT,
-    US,
     closed,
     text,
 )
@@ -27,7 +26,8 @@ _RESULT = {
     "status": {"enum": ["-", "OVER_LIMIT", "NO_PLAN", *SOLVER_STATUSES],
                "description": "the solver's status (optimal mode), else '-'; OVER_LIMIT for a "
                               "ge-mode plan over a device limit, NO_PLAN when the optimal mode "
-                              "finds none within them (its plan figures null)"},
+                              "finds none within them, or when GE fails on the graph (every "
+                              "mode; the plan figures null)"},
     "gap": {**NULLABLE_NUMBER, "minimum": 0},
     "events_bound": {"type": ["integer", "null"], "minimum": 0,
                      "description": "the optimal mode's lower bound of the events of every plan "
@@ -36,6 +36,10 @@ _RESULT = {
     "wall_s": {"type": "number", "minimum": 0, "description": "wall time (not reproducible)"},
 }
 _RESULT_KEYS = tuple(_RESULT)
+_NIMBLE = {**_NO_PLAN_COUNT, "description": "Nimble's minimum, a reference; null where GE's "
+                                            "allocation fails on the graph"}
+_MAKESPAN_BOUND = {**_NO_PLAN_US, "description": "a lower bound of every plan's makespan, a "
+                                                 "reference; null where no mode has a plan"}
 
 COMPARE_SCHEMA: dict[str, Any] = {
     "$schema": DRAFT,
@@ -49,9 +53,8 @@ COMPARE_SCHEMA: dict[str, Any] = {
             "input": text("the graph file's name without its suffix"),
             "graph": text("the graph's name"), "file": text("the graph file"),
             "mode": {"enum": ["ge", "ge-minimal", "optimal"]},
-            "nimble_min_events": {**COUNT, "description": "Nimble's minimum, a reference"},
-            "makespan_bound_us": {**US, "description": "a lower bound of every plan's "
-                                                        "makespan, a reference"},
+            "nimble_min_events": _NIMBLE,
+            "makespan_bound_us": _MAKESPAN_BOUND,
             **_RESULT,
         }, required=("input", "graph", "file", "mode", "nimble_min_events",
                      "makespan_bound_us", *_RESULT_KEYS))},
@@ -99,9 +102,8 @@ SWEEP_SCHEMA: dict[str, Any] = {
             "mode": {"enum": ["ge", "ge-minimal", "optimal"]},
             "solver": {"type": "object", "additionalProperties": _SCALAR,
                        "description": "the solver settings the spec sets (optimal mode)"},
-            "nimble_min_events": {**COUNT, "description": "Nimble's minimum, a reference"},
-            "makespan_bound_us": {**US, "description": "a lower bound of every plan's "
-                                                        "makespan, a reference"},
+            "nimble_min_events": _NIMBLE,
+            "makespan_bound_us": _MAKESPAN_BOUND,
             **_RESULT,
             "max_rss_mb": {**NULLABLE_NUMBER, "minimum": 0,
                            "description": "peak memory of the process that ran the point "
