@@ -104,6 +104,7 @@ class _Simulation:
         # shrink: a stream's knowledge only grows)
         self.free: dict[int, list[tuple[float, int]]] = {s: [] for s in ids}
         self.waiting: dict[int, dict[int, list[int]]] = {s: {} for s in ids}
+        self.ready_at = [0.0] * dag.size  # a waiting node's: its unknown producers' last end
         self.free_at = dict.fromkeys(ids, 0.0)
         self.known: dict[int, dict[int, int]] = {s: {} for s in ids}
         self.count = dict.fromkeys(ids, 0)
@@ -166,6 +167,7 @@ class _Simulation:
         unknown = self.unknown(s, self.dag.preds[v])
         if unknown:
             self.waiting[s][v] = unknown
+            self.ready_at[v] = max(self.finish[p] for p in unknown)
         else:
             heapq.heappush(self.free[s], self.key(v))
 
@@ -181,13 +183,12 @@ class _Simulation:
 
     def step(self, s: int, now: float) -> int | None:
         """Run a node of stream `s` at `now`, or look again later (None)."""
-        unknown, finish = self.waiting[s], self.finish
+        unknown, ready_at = self.waiting[s], self.ready_at
         due = min((self.latest[v] for v in unknown), default=float("inf")) \
             if self.latest is not None else None
         urgent = due is not None and due <= now + _EPS
         if self.free[s] and not urgent:  # a free node runs unless a done wait is urgent
             return self.start(s, heapq.heappop(self.free[s])[1], now, [])
-        ready_at = {v: max(finish[p] for p in ps) for v, ps in unknown.items()}
         waiting = list(unknown)
         done = [v for v in waiting if ready_at[v] <= now + _EPS]
         if self.free[s] and not done:
@@ -211,11 +212,12 @@ class _Simulation:
             waiting = self.waiting[s]
             for w, producers in list(waiting.items()):
                 left = self.unknown(s, producers)
-                if left:
-                    waiting[w] = left
-                else:
+                if not left:
                     del waiting[w]
                     heapq.heappush(self.free[s], self.key(w))
+                elif len(left) < len(producers):
+                    waiting[w] = left
+                    self.ready_at[w] = max(self.finish[p] for p in left)
         self.position[v] = self.count[s]
         self.count[s] += 1
         self.clock[v] = {**known, s: self.position[v]}
