@@ -199,6 +199,23 @@ def test_a_stand_alone_rule_set_without_an_assigning_rule(capsys: pytest.Capture
     assert "extends: ge-static-multi-stream" in line
 
 
+@pytest.mark.parametrize("mode", [[], ["--mode", "optimal"]])
+def test_the_dynamic_shape_rule_set_named_is_the_default_it_names(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, mode: list[str]) -> None:
+    """Without ENABLE_DYNAMIC_SHAPE_MULTI_STREAM no rule of ge-dynamic-shape assigns, and its
+    dynamic flow keeps every node on stream 0: `--rules ge-dynamic-shape` gives the default's
+    plan (it was exit 3, "no enabled rule that assigns streams")."""
+    graph = tmp_path / "dyn.yaml"
+    graph.write_text(Path(graph_file(tmp_path)).read_text(encoding="utf-8")
+                     + "dynamic_shape: true\n", encoding="utf-8")
+    named = tmp_path / "named.json"
+    default = tmp_path / "default.json"
+    assert run(capsys, "allocate", str(graph), "--rules", "ge-dynamic-shape", *mode,
+               "-o", str(named))[0] == 0
+    assert run(capsys, "allocate", str(graph), *mode, "-o", str(default))[0] == 0
+    assert named.read_text(encoding="utf-8") == default.read_text(encoding="utf-8")
+
+
 def test_rules_that_open_a_second_stream_in_single_stream_mode(
         capsys: pytest.CaptureFixture[str]) -> None:
     """GE fails on two main streams in single-stream mode; the error says which option and

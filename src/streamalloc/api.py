@@ -107,9 +107,11 @@ SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
 
 def _check_assigning(graph: Graph, rules: RuleSet) -> None:
     """Ge mode, and so the optimal mode's baseline, needs a rule that gives every subgraph a
-    stream (exit 3 before any pass, not GE's failure on a node left without one)."""
+    stream (exit 3 before any pass, not GE's failure on a node left without one). The dynamic
+    flow needs none: it starts every node on stream 0 (GE's dynamic-shape allocator without
+    ENABLE_DYNAMIC_SHAPE_MULTI_STREAM)."""
     enabled = [r for r in rules.rules if r.enabled(graph.options)]
-    if not any(r.kind in ASSIGNING_KINDS for r in enabled):
+    if rules.flow != "dynamic" and not any(r.kind in ASSIGNING_KINDS for r in enabled):
         raise InputError(
             f"{rules.source}: rule set {rules.name!r} has no enabled rule that assigns streams "
             f"(one of the kinds {', '.join(ASSIGNING_KINDS)}) for graph {graph.name!r}, so ge "
