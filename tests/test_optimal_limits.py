@@ -23,7 +23,7 @@ from test_schemas import valid
 
 from streamalloc import api
 from streamalloc.commands.compare import CompareSettings, compare
-from streamalloc.commands.sweep import sweep
+from streamalloc.commands.sweep import sweep, sweep_table
 from streamalloc.errors import LimitExceeded
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
@@ -331,5 +331,9 @@ def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> Non
     spec.write_text(f"format: streamalloc.sweep-spec/v1\ngraphs: [{LAYERS}]\n"
                     "options: {streamalloc.max_events: ['1', '65535']}\nmodes: [optimal]\n"
                     "solver: {time_limit: 0.5}\n", encoding="utf-8")
-    rows = sweep(str(spec))["rows"]
+    swept = sweep(str(spec))
+    rows = swept["rows"]
     assert rows[0]["status"] == "NO_PLAN" and rows[1]["events"] is not None
+    why = sweep_table(swept).split("\nwhy:\n")[1].splitlines()  # in the text, as compare's
+    assert len(why) == 1 and why[0].startswith(
+        f"  point 0: {rows[0]['input']} optimal (NO_PLAN): no plan within the device limits")

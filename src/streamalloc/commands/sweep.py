@@ -29,7 +29,7 @@ from streamalloc.errors import (
     UsageError,
 )
 from streamalloc.outputs import Progress
-from streamalloc.report.compare_report import cell
+from streamalloc.report.compare_report import cell, why_lines
 from streamalloc.report.table import format_table
 
 SWEEP_FORMAT = "streamalloc.sweep/v1"
@@ -111,11 +111,12 @@ def _cells(document: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
-
 def sweep_table(document: Mapping[str, Any]) -> str:
-    """One row per point: the parameters that vary, then compare's columns and the memory."""
+    """One row per point: the parameters that vary, then compare's columns and the memory;
+    under it, why a point's plan is not its mode's own (as under compare's table)."""
     header, body = _cells(document)
-    return format_table(header, body) + "\n"
+    return format_table(header, body) + "\n" + why_lines(
+        document["rows"], lambda row: f"point {row['point']}: ")
 
 
 def sweep_markdown(document: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from streamalloc.report.plotting import pyplot
@@ -31,11 +31,7 @@ def compare_table(document: Mapping[str, Any]) -> str:
     """One row per graph and mode, why a row's plan is not the mode's own (a fallback, a plan
     over a device limit, none within them), then the frontier rows if any."""
     rows = [[cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
-    text = format_table(list(COLUMNS), rows) + "\n"
-    reasons = [f"  {row['input']} {row['mode']} ({row['status']}): {row['reason']}"
-               for row in document["rows"] if row.get("reason")]
-    if reasons:
-        text += "\nwhy:\n" + "\n".join(reasons) + "\n"
+    text = format_table(list(COLUMNS), rows) + "\n" + why_lines(document["rows"])
     if document.get("frontier"):
         columns = ["input", "objective", "slack_%", "event_budget", "events", "makespan_us",
                    "status", "pareto", "from"]
@@ -45,6 +41,15 @@ def compare_table(document: Mapping[str, Any]) -> str:
                        "yes" if r["pareto"] else "no", cell(r.get("carried_from"))]
                       for r in document["frontier"]]) + "\n"
     return text
+
+
+def why_lines(rows: Iterable[Mapping[str, Any]],
+              label: Callable[[Mapping[str, Any]], str] = lambda row: "") -> str:
+    """The lines under a table of compare rows that say why a row's plan is not its mode's own
+    (`label`: what names the row before its input and mode); empty when none has a reason."""
+    reasons = [f"  {label(row)}{row['input']} {row['mode']} ({row['status']}): {row['reason']}"
+               for row in rows if row.get("reason")]
+    return "\nwhy:\n" + "\n".join(reasons) + "\n" if reasons else ""
 
 
 def _percent(slack: float | None) -> str:
