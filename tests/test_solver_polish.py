@@ -9,7 +9,7 @@ from functools import partial
 
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count, schedule_length
-from streamalloc.solver.polish import Polish, polish, remembered
+from streamalloc.solver.polish import Polish, Remembered, polish
 
 NAMES = ["a", "b", "c", "d", "e"]
 # a forks to b, c and d; b feeds d and e; c feeds d. The critical path a -> c -> d takes 11.
@@ -45,7 +45,7 @@ def test_a_length_is_measured_once_per_partition() -> None:
         measured.append(list(streams))
         return schedule_length(dag, DURATIONS, streams)
 
-    remembered_length = remembered(length)
+    remembered_length = Remembered(length)
     assert remembered_length([0, 0, 1, 1, 2]) == remembered_length([7, 7, 3, 3, 0])  # labels
     assert remembered_length([0, 1, 1, 1, 2]) != remembered_length([0, 0, 1, 1, 2])
     assert measured == [[0, 0, 1, 1, 2], [0, 1, 1, 1, 2]]
@@ -70,11 +70,11 @@ def test_a_polish_computes_no_more_lengths_than_its_cap() -> None:
         return schedule_length(dag, DURATIONS, streams)
 
     start = list(range(len(NAMES)))
-    free = Polish(dag, remembered(length), 11, lambda streams, moved: True, 100, list(start))
+    free = Polish(dag, Remembered(length), 11, lambda streams, moved: True, 100, list(start))
     free.run()
     assert len(calls) > 2  # uncapped, it measures more than the cap below allows
     calls.clear()
-    capped = Polish(dag, remembered(length, 2), 11, lambda streams, moved: True, 100,
+    capped = Polish(dag, Remembered(length, 2), 11, lambda streams, moved: True, 100,
                     list(start))
     capped.run()
     assert len(calls) == 2 and capped.budget > 0  # it stopped at the cap, tries left

@@ -14,6 +14,7 @@ within its limits (`best_known`), and says whether it is on the Pareto front (`p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -210,10 +211,8 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
         return []
     program = next((p for _, p in runs if p is not None), None)
     if program is None:
-        try:
+        with contextlib.suppress(AllocationInfeasible):  # GE fails: no program, no bound
             program = _measured(without_device_limits(graph), "ge", settings)[1]
-        except AllocationInfeasible:
-            program = None
     bound = None if program is None else round(program_makespan_bound(program,
                                                                       _costs(settings)), 3)
     return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,

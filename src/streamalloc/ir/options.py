@@ -46,16 +46,18 @@ def _choices(*valid: str) -> tuple[str, Check]:
     return shown, check
 
 
-def _positive(value: str, graph: Graph) -> str | None:
-    del graph
-    return None if value.isdigit() and int(value) >= 1 else "expected a positive integer"
+def _at_least(low: int, expected: str) -> Check:
+    """A check for an integer of `low` or more; `expected`: what the error says is wanted."""
+    def check(value: str, graph: Graph) -> str | None:
+        del graph
+        return None if value.isdigit() and int(value) >= low else f"expected {expected}"
+    return check
 
 
-def _stream_slots(value: str, graph: Graph) -> str | None:
-    """The runtime's stream pool keeps slot 0 for the caller's stream: one slot runs nothing."""
-    del graph
-    return None if value.isdigit() and int(value) >= 2 else \
-        "expected an integer of 2 or more (the runtime's stream slots, slot 0 the caller's stream)"
+_positive = _at_least(1, "a positive integer")
+# the runtime's stream pool keeps slot 0 for the caller's stream: one slot runs nothing
+_stream_slots = _at_least(2, "an integer of 2 or more (the runtime's stream slots, slot 0 the "
+                             "caller's stream)")
 
 
 def _anything(value: str, graph: Graph) -> str | None:

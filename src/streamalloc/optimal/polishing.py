@@ -14,7 +14,7 @@ from streamalloc.optimal.order import Order
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count
-from streamalloc.solver.polish import Polish, polish, remembered
+from streamalloc.solver.polish import Polish, Remembered, polish
 
 MAKESPAN_POLISH_SHARE = 1.0  # for the polish after it: it counts tried moves, most of them
 # rejected on the event count unevaluated (0.1-6.6 s at --time-limit 10); less loses time on
@@ -53,9 +53,9 @@ def polish_both_ways(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], 
                                evaluator=evaluator, limit=limit, spare=spare)]
     streams = assignment_of(dag, chains)
     budget = polish_budget(evaluator, streams, spare)
-    length = remembered(partial(evaluator.makespan, order=order),  # shared by both passes,
+    length = Remembered(partial(evaluator.makespan, order=order),  # shared by both passes,
                         polish_runs(evaluator, streams, spare))
-    count = remembered(partial(event_count, dag))  # as the event counts are
+    count = Remembered(partial(event_count, dag))  # as the event counts are
     found = []
     for reverse in (False, True):
         run = Polish(dag, length, limit,

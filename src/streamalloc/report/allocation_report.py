@@ -105,17 +105,16 @@ def _solver_lines(graph: Graph, allocation: Allocation, name: str, settings: str
                   constraints: Sequence[Constraint]) -> list[str]:
     node = graph.node(name)
     named = [c for c in constraints if name in constraint_nodes(c)]
-    if allocation.nodes[name].stream == INVALID:  # the solver places the nodes ge mode
-        # streams; this one no stream would take
-        lines = [f"the solver left it without a stream ({settings}), as ge mode does: "
-                 + _no_stream(graph, name, "ge mode").removeprefix("none: ")]
-    else:
-        lines = [f"the solver placed it ({settings}); no pass of the rule set ran"]
+    placed = allocation.nodes[name].stream != INVALID  # the solver places the nodes ge mode
+    # streams; no stream would take the others
+    lines = [f"the solver placed it ({settings}); no pass of the rule set ran" if placed else
+             f"the solver left it without a stream ({settings}), as ge mode does: "
+             + _no_stream(graph, name, "ge mode").removeprefix("none: ")]
     if named:
         lines += ["", "constraints of the rule set that name it (every plan keeps them):",
                   format_table(["rule", "constraint"],
                                [[c.rule, constraint_text(c, name)] for c in named])]
-    elif allocation.nodes[name].stream != INVALID:
+    elif placed:
         lines.append("no constraint of the rule set names it: any stream would do")
     producers = dict.fromkeys([*(i.src for i in node.data_sources()), *node.control_inputs])
     consumers = dict.fromkeys(graph.graph(node.graph).successors(name))

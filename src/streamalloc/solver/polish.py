@@ -12,7 +12,7 @@ count is down to it (the makespan objective's event budget).
 The number of tried moves is the budget (the caller reads what is left of it), so the result
 depends only on the input. The makespan check is the caller's (the optimal mode emulates the
 plan of each improving assignment), and runs only on moves that already need fewer events;
-`remembered` runs it once per partition of the nodes into streams.
+`Remembered` runs it once per partition of the nodes into streams.
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ class Polish:
     # second, its time (the ResNet-50 training step at an event budget of 200: 160 events
     # at 5234 us, not 191 at 4344; at 120, 92 at 6322, not 99 at 6079)
     count: Callable[[Sequence[int]], int] | None = None  # exact event count of an
-    # assignment; default: `event_count`, remembered per partition (`remembered`): the
+    # assignment; default: `event_count`, remembered per partition (`Remembered`): the
     # ResNet-50 training step's two passes count 1,334 partitions in 3,493 tries
 
     def __post_init__(self) -> None:
         if self.count is None:
-            self.count = remembered(partial(event_count, self.dag))
+            self.count = Remembered(partial(event_count, self.dag))
 
     def run(self) -> list[int]:
         """Improve until a whole pass changes nothing or the budget is spent: first with
@@ -151,13 +151,8 @@ def polish(dag: TaskDag, streams: Sequence[int], *, length: Callable[[Sequence[i
     """A better assignment than `streams` (or `streams` itself): fewer events with
     `length(streams)` <= `limit`, no fewer than needed to reach `target` when given; at most
     `lengths` lengths computed, if given."""
-    return Polish(dag, remembered(length, lengths), limit, allowed, budget, list(streams),
+    return Polish(dag, Remembered(length, lengths), limit, allowed, budget, list(streams),
                   target, round_trips=round_trips).run()
-
-
-def remembered(of: Callable[[Sequence[int]], int], most: int | None = None) -> Remembered:
-    """`of`, computed once per partition (`Remembered`), at most `most` times if given."""
-    return Remembered(of, most)
 
 
 class Remembered:
