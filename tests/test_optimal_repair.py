@@ -137,12 +137,13 @@ def test_a_start_of_too_many_streams_is_left_as_it_is(fork: Graph,
 def test_the_makespan_objective_under_ge_rules_starts_within_the_caps(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The ResNet-50 training step under GE's rules and options (one stream opened by AI Core
-    nodes): ge mode runs 10386 us; at --time-limit 0.5 the search from repaired starts ran
-    6532 us, from the starts that hold the rules as they are 9817 us."""
+    nodes): ge mode runs 10386 us; at --time-limit 0.5 the search from repaired starts runs
+    6532 us, from the starts that hold the rules as they are 6713 us (9817 before the
+    engines-aside starts, which hold them)."""
     graph = training_step(load_graph(LIGHT / "light_resnet50.onnx"))
     options = OptimalOptions(objective="makespan", time_limit=0.5)
     plan, report = allocate_optimal(graph, None, options)
     assert verify_plan(graph, plan.to_json()).exit_code == 0  # GE's rules, the caps included
     monkeypatch.setattr(makespan_starts, "within_rules", lambda *_: None)
     _, unrepaired = allocate_optimal(graph, None, options)
-    assert report.makespan_us < 0.8 * unrepaired.makespan_us
+    assert report.makespan_us < unrepaired.makespan_us

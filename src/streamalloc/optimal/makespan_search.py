@@ -9,11 +9,12 @@ from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.critical import improvements
-from streamalloc.optimal.evaluate import assignment_of, chains_of_assignment, rule_guard
+from streamalloc.optimal.evaluate import Outcome, assignment_of, chains_of_assignment, rule_guard
 from streamalloc.optimal.evaluator import Evaluator, evaluation_count
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.makespan_budget import fullest, within_bar, within_budget
 from streamalloc.optimal.makespan_starts import (
+    aside_starts,
     fastest,
     makespan_starts,
     outcomes_of,
@@ -94,11 +95,12 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     polish's bound) and CP-SAT's deterministic time for the packings."""
     evaluator = replace(evaluator, orders=Orders.of(graph))
     packed, packing_time = packed_starts(graph, dag, evaluator)
+    known: dict[Found, Outcome | None] = {}
     starts = [repaired(graph, dag, start, constraints, data.durations,
                        stream_limit=stream_limit)
               for start in makespan_starts(graph, dag, chains, data.durations, evaluator)
-              + packed]
-    outcomes = outcomes_of(graph, dag, starts, constraints, evaluator)
+              + aside_starts(graph, dag, evaluator, constraints, known) + packed]
+    outcomes = outcomes_of(graph, dag, starts, constraints, evaluator, measured=known)
     more = within_budget(graph, dag, starts, outcomes,
                          hint=(hint, None), durations=data.durations,
                          stream_limit=stream_limit, constraints=constraints,
