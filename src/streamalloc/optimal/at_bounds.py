@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
@@ -24,6 +25,8 @@ from streamalloc.solver.dag import TaskDag
 
 REGION_TRIES = 32  # single-exit regions tried beside one stream where the events bound is 2
 # (Llama tiny: its second, beside the v projection's, which needs 3 events)
+REGION_EVENTS = 2  # what one stream with its prologue and a region aside needs: one event
+# orders the prologue, one the region
 
 
 def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
@@ -64,8 +67,8 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
         # (the first of the serial prologues is every node on one stream, tried above)
         candidates += [(found, "one-stream+prologue" + ("+reordered" if found[1] else ""))
                        for found in serial_prologues(dag, durations, evaluator.orders)[1:]]
-        if events_floor == 2 and len(set(dag.graphs)) == 1:
-            candidates += _regions_aside(dag, durations)
+        if events_floor == REGION_EVENTS and len(set(dag.graphs)) == 1:
+            candidates += regions_aside(dag, durations)
     for (chains, order), phase in candidates:
         if len(chains) <= stream_limit \
                 and not breaks(graph, dag, constraints, assignment_of(dag, chains)) \
@@ -86,7 +89,7 @@ def _unsplit(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
     return outcome is not None and outcome.events <= events_floor
 
 
-def _regions_aside(dag: TaskDag, durations: list[int]) -> list[tuple[Found, str]]:
+def regions_aside(dag: TaskDag, durations: Sequence[int]) -> list[tuple[Found, str]]:
     """One stream with its prologue and a single-exit region on a side stream
     (`optimal/regions.py`), for the first REGION_TRIES regions."""
     root, reached = main_input(dag, durations)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.at_bounds import REGION_EVENTS, regions_aside
 from streamalloc.optimal.evaluate import (
     Outcome,
     assignment_of,
@@ -46,8 +47,10 @@ def within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     limit, measured with the limits lifted, counts as over the budget), when it is over the
     budget and faster than every start within it, each polished down to the budget
     (`reduced_to_budget`), the fastest also by merging whole streams (`optimal/ladder.py`); and one
-    stream per graph (the fewest events), also with its prologue on side streams (repaired
-    within the rules). The critical search then shortens the run within the budget."""
+    stream per graph (the fewest events), also with its prologue on side streams, and within
+    a budget of REGION_EVENTS or more with its prologue and a single-exit region aside (the
+    events objective's plans at its bound; repaired within the rules). The critical search
+    then shortens the run within the budget."""
     budget = evaluator.options.event_budget
     if budget is None:
         return []
@@ -74,9 +77,11 @@ def within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
                                 probe=partial(lifted_run, evaluator, order=order),
                                 durations=durations, evaluations=evaluations)
         found += [] if laddered is None else [(chains_of_assignment(laddered), order)]
+    fewest = serial_prologues(dag, durations, evaluator.orders)
+    if budget >= REGION_EVENTS and len(set(dag.graphs)) == 1:
+        fewest += [start for start, _ in regions_aside(dag, durations)]
     return found + [repaired(graph, dag, start, constraints, durations,
-                             stream_limit=stream_limit)
-                    for start in serial_prologues(dag, durations, evaluator.orders)]
+                             stream_limit=stream_limit) for start in fewest]
 
 
 def reduced_to_budget(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | None,
