@@ -13,7 +13,8 @@
   so), and a plan CP-SAT did not find is not reported FEASIBLE.
 * On random graphs a plan that is not the fallback keeps the budget, runs no slower than the
   baseline and verifies.
-* A budget with events to spare is also searched from the start that uses them.
+* A budget with events to spare is also searched from the start that uses them, and every
+  budget from the start with the fewest events, so a larger one is no slower there.
 * The device's event limit is a budget of the makespan objective: starts over it are polished
   down to it, not rejected.
 * When the fastest plan the search finds within the budget is slower than ge mode allows,
@@ -118,6 +119,17 @@ def test_a_training_step_within_the_events_objectives_fewest_runs_as_fast(
     plan, solver = budgeted(graph, events(fewest.to_json()), None)
     assert solver["status"] != "FALLBACK" and events(plan) <= events(fewest.to_json())
     assert solver["makespan_us"] <= report.makespan_us < solver["baseline_makespan_us"]
+
+
+def test_a_larger_budget_is_searched_from_the_smaller_ones_start_too() -> None:
+    """The Llama tiny training step under the parallel options and GE's rules: within 16
+    events the search starts from 13 events and ends at 3341.5 us; within 32 the fastest
+    start led the search to 3559.5 us. The search also runs from the start with the fewest
+    events, so the larger budget is no slower."""
+    graph = training_step(load_graph(DATA / "onnx" / "llama_tiny.onnx")).with_options(PARALLEL)
+    _, sixteen = budgeted(graph, 16, None, time_limit=0.5)
+    _, thirty_two = budgeted(graph, 32, None, time_limit=0.5)
+    assert thirty_two["makespan_us"] <= sixteen["makespan_us"] < sixteen["baseline_makespan_us"]
 
 
 def test_a_budget_with_events_to_spare_is_searched_from_a_start_that_uses_it() -> None:
