@@ -21,8 +21,7 @@ from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import (
     WAITS_NODES,
     engines_aside,
-    fewest_events,
-    grouped_near,
+    fewest_or_grouped,
     orders_batching_waits,
 )
 from streamalloc.optimal.found import Found, Search
@@ -51,19 +50,12 @@ def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
         dag, [(chains, None) for chains in engines_aside(graph, dag, times)
               if not breaks(graph, dag, constraints, assignment_of(dag, chains))],
         evaluator, times, measured)
-    best = fewest_events(dag, candidates, evaluator, within_us=within_us, most=most,
-                         measured=measured)
-    if best is None or (outcome := measured[best]) is None:
+    found = fewest_or_grouped(graph, dag, candidates, evaluator, measured, within_us=within_us,
+                              most=most, constraints=constraints, enough=events_floor)
+    if found is None:
         return None
-    phase = PHASE
-    if outcome.events > events_floor:
-        better = grouped_near(graph, dag, candidates, evaluator, measured,
-                              within_us=within_us, most=most, events=outcome.events,
-                              constraints=constraints)
-        if better is None:
-            return None
-        best, phase = better[1], PHASE + "+grouped"
-    chains, order = best
+    (chains, order), grouped = found
     if not at_floor(evaluator, chains, order, events_floor=events_floor):
         return None
-    return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0, phase, order)
+    return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0,
+                  PHASE + ("+grouped" if grouped else ""), order)

@@ -148,6 +148,26 @@ def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator:
                     fewer_than=events, constraints=constraints)
 
 
+def fewest_or_grouped(graph: Graph, dag: TaskDag, candidates: list[Found],
+                      evaluator: Evaluator, measured: dict[Found, Outcome | None], *,
+                      within_us: float, most: int | None, constraints: list[Constraint],
+                      enough: int = -1) -> tuple[Found, bool] | None:
+    """Of `candidates`, the fewest events, then the fastest, within `within_us` and `most`
+    (`fewest_events`); where that needs more than `enough` events, the arrangement of the
+    candidates near it with their large tasks grouped that needs fewer (`grouped_near`)
+    instead; with whether it is that. None when no candidate runs within the limits, or
+    when the grouping is needed and none needs fewer."""
+    best = fewest_events(dag, candidates, evaluator, within_us=within_us, most=most,
+                         measured=measured)
+    if best is None or (outcome := measured[best]) is None:
+        return None
+    if outcome.events <= enough:
+        return best, False
+    better = grouped_near(graph, dag, candidates, evaluator, measured, within_us=within_us,
+                          most=most, events=outcome.events, constraints=constraints)
+    return None if better is None else (better[1], True)
+
+
 def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator, *,
              within_us: float, fewer_than: int, constraints: list[Constraint]
              ) -> tuple[Found, Found, int] | None:

@@ -14,8 +14,7 @@ from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import (
     WAITS_NODES,
     engines_aside,
-    fewest_events,
-    grouped_near,
+    fewest_or_grouped,
     orders_batching_waits,
 )
 from streamalloc.optimal.found import Found
@@ -107,14 +106,10 @@ def _fewest_asides(graph: Graph, dag: TaskDag, asides: list[Found], evaluator: E
     from the other starts: the ResNet-50 step under the parallel options within a budget of
     42 (the events objective's plan, 7022.8 us) fell back to ge mode's 159 events."""
     batched = orders_batching_waits(dag, asides, evaluator, times, measured)
-    within_us, most = evaluator.limit_us(), evaluator.baseline.events
-    best = fewest_events(dag, batched, evaluator, within_us=within_us, most=most,
-                         measured=measured)
-    if best is None or (outcome := measured[best]) is None:
-        return batched
-    grouped = grouped_near(graph, dag, batched, evaluator, measured, within_us=within_us,
-                           most=most, events=outcome.events, constraints=constraints)
-    return batched + ([] if grouped is None else [grouped[1]])
+    found = fewest_or_grouped(graph, dag, batched, evaluator, measured,
+                              within_us=evaluator.limit_us(), most=evaluator.baseline.events,
+                              constraints=constraints)
+    return batched + ([] if found is None else [found[0]])  # (grouped: `enough` is -1)
 
 
 def packed_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[list[Found], float]:
