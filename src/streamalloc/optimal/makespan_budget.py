@@ -1,5 +1,6 @@
 """The makespan objective under an event budget: starts polished or merged down to it, the
-fullest start within it, and ge mode's streams polished within its makespan."""
+fullest and the sparest start within it, and ge mode's streams polished within its
+makespan."""
 
 from __future__ import annotations
 
@@ -138,29 +139,25 @@ def within_bar(graph: Graph, dag: TaskDag, hint: tuple[tuple[int, ...], ...],
     return (chains, None, makespan) if makespan <= evaluator.limit() else None
 
 
-def fullest(candidates: list[Found], outcomes: list[Outcome | None], budget: int | None
-            ) -> Found | None:
-    """Under an event budget, the fastest candidate of those with the most events within
-    it: the critical search moves only within the budget, so from the fastest candidate, when
-    it has events to spare, a move that needs two more may be out of reach (the example
-    training step under free rules and a budget of 1: from one stream and no event at 345.9
-    us, no move fits; from a start with its one event, 325.9 us)."""
-    if budget is None:
-        return None
-    scored = [(-o.events, o.makespan_us, k) for k, o in enumerate(outcomes)
-              if o is not None and o.events <= budget]
-    return candidates[min(scored)[2]] if scored else None
+def budget_ends(candidates: list[Found], outcomes: list[Outcome | None], budget: int | None
+                ) -> list[Found]:
+    """Under an event budget, the fastest candidate of those with the most events within it,
+    then the fastest of those with the fewest (none without a budget): the critical search
+    also runs from each, as its moves stay within the budget.
 
-
-def fewest_within(candidates: list[Found], outcomes: list[Outcome | None], budget: int | None
-                  ) -> Found | None:
-    """Under an event budget, the fastest candidate of those with the fewest events: the
-    critical search from the fastest start within a budget may end slower than from this
-    one, which a smaller budget makes the fastest (the Llama tiny training step under the
-    parallel options, `--time-limit 2`: within 16 events 3341.5 us from 13 events, within 32
-    3543.3 us from the fastest start, before the search also ran from here)."""
+    * From the fastest candidate, when it has events to spare, a move that needs two more may
+      be out of reach (the example training step under free rules and a budget of 1: from
+      one stream and no event at 345.9 us, no move fits; from a start with its one event,
+      325.9 us).
+    * From the fastest candidate the search may end slower than from the one a smaller budget
+      makes the fastest (the Llama tiny training step under the parallel options,
+      `--time-limit 2`: within 16 events 3341.5 us from 13 events, within 32 3543.3 us
+      before the search also ran from there)."""
     if budget is None:
-        return None
-    scored = [(o.events, o.makespan_us, k) for k, o in enumerate(outcomes)
+        return []
+    within = [(o.events, o.makespan_us, k) for k, o in enumerate(outcomes)
               if o is not None and o.events <= budget]
-    return candidates[min(scored)[2]] if scored else None
+    if not within:
+        return []
+    fullest = min((-events, makespan, k) for events, makespan, k in within)[2]
+    return [candidates[fullest], candidates[min(within)[2]]]

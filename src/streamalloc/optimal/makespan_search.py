@@ -12,12 +12,7 @@ from streamalloc.optimal.critical import improvements
 from streamalloc.optimal.evaluate import Outcome, assignment_of, chains_of_assignment, rule_guard
 from streamalloc.optimal.evaluator import Evaluator, evaluation_count
 from streamalloc.optimal.found import Found, Search
-from streamalloc.optimal.makespan_budget import (
-    fewest_within,
-    fullest,
-    within_bar,
-    within_budget,
-)
+from streamalloc.optimal.makespan_budget import budget_ends, within_bar, within_budget
 from streamalloc.optimal.makespan_starts import (
     aside_starts,
     fastest,
@@ -36,8 +31,7 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import SolveInput
 
 CRITICAL_SHARE = 0.8  # of --time-limit for the critical-chain search
-FULLER_SHARE = 0.4  # for its second run under an event budget, from the start that uses it,
-# and for its third, from the start with the fewest events within it
+BUDGET_END_SHARE = 0.4  # for each of its runs from the ends of an event budget (`budget_ends`)
 
 
 def sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
@@ -94,9 +88,9 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     """The fastest emulated plan of the makespan objective: of the starts (`chains`, CP-SAT's;
     `optimal/makespan_starts.py`) and, under an event budget, the starts brought within it
     (`optimal/makespan_budget.py`), the fastest, improved by the critical-chain search (also
-    from the fullest start within the budget and from the one with the fewest events), the
-    fastest of its successive bests, their
-    streams numbered by first node or critical first (`optimal/numbering.py`); under a budget
+    from the fullest and the sparest start within the budget, `budget_ends`), the fastest of
+    its successive bests, their streams numbered by first node or critical first
+    (`optimal/numbering.py`); under a budget
     and slower than ge mode x (1 + slack), ge mode's streams polished within both, where they
     are. With the evaluator that numbers its streams, its makespan in schedule units (the
     polish's bound) and CP-SAT's deterministic time for the packings."""
@@ -117,14 +111,12 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     chains, order, limit = fastest(candidates, measured, evaluator)
     bests = sped_up(graph, dag, chains, order, constraints=constraints,
                     evaluator=evaluator)
-    fuller = fullest(candidates, measured, evaluator.options.event_budget)
-    if fuller is not None and fuller != (chains, order):
-        bests += [fuller, *sped_up(graph, dag, *fuller, constraints=constraints,
-                                   evaluator=evaluator, share=FULLER_SHARE)]
-    sparest = fewest_within(candidates, measured, evaluator.options.event_budget)
-    if sparest is not None and sparest not in ((chains, order), fuller):
-        bests += [sparest, *sped_up(graph, dag, *sparest, constraints=constraints,
-                                    evaluator=evaluator, share=FULLER_SHARE)]
+    searched = [(chains, order)]
+    for end in budget_ends(candidates, measured, evaluator.options.event_budget):
+        if end not in searched:
+            searched.append(end)
+            bests += [end, *sped_up(graph, dag, *end, constraints=constraints,
+                                    evaluator=evaluator, share=BUDGET_END_SHARE)]
     chains, order, evaluator, limit = numbered(
         dag, [(chains, order), *bests], limit,
         [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
