@@ -4,6 +4,8 @@ where they reach the events bound, and otherwise leaving the search's plan as it
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,9 @@ from streamalloc import api
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions
+from streamalloc.optimal.evaluate import Outcome
+from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.order import Order
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.verify import verify_plan
@@ -61,3 +66,26 @@ def test_below_the_bound_the_search_writes_the_same_plan(
     _no_aside_first(monkeypatch)
     alone, _ = api.optimal_plan(graph, None, options)
     assert first.to_json() == alone.to_json()
+
+
+def test_the_choice_after_the_search_runs_no_plan_twice(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SqueezeNet step, whose plans at the bounds miss the bound: the choice after the
+    search meets their assignments again, in the same orders that batch waits and with
+    their large tasks grouped, and takes their runs instead of running them once more."""
+    graph = training_step(load_graph(LIGHT / "light_squeezenet.onnx")).with_options(PARALLEL)
+    runs: Counter[tuple[tuple[int, ...], object]] = Counter()
+    outcome = Evaluator.outcome
+
+    def counted(self: Evaluator, streams: Sequence[int], order: Order | None = None
+                ) -> Outcome | None:
+        labels: dict[int, int] = {}
+        runs[tuple(labels.setdefault(s, len(labels)) for s in streams), order] += 1
+        return outcome(self, streams, order)
+
+    monkeypatch.setattr(Evaluator, "outcome", counted)
+    plan, report = api.optimal_plan(graph, None, OptimalOptions(time_limit=2.0))
+    assert report.phase == "one-stream+engine+waits+grouped"
+    assert report.deterministic_time > 0.0  # the search and the choice after it ran
+    assert len(runs) > 100 and max(runs.values()) == 1
+    assert verify_plan(graph, plan.to_json(), rules=api.default_rule_set(graph)).exit_code == 0

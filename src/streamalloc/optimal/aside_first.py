@@ -55,7 +55,7 @@ def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if found is None:
         return None
     (chains, order), grouped = found
-    if not at_floor(evaluator, chains, order, events_floor=events_floor):
+    if not at_floor(evaluator, chains, order, events_floor=events_floor, measured=measured):
         return None
     return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0,
                   PHASE + ("+grouped" if grouped else ""), order)

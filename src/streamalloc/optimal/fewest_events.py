@@ -144,7 +144,7 @@ def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator:
                     and o.events <= events + GROUPED_SPAN
                     and (most is None or o.events <= most))
     near = [candidates[k] for _, k in ranked]
-    return _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, within_us=within_us,
+    return _grouped(graph, dag, near[:GROUPED_TRIES], evaluator, measured, within_us=within_us,
                     fewer_than=events, constraints=constraints)
 
 
@@ -168,15 +168,16 @@ def fewest_or_grouped(graph: Graph, dag: TaskDag, candidates: list[Found],
     return None if better is None else (better[1], True)
 
 
-def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator, *,
-             within_us: float, fewer_than: int, constraints: list[Constraint]
-             ) -> tuple[Found, Found, int] | None:
+def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator,
+             measured: dict[Found, Outcome | None], *, within_us: float, fewer_than: int,
+             constraints: list[Constraint]) -> tuple[Found, Found, int] | None:
     """Of `near` (candidates that run within `within_us`) in the order that runs each
     stream's large tasks back to back (`optimal/grouped.py`) with small tasks in the room
     their physical streams leave (`optimal/filled.py`), and of the REBALANCED_CANDIDATES
     best of those with their last large tasks on another stream (`rebalanced`), the one with
     the fewest events, then the fastest, where it needs fewer than `fewer_than`: the
-    candidate, it in that order and its events; else None."""
+    candidate, it in that order and its events; else None. The outcomes go into
+    `measured`: the choice after the search groups the plans at the bounds again."""
     orders, capacity = evaluator.orders, node_capacity(graph)
     if orders is None or capacity is None:
         return None
@@ -196,7 +197,8 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
         moved = arranged(streams, start)
         if moved == start:
             continue
-        scored = _scored(evaluator, (chains, order), (chains, moved), within_us=within_us)
+        scored = _scored(evaluator, measured, (chains, order), (chains, moved),
+                         within_us=within_us)
         if scored is not None:
             runs.append(scored)
     runs.sort(key=lambda run: run[:2])
@@ -207,7 +209,7 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
         # (a move may part the nodes a rule keeps together)
         for streams in filter(lambda s: not breaks(graph, dag, constraints, s), moves):
             again = (chains_of_assignment(streams), arranged(streams, start))
-            scored = _scored(evaluator, source, again, within_us=within_us)
+            scored = _scored(evaluator, measured, source, again, within_us=within_us)
             if scored is not None:
                 runs.append(scored)
     best = min(runs, key=lambda run: run[:2], default=None)
@@ -216,15 +218,24 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     return best[2], best[3], best[0]
 
 
-def _scored(evaluator: Evaluator, source: Found, found: Found, *, within_us: float
-            ) -> tuple[int, float, Found, Found] | None:
+def _scored(evaluator: Evaluator, measured: dict[Found, Outcome | None], source: Found,
+            found: Found, *, within_us: float) -> tuple[int, float, Found, Found] | None:
     """(events, makespan, `source`, `found`) of `found`'s plan (made from `source`), or None
     over `within_us` or a device limit."""
-    chains, order = found
-    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
+    outcome = _outcome(evaluator, measured, found)
     if outcome is None or outcome.makespan_us > within_us + EPS_US:
         return None
     return outcome.events, outcome.makespan_us, source, found
+
+
+def _outcome(evaluator: Evaluator, measured: dict[Found, Outcome | None], found: Found
+             ) -> Outcome | None:
+    """The outcome of `found`'s plan, run once: `measured` holds those run before (the
+    choice after the search meets the plans at the bounds again, in the same orders)."""
+    if found not in measured:
+        chains, order = found
+        measured[found] = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
+    return measured[found]
 
 
 def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
@@ -281,7 +292,7 @@ def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator
             first = waits_batched(streams, urgent_first=urgent_first)
             order = orders.following([dag.names[v] for v in first.placed])
             result.append((chains, order))
-            outcome = measured[(chains, order)] = evaluator.outcome(streams.streams, order)
+            outcome = _outcome(evaluator, measured, (chains, order))
             if outcome is None:
                 continue
             left = evaluator.limit_us() - outcome.makespan_us
@@ -300,13 +311,9 @@ def fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *
     fastest (the first on a tie); None if none does. `measured`: outcomes already known, and
     where those measured here go."""
     scored = []
-    for k, (chains, order) in enumerate(candidates):
-        if measured is not None and (chains, order) in measured:
-            outcome = measured[(chains, order)]
-        else:
-            outcome = evaluator.outcome(assignment_of(dag, chains), order)
-            if measured is not None:
-                measured[(chains, order)] = outcome
+    measured = {} if measured is None else measured
+    for k, found in enumerate(candidates):
+        outcome = _outcome(evaluator, measured, found)
         if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
                 and (most is None or outcome.events <= most):
             scored.append((outcome.events, outcome.makespan_us, k))
