@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import given, settings
@@ -33,7 +34,9 @@ from streamalloc.optimal import (
     search,
     task_dag,
 )
+from streamalloc.optimal.evaluate import Outcome
 from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.found import Found
 from streamalloc.optimal.order import Orders
 from streamalloc.optimal.waits import Assignment, WaitsRun, latest_starts, waits_batched
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -167,9 +170,11 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
     at_floor = search.at_floor
 
     def checked(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
-                order: tuple[str, ...] | None, *, events_floor: int | None) -> bool:
+                order: tuple[str, ...] | None, *, events_floor: int | None,
+                measured: Mapping[Found, Outcome | None] | None = None) -> bool:
         checks.append((order is not None, evaluator.orders is not None))
-        return at_floor(evaluator, chains, order, events_floor=events_floor)
+        return at_floor(evaluator, chains, order, events_floor=events_floor,
+                        measured=measured)
 
     with monkeypatch.context() as patch:
         patch.setattr(search, "at_floor", checked)
