@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
 
 import pytest
 from hypothesis import given, settings
@@ -171,7 +170,7 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
 
     def checked(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
                 order: tuple[str, ...] | None, *, events_floor: int | None,
-                measured: Mapping[Found, Outcome | None] | None = None) -> bool:
+                measured: dict[Found, Outcome | None] | None = None) -> bool:
         checks.append((order is not None, evaluator.orders is not None))
         return at_floor(evaluator, chains, order, events_floor=events_floor,
                         measured=measured)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
-from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.model_input import hint_chains, task_durations
 from streamalloc.optimal.options import EPS_US
@@ -104,13 +104,13 @@ def regions_aside(dag: TaskDag, durations: Sequence[int]) -> list[tuple[Found, s
 
 def at_floor(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...], order: Order | None,
              *, events_floor: int | None,
-             measured: Mapping[Found, Outcome | None] | None = None) -> bool:
+             measured: dict[Found, Outcome | None] | None = None) -> bool:
     """Does the plan of `chains` (in `order`) run within the makespan and device limits with
     no more events than `events_floor` (the events bound), on no more logical streams than
     its tasks' time over the makespan limit asks for (a logical stream runs its tasks one at
     a time, its physical streams one after the other)? Then no plan has fewer events, nor as
     few on fewer streams. Only under the events objective and `ge` concurrency. `measured`:
-    outcomes run before (by `evaluator`), taken instead of a run."""
+    the outcomes run before (`measured_outcome`)."""
     options = evaluator.options
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
         return False
@@ -119,9 +119,8 @@ def at_floor(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...], order: O
     if max(work, default=0.0) > limit + EPS_US or (
             len(chains) > 1 and len(chains) > math.ceil(sum(work) / limit - 1e-9)):
         return False  # one stream too slow, or too many streams: known without a run
-    found = (chains, order)
-    outcome = measured[found] if measured is not None and found in measured \
-        else evaluator.outcome(assignment_of(evaluator.dag, chains), order)
+    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains), order) \
+        if measured is None else measured_outcome(evaluator, measured, (chains, order))
     return outcome is not None and outcome.events <= events_floor \
         and outcome.makespan_us <= evaluator.limit_us() + EPS_US
 

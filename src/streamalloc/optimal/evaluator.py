@@ -11,7 +11,14 @@ from functools import cached_property
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import Outcome, chains_of_assignment, evaluate, optimal_allocation
+from streamalloc.optimal.evaluate import (
+    Outcome,
+    assignment_of,
+    chains_of_assignment,
+    evaluate,
+    optimal_allocation,
+)
+from streamalloc.optimal.found import Found
 from streamalloc.optimal.numbering import Numbering, by_first_node
 from streamalloc.optimal.options import FREE, TIME_SCALE, OptimalOptions, makespan_limit_us
 from streamalloc.optimal.order import Order, Orders
@@ -109,6 +116,17 @@ class Evaluator:
     def limit_us(self) -> float:
         """The baseline's makespan x (1 + slack) in us, as the driver checks the plan."""
         return makespan_limit_us(self.baseline.makespan_us, self.options.makespan_slack)
+
+
+def measured_outcome(evaluator: Evaluator, measured: dict[Found, Outcome | None], found: Found
+                     ) -> Outcome | None:
+    """The outcome of `found`'s plan, run once: from `measured` (the outcomes `evaluator` ran
+    before) when there, else run and kept there. The choice after the search meets the plans
+    tried before it again, in the same orders."""
+    if found not in measured:
+        chains, order = found
+        measured[found] = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
+    return measured[found]
 
 
 def evaluation_count(evaluator: Evaluator, streams: Sequence[int], seconds: float) -> int:

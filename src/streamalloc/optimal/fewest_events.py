@@ -11,7 +11,7 @@ from dataclasses import replace
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
-from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.filled import filled, rebalanced
 from streamalloc.optimal.found import Found
@@ -222,20 +222,10 @@ def _scored(evaluator: Evaluator, measured: dict[Found, Outcome | None], source:
             found: Found, *, within_us: float) -> tuple[int, float, Found, Found] | None:
     """(events, makespan, `source`, `found`) of `found`'s plan (made from `source`), or None
     over `within_us` or a device limit."""
-    outcome = _outcome(evaluator, measured, found)
+    outcome = measured_outcome(evaluator, measured, found)
     if outcome is None or outcome.makespan_us > within_us + EPS_US:
         return None
     return outcome.events, outcome.makespan_us, source, found
-
-
-def _outcome(evaluator: Evaluator, measured: dict[Found, Outcome | None], found: Found
-             ) -> Outcome | None:
-    """The outcome of `found`'s plan, run once: `measured` holds those run before (the
-    choice after the search meets the plans at the bounds again, in the same orders)."""
-    if found not in measured:
-        chains, order = found
-        measured[found] = evaluator.outcome(assignment_of(evaluator.dag, chains), order)
-    return measured[found]
 
 
 def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
@@ -292,7 +282,7 @@ def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator
             first = waits_batched(streams, urgent_first=urgent_first)
             order = orders.following([dag.names[v] for v in first.placed])
             result.append((chains, order))
-            outcome = _outcome(evaluator, measured, (chains, order))
+            outcome = measured_outcome(evaluator, measured, (chains, order))
             if outcome is None:
                 continue
             left = evaluator.limit_us() - outcome.makespan_us
@@ -313,7 +303,7 @@ def fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *
     scored = []
     measured = {} if measured is None else measured
     for k, found in enumerate(candidates):
-        outcome = _outcome(evaluator, measured, found)
+        outcome = measured_outcome(evaluator, measured, found)
         if outcome is not None and outcome.makespan_us <= within_us + EPS_US \
                 and (most is None or outcome.events <= most):
             scored.append((outcome.events, outcome.makespan_us, k))

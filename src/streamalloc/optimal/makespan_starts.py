@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks
-from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.fewest_events import (
     WAITS_NODES,
     engines_aside,
@@ -89,8 +89,7 @@ def aside_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator,
     if evaluator.options.event_budget is not None:
         return asides + _fewest_asides(graph, dag, asides, evaluator, constraints=constraints,
                                        times=times, measured=measured)
-    outcomes = outcomes_of(graph, dag, asides, constraints, evaluator)
-    measured.update(zip(asides, outcomes, strict=True))
+    outcomes = outcomes_of(graph, dag, asides, constraints, evaluator, measured=measured)
     ranked = sorted((o.makespan_us, k) for k, o in enumerate(outcomes) if o is not None)
     fastest = [asides[k] for _, k in ranked[:ASIDE_BATCHED]]
     return asides + orders_batching_waits(dag, fastest, evaluator, times, measured)
@@ -172,19 +171,12 @@ def repaired(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constra
 def outcomes_of(graph: Graph, dag: TaskDag, candidates: list[Found],
                 constraints: list[Constraint], evaluator: Evaluator, *,
                 measured: dict[Found, Outcome | None] | None = None) -> list[Outcome | None]:
-    """Each candidate's verified, emulated plan (`measured`: those already run); None where
-    it breaks a rule or a device limit."""
-    known = measured or {}
-    found: list[Outcome | None] = []
-    for chains, order in candidates:
-        streams = assignment_of(dag, chains)
-        if breaks(graph, dag, constraints, streams):
-            found.append(None)
-        elif (chains, order) in known:
-            found.append(known[(chains, order)])
-        else:
-            found.append(evaluator.outcome(streams, order))
-    return found
+    """Each candidate's verified, emulated plan (`measured`: those already run, and where
+    those run here go); None where it breaks a rule or a device limit."""
+    known: dict[Found, Outcome | None] = {} if measured is None else measured
+    return [None if breaks(graph, dag, constraints, assignment_of(dag, chains))
+            else measured_outcome(evaluator, known, (chains, order))
+            for chains, order in candidates]
 
 
 def fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator: Evaluator
