@@ -33,11 +33,12 @@ from streamalloc.optimal.critical import critical_chain, improvements
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_chains
-from streamalloc.optimal.moves import UNITS, Branches
+from streamalloc.optimal.moves import Branches
 from streamalloc.optimal.numbering import critical_first
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.runtime_emu.critical_chain import UNITS
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag

@@ -28,10 +28,11 @@ from streamalloc.optimal.critical import Reorder, Search, _score, critical_chain
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_in_order
-from streamalloc.optimal.moves import STREAM, Branches
+from streamalloc.optimal.moves import Branches
 from streamalloc.optimal.order import Orders
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.runtime_emu.critical_chain import STREAM
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.verify import verify_plan
 

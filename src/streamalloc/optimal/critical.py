@@ -26,13 +26,21 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from streamalloc.optimal.moves import STREAM, UNITS, Branches, Link, Move
+from streamalloc.optimal.moves import Branches, Link, Move
 from streamalloc.optimal.order import Order, Orders
-from streamalloc.runtime_emu.program import RECV, TASK
+from streamalloc.runtime_emu.critical_chain import (
+    EPS,
+    EVENT,
+    STREAM,
+    UNITS,
+    critical_steps,
+    last_task,
+    latest_holder,
+)
+from streamalloc.runtime_emu.program import TASK
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 
-EPS = 1e-6
 KICK_MOVES = 2     # random moves per kick of the search
 KICK_CHOICES = 12  # drawn among the first moves of a link that change the assignment
 
@@ -41,33 +49,22 @@ Run = Callable[[Sequence[int], Order | None], EmulationResult | None]  # emulate
 
 
 def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]:
-    """The chain of causes from the task that ends last back to time 0 (last task first)."""
-    program, start, end = result.program, result.start, result.end
+    """The chain of causes (`runtime_emu.critical_chain`) from the graph task that ends last
+    back to time 0, as links of its graph tasks (last task first): the graph task before each
+    on its stream, or the tasks that held the units it waited for."""
+    program, names = result.program, result.program.names
     prev = {b: a for tids in program.stream_tids.values()
             for a, b in itertools.pairwise(tids)}
     holders = _engine_holders(result)
-    graph_tasks = [t for t in range(program.task_count()) if program.names[t] in index]
-    tid = max(graph_tasks, key=lambda t: (end[t], -t), default=None)
+    last = last_task(result, [t for t in range(program.task_count()) if names[t] in index])
     chain: list[Link] = []
-    while tid is not None:
-        before = prev.get(tid)
-        arrival = end[before] if before is not None else 0.0
-        if program.kinds[tid] == RECV and tid in result.matched \
-                and result.matched[tid][1] > arrival + EPS:
-            tid = result.matched[tid][0]  # waited for the Send, on the producer's stream
+    for tid, cause in critical_steps(result, last, latest_holder(result)):
+        node = index.get(names[tid])
+        if node is None or cause == EVENT:
             continue
-        node = index.get(program.names[tid])
-        if program.kinds[tid] == TASK and start[tid] > arrival + EPS:
-            held = holders(tid)
-            if node is not None:
-                chain.append(Link(node, UNITS, tuple(index[program.names[h]] for h in held
-                                                     if program.names[h] in index)))
-            tid = max(held, key=lambda h: (end[h], -h)) if held else before
-            continue
-        if node is not None:
-            chain.append(Link(node, STREAM, _graph_task_before(tid, prev, program.names,
-                                                               index)))
-        tid = before
+        behind = tuple(index[names[h]] for h in holders(tid) if names[h] in index) \
+            if cause == UNITS else _graph_task_before(tid, prev, names, index)
+        chain.append(Link(node, cause, behind))
     return chain
 
 

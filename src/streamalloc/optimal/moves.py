@@ -35,9 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from streamalloc.runtime_emu.critical_chain import UNITS
 from streamalloc.solver.dag import TaskDag
-
-STREAM, UNITS = "stream", "units"  # why a chain task started when it did
 
 Move = tuple[tuple[int, int], ...]  # (node, target stream) pairs, in node order
 

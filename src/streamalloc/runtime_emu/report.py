@@ -1,8 +1,9 @@
 """The emulation report: the JSON of formats.md section 7 and the human summary.
 
 Section 7's keys come first, in its order; the extra keys follow: `tasks`, `notify_records`,
-`notify_waits`, `engines`, `stream_pool`, `device`, and when relevant `variables`, `deadlock`,
-`violations` (at most `MAX_LISTED`, with `violation_count`) and `sync_warnings`. Times are in
+`notify_waits`, `engines`, `stream_pool`, `device`, for a run that ended `critical_chain`, and
+when relevant `variables`, `deadlock`, `violations` (at most `MAX_LISTED`, with
+`violation_count`) and `sync_warnings`. Times are in
 microseconds rounded to nanoseconds, so the text is byte-identical across runs.
 """
 
@@ -12,6 +13,7 @@ import json
 from typing import Any
 
 from streamalloc.report.table import format_table
+from streamalloc.runtime_emu.critical_chain import chain_summary
 from streamalloc.runtime_emu.results import EmulationResult
 
 REPORT_FORMAT = "streamalloc.emulation/v1"
@@ -46,8 +48,20 @@ def report_dict(result: EmulationResult) -> dict[str, Any]:
         "stream_pool": dict(result.stream_pool),
         "device": {"name": result.table.device_name, "cost_table": result.table.source},
     }
+    if result.status == "ok":
+        report["critical_chain"] = _chain(result)
     _add_problems(report, result)
     return report
+
+
+def _chain(result: EmulationResult) -> dict[str, Any]:
+    """Where the time of the run's critical chain went (`runtime_emu/critical_chain.py`)."""
+    chain = chain_summary(result)
+    return {"tasks": chain.tasks, "graph_task_us": _us(chain.graph_task_us),
+            "engines": {name: _us(us) for name, us in chain.engines.items()},
+            "send_us": _us(chain.send_us), "recv_us": _us(chain.recv_us),
+            "gap_us": _us(chain.gap_us), "event_hops": chain.event_hops,
+            "unit_waits": chain.unit_waits}
 
 
 def _add_problems(report: dict[str, Any], result: EmulationResult) -> None:
@@ -88,7 +102,7 @@ def report_text(result: EmulationResult) -> str:
              f"{bounds['work_over_units_us']} us",
              f"events: {report['event_records']} records, {report['event_waits']} waits; "
              f"notifies: {report['notify_records']} records, {report['notify_waits']} waits",
-             _pool_line(report["stream_pool"]), ""]
+             _pool_line(report["stream_pool"]), *_chain_lines(report), ""]
     makespan = report["makespan_us"] or 1.0
     lines.append(format_table(
         ["stream", "tasks", "busy_us", "idle_us", "busy_%"],
@@ -100,6 +114,16 @@ def report_text(result: EmulationResult) -> str:
          for name, row in report["engines"].items()])]
     lines += _problem_lines(report)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _chain_lines(report: dict[str, Any]) -> list[str]:
+    if "critical_chain" not in report:
+        return []
+    chain = report["critical_chain"]
+    return [f"critical chain: {chain['tasks']} tasks; graph tasks {chain['graph_task_us']} us, "
+            f"Sends {chain['send_us']} us, Recvs {chain['recv_us']} us, gaps "
+            f"{chain['gap_us']} us; {chain['event_hops']} event hops, {chain['unit_waits']} "
+            "engine waits"]
 
 
 def _pool_line(pool: dict[str, Any]) -> str:

@@ -95,6 +95,13 @@ EMULATION_SCHEMA: dict[str, Any] = {
         "stream_pool": _STREAM_POOL,
         "device": closed({"name": {"type": "string"}, "cost_table": {"type": "string"}},
                           required=("name", "cost_table")),
+        "critical_chain": closed({
+            "tasks": COUNT, "graph_task_us": US,
+            "engines": {"type": "object", "additionalProperties": US},
+            "send_us": US, "recv_us": US, "gap_us": US, "event_hops": COUNT,
+            "unit_waits": COUNT,
+        }, required=("tasks", "graph_task_us", "engines", "send_us", "recv_us", "gap_us",
+                     "event_hops", "unit_waits")),
         "variables": {"type": "object", "required": ["count", "bytes", "extent"],
                       "properties": {"count": COUNT,
                                      "bytes": {"type": "object", "additionalProperties": COUNT},
@@ -115,6 +122,8 @@ EMULATION_SCHEMA: dict[str, Any] = {
     "allOf": [
         {"if": {"properties": {"status": {"const": "deadlock"}}},
          "then": {"required": ["deadlock"]}},
+        {"if": {"properties": {"status": {"const": "ok"}}},
+         "then": {"required": ["critical_chain"]}},
         {"if": {"properties": {"status": {"const": "violation"}}},
          "then": {"required": ["violations", "violation_count"]}},
     ],

@@ -1,0 +1,177 @@
+"""The critical chain of an emulated run: why the run ended when it did.
+
+Walking back from a task, each task started when the task before it on its stream ended
+(`STREAM`; the first task of a stream at time 0), when its Recv's event was recorded (`EVENT`:
+the chain goes on at the Send, on the producer's stream) or, waiting at its engine, when the
+units it needed came free (`UNITS`: it goes on at a task that held them, `holder`). The walk
+ends at time 0. With `releaser` (the task whose end freed the units) the chain's tasks and the
+gaps between them add up to the end of the first one (`chain_summary`): what the run spent on
+graph tasks, on Sends and Recvs, and waiting, along the one path that decided its length. The
+optimal mode's makespan search (`optimal/critical.py`) moves the tasks of the chain it walks
+with `latest_holder`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from streamalloc.runtime_emu.program import RECV, SEND, TASK
+from streamalloc.runtime_emu.results import EmulationResult
+
+EPS = 1e-6  # us: times closer than this are the same instant
+STREAM, EVENT, UNITS = "stream", "event", "units"
+
+
+class Step(NamedTuple):
+    """A task of the chain and why it started when it did (`STREAM`, `EVENT`, `UNITS`)."""
+
+    tid: int
+    cause: str
+
+
+def last_task(result: EmulationResult, tids: Sequence[int] | None = None) -> int | None:
+    """Of `tids` (default: every task that ended), the one that ended last (ties: the
+    lowest tid)."""
+    end = result.end
+    candidates = range(len(end)) if tids is None else tids
+    return max((t for t in candidates if end[t] != float("inf")),
+               key=lambda t: (end[t], -t), default=None)
+
+
+def critical_steps(result: EmulationResult, last: int | None,
+                   holder: Callable[[int], int | None]) -> list[Step]:
+    """The chain of causes from task `last` back to time 0, `last` first; a task that waited
+    for units goes on at `holder(tid)` (at the task before it on its stream when None)."""
+    program, start, end, matched = result.program, result.start, result.end, result.matched
+    prev = {b: a for tids in program.stream_tids.values() for a, b in itertools.pairwise(tids)}
+    steps: list[Step] = []
+    tid = last
+    while tid is not None:
+        before = prev.get(tid)
+        arrival = end[before] if before is not None else 0.0
+        kind = program.kinds[tid]
+        if kind == RECV and tid in matched and matched[tid][1] > arrival + EPS:
+            steps.append(Step(tid, EVENT))
+            tid = matched[tid][0]  # waited for the Send, on the producer's stream
+        elif kind == TASK and start[tid] > arrival + EPS:
+            steps.append(Step(tid, UNITS))
+            held = holder(tid)
+            tid = held if held is not None else before
+        else:
+            steps.append(Step(tid, STREAM))
+            tid = before
+    return steps
+
+
+def latest_holder(result: EmulationResult) -> Callable[[int], int | None]:
+    """For a graph task that waited for its engine's units: of the engine's tasks that
+    started before it and ran until its start (they held those units), the one that ended
+    last (ties: the lowest tid), which may still run after it started; None when there is
+    none. Each engine's tasks sorted by start with a running maximum of (end, -tid): a lookup
+    is a binary search."""
+    start, end = result.start, result.end
+    tables: dict[str, tuple[list[float], list[int]]] = {}
+    for engine, tids in _by_engine(result).items():
+        tids.sort(key=lambda t: (start[t], t))
+        starts = [start[t] for t in tids]
+        best: list[int] = []
+        for t in tids:
+            if not best or (end[t], -t) > (end[best[-1]], -best[-1]):
+                best.append(t)
+            else:
+                best.append(best[-1])
+        tables[engine] = (starts, best)
+
+    def holder(tid: int) -> int | None:
+        engine = result.program.engines[tid]
+        if engine not in tables:
+            return None
+        starts, best = tables[engine]
+        begin = start[tid]
+        k = bisect.bisect_left(starts, begin - EPS)  # the tasks that started before it
+        if k == 0:
+            return None
+        t = best[k - 1]
+        return t if end[t] >= begin - EPS else None
+
+    return holder
+
+
+def releaser(result: EmulationResult) -> Callable[[int], int | None]:
+    """For a graph task that waited for its engine's units: the engine's task whose end freed
+    them, at its start (ties: the lowest tid); None when none ended then (its stream was
+    activated late)."""
+    start, end = result.start, result.end
+    tables: dict[str, tuple[list[float], list[int]]] = {}
+    for engine, tids in _by_engine(result).items():
+        by_end = sorted(tids, key=lambda t: (end[t], t))
+        tables[engine] = ([end[t] for t in by_end], by_end)
+
+    def holder(tid: int) -> int | None:
+        engine = result.program.engines[tid]
+        if engine not in tables:
+            return None
+        ends, tids = tables[engine]
+        begin = start[tid]
+        k = bisect.bisect_left(ends, begin - EPS)
+        found = [tids[i] for i in range(k, bisect.bisect_right(ends, begin + EPS, lo=k))
+                 if tids[i] != tid]
+        return min(found) if found else None
+
+    return holder
+
+
+def _by_engine(result: EmulationResult) -> dict[str, list[int]]:
+    """Each engine's graph tasks, in tid order."""
+    program = result.program
+    by_engine: dict[str, list[int]] = {}
+    for t, engine in enumerate(program.engines):
+        if engine is not None and program.kinds[t] == TASK:
+            by_engine.setdefault(engine, []).append(t)
+    return by_engine
+
+
+@dataclass(frozen=True, slots=True)
+class ChainSummary:
+    """Where the critical chain's time went: its tasks, their time by kind (graph tasks per
+    engine, Sends, Recvs), the time between them when none of them ran, and how often it
+    changed stream through an event or waited for an engine's units. The times add up to the
+    end of its last task."""
+
+    tasks: int
+    graph_task_us: float
+    engines: dict[str, float]
+    send_us: float
+    recv_us: float
+    gap_us: float
+    event_hops: int
+    unit_waits: int
+
+
+def chain_summary(result: EmulationResult) -> ChainSummary:
+    """The summary of the chain from the task that ended last. A Recv that waited for its
+    event counts from the record on (before it, the chain runs on the Send's stream)."""
+    program, start, end, matched = result.program, result.start, result.end, result.matched
+    steps = critical_steps(result, last_task(result), releaser(result))
+    engines: dict[str, float] = {}
+    send = recv = 0.0
+    for tid, cause in steps:
+        begin = matched[tid][1] if cause == EVENT else start[tid]
+        took = end[tid] - begin
+        kind = program.kinds[tid]
+        if kind == TASK:
+            engine = program.engines[tid] or "none"
+            engines[engine] = engines.get(engine, 0.0) + took
+        elif kind == SEND:
+            send += took
+        elif kind == RECV:
+            recv += took
+    last = end[steps[0].tid] if steps else 0.0
+    graph = sum(engines.values())
+    return ChainSummary(len(steps), graph, dict(sorted(engines.items())), send, recv,
+                        max(0.0, last - graph - send - recv), sum(s.cause == EVENT for s in steps),
+                        sum(s.cause == UNITS for s in steps))
