@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from streamalloc import api
 from streamalloc.cli import main
 from streamalloc.commands.compare import best_known, pareto_front
+from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, event_bound, event_forest
 from streamalloc.report.compare_report import frontier_plot
+from streamalloc.runtime_emu import emulate, report_dict
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
 
@@ -101,6 +104,13 @@ def test_compare_json(capsys: pytest.CaptureFixture[str]) -> None:
     bound = bounds.pop()
     assert all(max(r["critical_path_us"], r["work_over_units_us"]) < bound <= r["makespan_us"]
                for r in rows.values())
+    # the sync on the critical chain, as `emulate` reports it for each mode's plan
+    graph = load_graph(EXAMPLE)
+    for mode, sync in (("ge", "ge"), ("ge-minimal", "minimal")):
+        chain = report_dict(emulate(graph, api.plan(graph, sync=sync).to_json()))[
+            "critical_chain"]
+        assert rows[mode]["chain_sync_us"] == chain["send_us"] + chain["recv_us"] > 0
+    assert rows["optimal"]["events"] == rows["optimal"]["chain_sync_us"] == 0
 
 
 def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

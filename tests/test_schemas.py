@@ -315,10 +315,14 @@ def test_broken_reports_and_comparisons_are_rejected(outputs: dict[str, Any]) ->
         check_document("emulation", report, "report.json")
     with pytest.raises(InputError, match=r"field status: expected one of ok, deadlock"):
         check_document("emulation", {**report, "status": "fine"}, "report.json")
+    with pytest.raises(InputError, match=r"field critical_chain: expected a JSON object, found "
+                                         r"nothing"):
+        check_document("emulation", {**report, "status": "ok"}, "report.json")
     row = {"input": "g", "graph": "g", "file": "g.yaml", "mode": "ge", "nimble_min_events": 0,
            "makespan_bound_us": 1.0,
            "logical_streams": 1, "physical_streams": 1, "events": 0, "notifies": 0,
-           "makespan_us": 1.0, "critical_path_us": 1.0, "work_over_units_us": 1.0,
+           "makespan_us": 1.0, "chain_sync_us": 0.0, "critical_path_us": 1.0,
+           "work_over_units_us": 1.0,
            "status": "-", "gap": None, "events_bound": None, "reason": "", "wall_s": 0.1}
     valid("compare", {"format": "streamalloc.compare/v1", "rows": [row], "frontier": []})
     with pytest.raises(InputError, match=r"field rows\[0\].mode: expected one of ge, "):

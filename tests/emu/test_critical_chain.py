@@ -30,7 +30,6 @@ from streamalloc.runtime_emu.critical_chain import (
     chain_summary,
     critical_steps,
     last_task,
-    releaser,
 )
 from streamalloc.runtime_emu.program import RECV, TASK
 from streamalloc.runtime_emu.results import EmulationResult
@@ -55,7 +54,7 @@ nodes:
 def _steps(result: EmulationResult) -> list[tuple[str, str]]:
     names = result.program.names
     return [(names[t], cause)
-            for t, cause in critical_steps(result, last_task(result), releaser(result))]
+            for t, cause in critical_steps(result, last_task(result))]
 
 
 def test_the_chain_of_the_demo_plan() -> None:
@@ -113,7 +112,7 @@ def assert_chain_explains_the_run(result: EmulationResult, *, activated: bool) -
     times add up to the makespan."""
     program, start, end = result.program, result.start, result.end
     prev = {b: a for tids in program.stream_tids.values() for a, b in itertools.pairwise(tids)}
-    steps = critical_steps(result, last_task(result), releaser(result))
+    steps = critical_steps(result, last_task(result))
     assert end[steps[0].tid] == result.makespan_us
     for (tid, cause), (nxt, _) in zip(steps, [*steps[1:], (None, "")], strict=True):
         if cause == EVENT:

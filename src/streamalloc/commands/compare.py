@@ -35,6 +35,7 @@ from streamalloc.outputs import Progress
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
 from streamalloc.rules import RuleSet
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
+from streamalloc.runtime_emu.critical_chain import chain_summary
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.program import Program
 from streamalloc.sync.limits import without_device_limits
@@ -44,10 +45,11 @@ from streamalloc.verify import verify_plan
 MODES = ("ge", "ge-minimal", "optimal")
 NO_PLAN = "NO_PLAN"  # the optimal mode found no plan within the device limits
 _PLAN_FIGURES = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
-                 "critical_path_us", "work_over_units_us")
+                 "chain_sync_us", "critical_path_us", "work_over_units_us")
 FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
-CARRIED = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us", "status",
-           "gap", "reason")  # a frontier point's figures that come from the plan it shows
+CARRIED = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
+           "chain_sync_us", "status", "gap", "reason")  # a frontier point's figures that come
+# from the plan it shows
 FRONTIER_SHARES = (0.25, 0.5, 0.75)  # of the events between the slack-0 and the fastest plan:
 # the frontier's event budgets (those strictly between, once each)
 
@@ -267,7 +269,9 @@ def _measured(graph: Graph, mode: str, settings: CompareSettings
     verify_plan(graph, document, rules=settings.rules or api.default_rule_set(graph)
                 ).raise_for_failure()
     result = emulate(graph, document, costs=_costs(settings))
+    chain = chain_summary(result)
     return {**_counts(plan), "makespan_us": round(result.makespan_us, 3),
+            "chain_sync_us": round(chain.send_us + chain.recv_us, 3),
             "critical_path_us": round(result.bounds.critical_path_us, 3),
             "work_over_units_us": round(result.bounds.work_over_units_us, 3),
             "status": solver.get("status", "-"), "gap": solver.get("gap"),

@@ -34,7 +34,7 @@ from streamalloc.report.table import format_table
 
 SWEEP_FORMAT = "streamalloc.sweep/v1"
 RESULT_COLUMNS = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
-                  "critical_path_us", "work_over_units_us", "makespan_bound_us",
+                  "chain_sync_us", "critical_path_us", "work_over_units_us", "makespan_bound_us",
                   "nimble_min_events", "status", "gap", "events_bound", "wall_s", "max_rss_mb")
 # What differs between two runs of one spec: everything else is the same, however it ran.
 UNREPRODUCIBLE = ("wall_s", "max_rss_mb")

@@ -35,7 +35,6 @@ from streamalloc.runtime_emu.critical_chain import (
     UNITS,
     critical_steps,
     last_task,
-    latest_holder,
 )
 from streamalloc.runtime_emu.program import TASK
 from streamalloc.runtime_emu.results import EmulationResult
@@ -58,7 +57,7 @@ def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]
     holders = _engine_holders(result)
     last = last_task(result, [t for t in range(program.task_count()) if names[t] in index])
     chain: list[Link] = []
-    for tid, cause in critical_steps(result, last, latest_holder(result)):
+    for tid, cause in critical_steps(result, last):
         node = index.get(names[tid])
         if node is None or cause == EVENT:
             continue

@@ -18,7 +18,8 @@ from streamalloc.report.table import format_table
 
 COMPARE_FORMAT = "streamalloc.compare/v1"
 COLUMNS = ("input", "mode", "logical_streams", "physical_streams", "events", "notifies",
-           "makespan_us", "critical_path_us", "work_over_units_us", "makespan_bound_us",
+           "makespan_us", "chain_sync_us", "critical_path_us", "work_over_units_us",
+           "makespan_bound_us",
            "nimble_min_events", "status", "gap", "events_bound", "wall_s")
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
 COLORS = {"ge": "tab:blue", "ge-minimal": "tab:orange", "optimal": "tab:green"}  # whatever

@@ -3,18 +3,18 @@
 Walking back from a task, each task started when the task before it on its stream ended
 (`STREAM`; the first task of a stream at time 0), when its Recv's event was recorded (`EVENT`:
 the chain goes on at the Send, on the producer's stream) or, waiting at its engine, when the
-units it needed came free (`UNITS`: it goes on at a task that held them, `holder`). The walk
-ends at time 0. With `releaser` (the task whose end freed the units) the chain's tasks and the
-gaps between them add up to the end of the first one (`chain_summary`): what the run spent on
-graph tasks, on Sends and Recvs, and waiting, along the one path that decided its length. The
-optimal mode's makespan search (`optimal/critical.py`) moves the tasks of the chain it walks
-with `latest_holder`.
+units it needed came free (`UNITS`: it goes on at the task whose end freed them, `releaser`).
+The walk ends at time 0, so the chain's tasks and the gaps between them add up to the end of
+the first one (`chain_summary`): what the run spent on graph tasks, on Sends and Recvs, and
+waiting, along the one path that decided its length. The optimal mode's makespan search
+(`optimal/critical.py`) moves the tasks of this chain.
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -38,16 +38,16 @@ def last_task(result: EmulationResult, tids: Sequence[int] | None = None) -> int
     lowest tid)."""
     end = result.end
     candidates = range(len(end)) if tids is None else tids
-    return max((t for t in candidates if end[t] != float("inf")),
+    return max((t for t in candidates if end[t] != math.inf),
                key=lambda t: (end[t], -t), default=None)
 
 
-def critical_steps(result: EmulationResult, last: int | None,
-                   holder: Callable[[int], int | None]) -> list[Step]:
-    """The chain of causes from task `last` back to time 0, `last` first; a task that waited
-    for units goes on at `holder(tid)` (at the task before it on its stream when None)."""
+def critical_steps(result: EmulationResult, last: int | None) -> list[Step]:
+    """The chain of causes from task `last` back to time 0, `last` first (a task that waited
+    for units and that no task's end freed goes on at the task before it on its stream)."""
     program, start, end, matched = result.program, result.start, result.end, result.matched
     prev = {b: a for tids in program.stream_tids.values() for a, b in itertools.pairwise(tids)}
+    holder = releaser(result)
     steps: list[Step] = []
     tid = last
     while tid is not None:
@@ -65,40 +65,6 @@ def critical_steps(result: EmulationResult, last: int | None,
             steps.append(Step(tid, STREAM))
             tid = before
     return steps
-
-
-def latest_holder(result: EmulationResult) -> Callable[[int], int | None]:
-    """For a graph task that waited for its engine's units: of the engine's tasks that
-    started before it and ran until its start (they held those units), the one that ended
-    last (ties: the lowest tid), which may still run after it started; None when there is
-    none. Each engine's tasks sorted by start with a running maximum of (end, -tid): a lookup
-    is a binary search."""
-    start, end = result.start, result.end
-    tables: dict[str, tuple[list[float], list[int]]] = {}
-    for engine, tids in _by_engine(result).items():
-        tids.sort(key=lambda t: (start[t], t))
-        starts = [start[t] for t in tids]
-        best: list[int] = []
-        for t in tids:
-            if not best or (end[t], -t) > (end[best[-1]], -best[-1]):
-                best.append(t)
-            else:
-                best.append(best[-1])
-        tables[engine] = (starts, best)
-
-    def holder(tid: int) -> int | None:
-        engine = result.program.engines[tid]
-        if engine not in tables:
-            return None
-        starts, best = tables[engine]
-        begin = start[tid]
-        k = bisect.bisect_left(starts, begin - EPS)  # the tasks that started before it
-        if k == 0:
-            return None
-        t = best[k - 1]
-        return t if end[t] >= begin - EPS else None
-
-    return holder
 
 
 def releaser(result: EmulationResult) -> Callable[[int], int | None]:
@@ -139,8 +105,8 @@ def _by_engine(result: EmulationResult) -> dict[str, list[int]]:
 class ChainSummary:
     """Where the critical chain's time went: its tasks, their time by kind (graph tasks per
     engine, Sends, Recvs), the time between them when none of them ran, and how often it
-    changed stream through an event or waited for an engine's units. The times add up to the
-    end of its last task."""
+    changed stream through an event or waited for an engine's units (or, first on a stream
+    activated late, for the activation). The times add up to the end of its last task."""
 
     tasks: int
     graph_task_us: float
@@ -156,7 +122,7 @@ def chain_summary(result: EmulationResult) -> ChainSummary:
     """The summary of the chain from the task that ended last. A Recv that waited for its
     event counts from the record on (before it, the chain runs on the Send's stream)."""
     program, start, end, matched = result.program, result.start, result.end, result.matched
-    steps = critical_steps(result, last_task(result), releaser(result))
+    steps = critical_steps(result, last_task(result))
     engines: dict[str, float] = {}
     send = recv = 0.0
     for tid, cause in steps:

@@ -21,7 +21,10 @@ _NO_PLAN_US = {"type": ["number", "null"], "minimum": 0}
 _RESULT = {
     "logical_streams": _NO_PLAN_COUNT, "physical_streams": _NO_PLAN_COUNT,
     "events": {**_NO_PLAN_COUNT, "description": "events + notifies"},
-    "notifies": _NO_PLAN_COUNT, "makespan_us": _NO_PLAN_US, "critical_path_us": _NO_PLAN_US,
+    "notifies": _NO_PLAN_COUNT, "makespan_us": _NO_PLAN_US,
+    "chain_sync_us": {**_NO_PLAN_US, "description": "Send and Recv time on the run's critical "
+                                                    "chain"},
+    "critical_path_us": _NO_PLAN_US,
     "work_over_units_us": _NO_PLAN_US,
     "status": {"enum": ["-", "OVER_LIMIT", "NO_PLAN", *SOLVER_STATUSES],
                "description": "the solver's status (optimal mode), else '-'; OVER_LIMIT for a "
