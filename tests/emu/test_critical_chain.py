@@ -4,6 +4,7 @@
   its Send, add's Recv, add), and its summary;
 * two 32-core tasks on two streams: the second waits for the first's units, and the chain goes
   on at the task that freed them;
+* the trace flags the chain's tasks, and the Gantt chart outlines them;
 * property, over the random graphs and plans of `test_properties` (events or notifies, 1 to 5
   streams, engines of 1, 2 or 32 units): the chain's times add up to the makespan, each step
   starts when its cause ended, and without activation the chain has no gap.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from emu.plan_builder import round_robin_plan
 from emu.test_properties import _table, graphs
 from hypothesis import HealthCheck, given, settings
@@ -22,11 +24,12 @@ from streamalloc.api import plan
 from streamalloc.ir import DataInput, Graph, GraphBuilder, TensorDesc
 from streamalloc.ir.attrs import AttrValue
 from streamalloc.ir.loaders.yaml_json import load_yaml_json
-from streamalloc.runtime_emu import emulate, report_dict
+from streamalloc.runtime_emu import emulate, report_dict, trace_dict
 from streamalloc.runtime_emu.critical_chain import (
     EVENT,
     STREAM,
     UNITS,
+    chain_spans,
     chain_summary,
     critical_steps,
     last_task,
@@ -76,6 +79,27 @@ def test_the_chain_of_the_demo_plan() -> None:
         "tasks": 7, "graph_task_us": round(chain.graph_task_us, 3),
         "engines": {"AIcoreEngine": round(chain.graph_task_us, 3)},
         "send_us": 2.0, "recv_us": 2.0, "gap_us": 0.0, "event_hops": 2, "unit_waits": 0}
+
+
+def test_the_trace_flags_and_the_gantt_chart_outlines_the_chain() -> None:
+    graph = load_yaml_json("demo.yaml", DEMO)
+    result = emulate(graph, plan(graph).to_json())
+    flagged = {e["name"] for e in trace_dict(result)["traceEvents"]
+               if e.get("args", {}).get("critical_chain")}
+    assert flagged == {name for name, _ in _steps(result)}
+    spans = {result.program.names[t]: (begin, end) for t, begin, end in chain_spans(result)}
+    recv = result.program.names.index("demo_Recv_1")
+    assert spans["demo_Recv_1"] == (result.matched[recv][1], result.end[recv])  # from the record
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from streamalloc.runtime_emu.gantt import _chain_outline, _legend
+    fig, ax = plt.subplots()
+    assert _chain_outline(ax, result, {0: 0, 1: 1})
+    assert len(ax.collections) == 2  # one outline per stream the chain runs on
+    plt.close(fig)
+    labels = [h.get_label() for h in _legend({}, set(), False, False, (), chain=True)]
+    assert labels == ["critical chain"]
 
 
 def _parallel_tasks(*tasks: tuple[str, float, int]) -> Graph:

@@ -138,6 +138,8 @@ def test_a_deadlocked_plan_run_unverified_writes_trace_and_gantt_and_exits_5(
     assert waiting[0]["args"]["by"] == [{"task": "fork_join_Send_1", "stream": 1}]
     instants = {e["tid"]: e["name"] for e in trace["traceEvents"] if e["ph"] == "i"}
     assert instants == {0: "blocked: waiting for event 1", 1: "blocked: waiting for event 0"}
+    # a run that did not end has no critical chain: no task ended last
+    assert not any(e.get("args", {}).get("critical_chain") for e in trace["traceEvents"])
     if gantt is not None:
         assert gantt_path.read_bytes().startswith(PNG)
 

@@ -118,16 +118,30 @@ class ChainSummary:
     unit_waits: int
 
 
+def chain_spans(result: EmulationResult) -> list[tuple[int, float, float]]:
+    """(tid, begin, end) of each task of the chain from the task that ended last, last first:
+    the time the chain spends on it. A Recv that waited for its event counts from the record
+    on (before it, the chain runs on the Send's stream). Empty for a run that did not end
+    (a deadlock: no task ended last)."""
+    if result.status == "deadlock":
+        return []
+    return _spans(result, critical_steps(result, last_task(result)))
+
+
+def _spans(result: EmulationResult, steps: list[Step]) -> list[tuple[int, float, float]]:
+    start, end, matched = result.start, result.end, result.matched
+    return [(tid, matched[tid][1] if cause == EVENT else start[tid], end[tid])
+            for tid, cause in steps]
+
+
 def chain_summary(result: EmulationResult) -> ChainSummary:
-    """The summary of the chain from the task that ended last. A Recv that waited for its
-    event counts from the record on (before it, the chain runs on the Send's stream)."""
-    program, start, end, matched = result.program, result.start, result.end, result.matched
+    """The summary of the chain from the task that ended last (`chain_spans`)."""
+    program = result.program
     steps = critical_steps(result, last_task(result))
     engines: dict[str, float] = {}
     send = recv = 0.0
-    for tid, cause in steps:
-        begin = matched[tid][1] if cause == EVENT else start[tid]
-        took = end[tid] - begin
+    for tid, begin, finish in _spans(result, steps):
+        took = finish - begin
         kind = program.kinds[tid]
         if kind == TASK:
             engine = program.engines[tid] or "none"
@@ -136,7 +150,7 @@ def chain_summary(result: EmulationResult) -> ChainSummary:
             send += took
         elif kind == RECV:
             recv += took
-    last = end[steps[0].tid] if steps else 0.0
+    last = result.end[steps[0].tid] if steps else 0.0
     graph = sum(engines.values())
     return ChainSummary(len(steps), graph, dict(sorted(engines.items())), send, recv,
                         max(0.0, last - graph - send - recv), sum(s.cause == EVENT for s in steps),

@@ -2,8 +2,10 @@
 
 Rows are streams, labelled "stream N" on the y axis. Graph tasks are coloured by engine,
 Send/Recv in grey (a Recv's bar spans its wait, hatched); a bar wide enough to hold text
-carries the task's name, else its op type, else nothing. The legend lists the engines and
-colours, the sync and failure marks, and the makespan and both lower bounds (vertical lines).
+carries the task's name, else its op type, else nothing. The run's critical chain
+(`runtime_emu/critical_chain.py`) is outlined in black: the tasks, one after another, that
+decided the makespan. The legend lists the engines and colours, the sync, chain and failure
+marks, and the makespan and both lower bounds (vertical lines).
 
 Many streams (`gantt_rows`): with at most `MAX_ROWS` streams every stream has its row, in
 stream id order. With more, `MAX_ROWS - 1` streams get a row each, busiest first (busy time,
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamalloc.report.plotting import pyplot
+from streamalloc.runtime_emu.critical_chain import chain_spans
 from streamalloc.runtime_emu.program import RECV, SEND
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.runtime_emu.trace import MAX_MARKED, blocked_since, waiting_label
@@ -34,6 +37,7 @@ from streamalloc.runtime_emu.trace import MAX_MARKED, blocked_since, waiting_lab
 MAX_ROWS = 40
 SYNC_COLOR = "#b0b0b0"
 FAIL_COLOR = "#d62728"
+CHAIN_WIDTH = 1.4  # the critical chain's outline
 FONT_SIZE = 8.0
 DPI = 100
 
@@ -113,6 +117,7 @@ def gantt_png(result: EmulationResult, *, width: float = 14.0,
         if category == "wait":
             style["hatch"] = "///"
         ax.broken_barh(spans, (row - 0.4, 0.8), **style)
+    chain = _chain_outline(ax, result, row_of)
     crosses = _failure_marks(ax, result, row_of, right)
     lines: tuple[tuple[str, float, Any], ...] = (
         ("makespan", makespan, "-"),
@@ -129,7 +134,7 @@ def gantt_png(result: EmulationResult, *, width: float = 14.0,
         f" ({len(rows) - 1} busiest of {len(program.stream_ids)} streams shown)"
     ax.set_title(f"{program.graph}: {result.status}, makespan {makespan:.1f} us{shown}")
     handles = _legend(colors, {c for (_, c) in bars}, bool(result.deadlock), bool(crosses),
-                      lines)
+                      lines, chain=chain)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fig.tight_layout()
     _label_bars(ax, result, row_of, folded, right)
@@ -137,6 +142,18 @@ def gantt_png(result: EmulationResult, *, width: float = 14.0,
     fig.savefig(buffer, format="png", dpi=DPI)
     plt.close(fig)
     return buffer.getvalue()
+
+
+def _chain_outline(ax: Any, result: EmulationResult, row_of: dict[int, int]) -> bool:
+    """Outline the critical chain's spans on their rows; whether there are any."""
+    spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for tid, begin, finish in chain_spans(result):
+        if finish > begin:
+            spans[row_of[result.program.streams[tid]]].append((begin, finish - begin))
+    for row, row_spans in sorted(spans.items()):
+        ax.broken_barh(row_spans, (row - 0.4, 0.8), facecolors="none", edgecolor="black",
+                       linewidth=CHAIN_WIDTH, zorder=2)
+    return bool(spans)
 
 
 def _failure_marks(ax: Any, result: EmulationResult, row_of: dict[int, int],
@@ -157,7 +174,7 @@ def _failure_marks(ax: Any, result: EmulationResult, row_of: dict[int, int],
 
 
 def _legend(colors: dict[str, Any], present: set[str], deadlock: bool, crosses: bool,
-            lines: tuple[tuple[str, float, Any], ...]) -> list[Any]:
+            lines: tuple[tuple[str, float, Any], ...], *, chain: bool) -> list[Any]:
     """Legend handles: engines and their colours, then the marks drawn, then the lines."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -167,6 +184,9 @@ def _legend(colors: dict[str, Any], present: set[str], deadlock: bool, crosses: 
         handles.append(Patch(facecolor=SYNC_COLOR, label="Send"))
     if "wait" in present:
         handles.append(Patch(facecolor=SYNC_COLOR, hatch="///", label="Recv (spans its wait)"))
+    if chain:
+        handles.append(Patch(facecolor="none", edgecolor="black", linewidth=CHAIN_WIDTH,
+                             label="critical chain"))
     if deadlock:
         handles.append(Patch(facecolor="none", edgecolor=FAIL_COLOR, hatch="xx",
                              label="blocked (deadlock)"))

@@ -2,7 +2,8 @@
 
 One process (the device), one track (tid) per stream named "stream N", one complete ("X")
 event per task that ran (a Recv spans its wait; an engine task's args carry its `block_dim`,
-the units it held), and flow arrows ("s" -> "f"): from each Send
+the units it held; a task of the run's critical chain, `runtime_emu/critical_chain.py`, has
+`"critical_chain": true`), and flow arrows ("s" -> "f"): from each Send
 to the Recv that consumed its record (category "event" or "notify"), and from each activator
 to the streams it started (category "activation").
 
@@ -24,6 +25,7 @@ import json
 import math
 from typing import Any
 
+from streamalloc.runtime_emu.critical_chain import chain_spans
 from streamalloc.runtime_emu.program import KIND_NAMES, NOTIFY_SPACE, RECV, SEND
 from streamalloc.runtime_emu.results import Blocked, EmulationResult
 
@@ -75,6 +77,7 @@ def trace_dict(result: EmulationResult) -> dict[str, Any]:
 
 def _slices(result: EmulationResult) -> list[dict[str, Any]]:
     program, slices = result.program, []
+    chain = {tid for tid, _, _ in chain_spans(result)}
     for tid, name in enumerate(program.names):
         begin, finish = result.start[tid], result.end[tid]
         if finish == math.inf:
@@ -87,6 +90,8 @@ def _slices(result: EmulationResult) -> list[dict[str, Any]]:
             args["id"] = program.sync_ids[tid]
         elif program.widths[tid]:
             args["block_dim"] = program.widths[tid]
+        if tid in chain:
+            args["critical_chain"] = True
         slices.append(_slice(program.streams[tid], name, category, (begin, finish), args))
     return slices
 
