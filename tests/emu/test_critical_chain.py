@@ -137,7 +137,7 @@ def assert_chain_explains_the_run(result: EmulationResult, *, activated: bool) -
     program, start, end = result.program, result.start, result.end
     prev = {b: a for tids in program.stream_tids.values() for a, b in itertools.pairwise(tids)}
     steps = critical_steps(result, last_task(result))
-    assert end[steps[0].tid] == result.makespan_us
+    assert end[steps[0][0]] == result.makespan_us
     for (tid, cause), (nxt, _) in zip(steps, [*steps[1:], (None, "")], strict=True):
         if cause == EVENT:
             assert program.kinds[tid] == RECV

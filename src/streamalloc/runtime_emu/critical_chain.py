@@ -13,11 +13,11 @@ waiting, along the one path that decided its length. The optimal mode's makespan
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+
+import numpy as np
 
 from streamalloc.runtime_emu.program import RECV, SEND, TASK
 from streamalloc.runtime_emu.results import EmulationResult
@@ -26,11 +26,8 @@ EPS = 1e-6  # us: times closer than this are the same instant
 STREAM, EVENT, UNITS = "stream", "event", "units"
 
 
-class Step(NamedTuple):
-    """A task of the chain and why it started when it did (`STREAM`, `EVENT`, `UNITS`)."""
-
-    tid: int
-    cause: str
+Step = tuple[int, str]  # a task of the chain and why it started when it did (`STREAM`,
+# `EVENT`, `UNITS`): plain tuples, as a chain can hold every task of a 100k-node run
 
 
 def last_task(result: EmulationResult, tids: Sequence[int] | None = None) -> int | None:
@@ -44,25 +41,45 @@ def last_task(result: EmulationResult, tids: Sequence[int] | None = None) -> int
 
 def critical_steps(result: EmulationResult, last: int | None) -> list[Step]:
     """The chain of causes from task `last` back to time 0, `last` first (a task that waited
-    for units and that no task's end freed goes on at the task before it on its stream)."""
-    program, start, end, matched = result.program, result.start, result.end, result.matched
-    prev = {b: a for tids in program.stream_tids.values() for a, b in itertools.pairwise(tids)}
+    for units and that no task's end freed goes on at the task before it on its stream).
+
+    A task's cause does not depend on the walk, so every task's is found at once (arrays); the
+    walk then takes each run of `STREAM` steps down a stream in one slice (a stream's tids are
+    a range: the task before t on its stream is t - 1) and stops only where the chain changes
+    stream or meets its first task."""
+    program, matched = result.program, result.matched
+    size = program.task_count()
+    end = np.array(result.end, dtype=np.float64)
+    first = np.zeros(size, dtype=bool)
+    for run in program.stream_tids.values():
+        if len(run):
+            first[run.start] = True
+    arrival = np.zeros(size)  # when the task before it on its stream ended (0 for the first)
+    arrival[1:] = end[:-1]
+    arrival[first] = 0.0
+    waited = (np.array(program.kinds) == TASK) & \
+        (np.array(result.start, dtype=np.float64) > arrival + EPS)
+    woken = [t for t, (_, wake) in matched.items() if wake > arrival[t] + EPS]
+    stop = waited | first
+    stop[woken] = True
+    last_stop = np.maximum.accumulate(np.where(stop, np.arange(size), -1)).tolist()
+    woken_set, waited_list, first_list = set(woken), waited.tolist(), first.tolist()
     holder = releaser(result)
     steps: list[Step] = []
     tid = last
     while tid is not None:
-        before = prev.get(tid)
-        arrival = end[before] if before is not None else 0.0
-        kind = program.kinds[tid]
-        if kind == RECV and tid in matched and matched[tid][1] > arrival + EPS:
-            steps.append(Step(tid, EVENT))
-            tid = matched[tid][0]  # waited for the Send, on the producer's stream
-        elif kind == TASK and start[tid] > arrival + EPS:
-            steps.append(Step(tid, UNITS))
-            held = holder(tid)
+        at = last_stop[tid]  # tid down to at + 1 started when the task before ended
+        steps += [(t, STREAM) for t in range(tid, at, -1)]
+        before = None if first_list[at] else at - 1
+        if at in woken_set:
+            steps.append((at, EVENT))
+            tid = matched[at][0]  # waited for the Send, on the producer's stream
+        elif waited_list[at]:
+            steps.append((at, UNITS))
+            held = holder(at)
             tid = held if held is not None else before
         else:
-            steps.append(Step(tid, STREAM))
+            steps.append((at, STREAM))
             tid = before
     return steps
 
@@ -70,15 +87,17 @@ def critical_steps(result: EmulationResult, last: int | None) -> list[Step]:
 def releaser(result: EmulationResult) -> Callable[[int], int | None]:
     """For a graph task that waited for its engine's units: the engine's task whose end freed
     them, at its start (ties: the lowest tid); None when none ended then (its stream was
-    activated late)."""
+    activated late). The engines' tasks are sorted by end on the first call (most chains
+    never wait for units)."""
     start, end = result.start, result.end
     tables: dict[str, tuple[list[float], list[int]]] = {}
-    for engine, tids in _by_engine(result).items():
-        by_end = sorted(tids, key=lambda t: (end[t], t))
-        tables[engine] = ([end[t] for t in by_end], by_end)
 
     def holder(tid: int) -> int | None:
         engine = result.program.engines[tid]
+        if not tables:
+            for name, tids in _by_engine(result).items():
+                by_end = sorted(tids, key=lambda t: (end[t], t))
+                tables[name] = ([end[t] for t in by_end], by_end)
         if engine not in tables:
             return None
         ends, tids = tables[engine]
@@ -150,8 +169,8 @@ def chain_summary(result: EmulationResult) -> ChainSummary:
             send += took
         elif kind == RECV:
             recv += took
-    last = result.end[steps[0].tid] if steps else 0.0
+    last = result.end[steps[0][0]] if steps else 0.0
     graph = sum(engines.values())
     return ChainSummary(len(steps), graph, dict(sorted(engines.items())), send, recv,
-                        max(0.0, last - graph - send - recv), sum(s.cause == EVENT for s in steps),
-                        sum(s.cause == UNITS for s in steps))
+                        max(0.0, last - graph - send - recv), sum(c == EVENT for _, c in steps),
+                        sum(c == UNITS for _, c in steps))
