@@ -138,3 +138,15 @@ def test_the_documents_graph_examples_allocate(tmp_path: Path) -> None:
         path.write_text(block, encoding="utf-8")
         result = plan(read_graph(path))
         assert result.allocation.main_stream_num >= 1, f"{document.name}:{line}"
+
+
+def test_the_readme_python_api_example_runs(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's "Python API" block, run as a user would paste it, from the checkout."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Python API"):]
+    block = section[section.index("```python\n") + len("```python\n"):section.index("```\n", 10)]
+    monkeypatch.chdir(ROOT)
+    exec(compile(block, "README.md (Python API)", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "ChainSummary(" in printed

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         load_cost_table,
         parse_cost_table,
     )
+    from streamalloc.runtime_emu.critical_chain import ChainSummary, chain_spans, chain_summary
     from streamalloc.runtime_emu.emulator import emulate
     from streamalloc.runtime_emu.memory import DeviceMemory, VariableLoader
     from streamalloc.runtime_emu.plan import Plan, load_plan, plan_from_dict
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "CostTable": "cost_table", "default_cost_table": "cost_table",
     "load_cost_table": "cost_table", "parse_cost_table": "cost_table", "emulate": "emulator",
+    "ChainSummary": "critical_chain", "chain_spans": "critical_chain",
+    "chain_summary": "critical_chain",
     "DeviceMemory": "memory", "VariableLoader": "memory", "Plan": "plan", "load_plan": "plan",
     "plan_from_dict": "plan", "report_dict": "report", "report_json": "report",
     "report_text": "report", "EmulationResult": "results", "DeviceStreams": "streams",
@@ -52,8 +55,9 @@ _EXPORTS = {
     "trace_json": "trace",
 }
 __all__ = [
-    "CostTable", "DeviceMemory", "DeviceStreams", "EmulationResult", "Plan", "StreamPool",
-    "StreamRegistry", "VariableLoader", "default_cost_table", "emulate",
+    "ChainSummary", "CostTable", "DeviceMemory", "DeviceStreams", "EmulationResult", "Plan",
+    "StreamPool", "StreamRegistry", "VariableLoader", "chain_spans", "chain_summary",
+    "default_cost_table", "emulate",
     "load_cost_table", "load_plan", "parse_cost_table", "plan_from_dict", "report_dict",
     "report_json", "report_text", "trace_dict", "trace_json",
 ]
