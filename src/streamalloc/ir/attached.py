@@ -19,8 +19,10 @@ from operator import attrgetter
 from streamalloc.errors import InputError
 from streamalloc.ir.attrs import NamedAttrs
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.recent import Recent
 
 _ATTRS = attrgetter("attrs")
+_RESOURCE_IDS: Recent[tuple[dict[str, tuple[int, ...]], int]] = Recent(8)
 
 V2_LIST = "_attached_stream_info_list"
 V2_SYNC_LIST = "_attached_sync_res_info_list"
@@ -199,8 +201,21 @@ def resource_ids(graph: Graph, kind: str, start: int) -> tuple[dict[str, tuple[i
     """Sync spec 4.5 for one id space: per graph (root, then R-order; the event pass skips
     unknown-shape subgraphs), per group, each distinct (key, count) in key order gets `count`
     consecutive ids from `start`, shared by the nodes asking for it. Returns node -> its ids
-    and the next free id."""
+    and the next free id. The ids from 0 are found once per graph (a search synchronizes one
+    graph hundreds of times; they do not depend on the node order or the options, which the
+    graphs sharing its nodes change) and shifted to `start`."""
+    key = (id(graph.by_name), kind)
+    found = _RESOURCE_IDS.get(key, graph.by_name)
+    if found is None:
+        found = _RESOURCE_IDS.put(key, (graph.by_name,), _resource_ids(graph, kind))
+    ids, count = found
+    return {name: tuple(i + start for i in own) for name, own in ids.items()}, start + count
+
+
+def _resource_ids(graph: Graph, kind: str) -> tuple[dict[str, tuple[int, ...]], int]:
+    """`resource_ids` from 0."""
     ids: dict[str, tuple[int, ...]] = {}
+    start = 0
     for compute in [graph.root, *(graph.subgraphs[s] for s in graph.r_order())]:
         if kind == "event" and compute.parent is not None and graph.unknown_shape(compute):
             continue

@@ -1,7 +1,7 @@
 """The emulation report: the JSON of formats.md section 7 and the human summary.
 
 Section 7's keys come first, in its order; the extra keys follow: `tasks`, `notify_records`,
-`notify_waits`, `engines`, `stream_pool`, `device`, for a run that ended `critical_chain`, and
+`notify_waits`, `engines`, `stream_pool`, `device`, for status ok `critical_chain`, and
 when relevant `variables`, `deadlock`, `violations` (at most `MAX_LISTED`, with
 `violation_count`) and `sync_warnings`. Times are in
 microseconds rounded to nanoseconds, so the text is byte-identical across runs.

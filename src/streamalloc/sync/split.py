@@ -11,7 +11,7 @@ tasks go afterwards (each with its node) is `split_events.py`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 
 import msgspec
@@ -57,7 +57,7 @@ class _Walk(msgspec.Struct):
     max_task: int
     stream_num: int
     event_num: int
-    explicit: dict[str, tuple[int, int]]  # ASSIGNED (main, attached) of the nodes giving one
+    explicit: Mapping[str, tuple[int, int]]  # ASSIGNED (main, attached) of the nodes giving one
     labels: dict[str, str]  # the continuous stream label of each node carrying one
     count: dict[int, int] = msgspec.field(default_factory=lambda: defaultdict(int))
     latest: dict[int, int] = msgspec.field(default_factory=dict)
@@ -75,7 +75,7 @@ def split_streams(model: SyncModel, rows: TaskColumns, units: RowUnits,
     `rows` is walked in order and changed in place."""
     stream_num, max_task, event_num = limits
     nodes = model.attributed  # explicit counts and labels are attributes
-    walk = _Walk(model.graph, rows, max_task, stream_num, event_num, explicit_counts(nodes),
+    walk = _Walk(model.graph, rows, max_task, stream_num, event_num, explicit_counts(model.graph),
                  _continuous_labels(nodes))
     result = SplitResult(stream_num, [set() for _ in range(stream_num)],
                          {s: s for s in range(stream_num)})

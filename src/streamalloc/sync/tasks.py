@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_not, or_
+from types import MappingProxyType
 
 import msgspec
 import numpy as np
@@ -64,6 +65,7 @@ CountTable = dict[str, tuple[int, int, int]]
 # Per graph (by its node table): the split and the plan ask for every task's units several times.
 _COUNTS: Recent[CountTable] = Recent(4)
 _T_UNITS: Recent[tuple[list[str], list[int]]] = Recent(4)
+_EXPLICIT: Recent[Mapping[str, tuple[int, int]]] = Recent(4)
 _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
@@ -147,9 +149,18 @@ def assigned(graph: Graph, task: Task, attached: bool) -> int:
     return _counts(graph, task.name)[2 if attached else 1]
 
 
-def explicit_counts(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
-    """ASSIGNED (main, attached) of those of `nodes` that give an explicit count: a loop
-    asking for ASSIGNED per task looks up these few instead."""
+def explicit_counts(graph: Graph) -> Mapping[str, tuple[int, int]]:
+    """ASSIGNED (main, attached) of the graph's nodes that give an explicit count: a loop
+    asking for ASSIGNED per task looks up these few instead. Found once per graph (the split
+    asks on every synchronize of a search; the graphs sharing its nodes share them)."""
+    found = _EXPLICIT.get(id(graph.by_name), graph.by_name)
+    if found is None:
+        found = _EXPLICIT.put(id(graph.by_name), (graph.by_name,),
+                              MappingProxyType(_explicit_counts(graph.by_name.values())))
+    return found
+
+
+def _explicit_counts(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
     found: dict[str, tuple[int, int]] = {}
     for node in nodes:
         if node.attrs:  # explicit counts are attributes
