@@ -15,7 +15,6 @@ import msgspec
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID
-from streamalloc.ir.graph import Node
 from streamalloc.sync.context import SyncModel
 from streamalloc.sync.model import SyncMaps, Task
 
@@ -48,11 +47,6 @@ class Activation(msgspec.Struct):
                           set(self.activated_streams), dict(self.generated))
 
 
-def _labels(node: Node) -> list[str]:
-    value = node.attr("_active_label_list", ())
-    return [str(v) for v in value] if isinstance(value, tuple) else []
-
-
 def label_activation(model: SyncModel, streams: Mapping[str, int]
                      ) -> tuple[LabelActivation, Activation]:
     """A3 and A4: activation by label, then for subgraphs."""
@@ -78,7 +72,7 @@ def _by_label(model: SyncModel, labeled: dict[str, set[int]], activation: Activa
     activated_labels: dict[str, list[str]] = {}
     activators: dict[int, list[str]] = {}
     for node in model.attributed:
-        labels = _labels(node)
+        labels = model.active_labels(node.name)
         if not labels:
             continue
         name = node.name
@@ -127,7 +121,7 @@ def loop_activation(model: SyncModel, streams: Mapping[str, int], activation: Ac
             continue
         name = node.name
         switch = _iteration_switch(model, name)
-        if _labels(node):
+        if model.active_labels(node.name):
             continue
         activation.active_stream_list[name] = loop_streams
         last, has_switch = _last_nodes(model, streams, set(loop_streams))  # models with a loop

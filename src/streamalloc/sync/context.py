@@ -9,8 +9,21 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.recent import Recent
 
 FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """The label attributes of a graph's nodes: `_stream_label` and `_active_label_list`."""
+
+    stream: Mapping[str, str]
+    active: Mapping[str, tuple[str, ...]]
+
+
+_LABELS: Recent[_Labels] = Recent(4)  # per graph: a search synchronizes one graph hundreds
+# of times, and every synchronize reads the labels of every node with attributes
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,30 @@ class SyncModel:
 
     def label(self, name: str) -> str:
         """The node's `_stream_label` attribute (empty when absent)."""
-        value = self.node(name).attr("_stream_label", "")
-        return value if isinstance(value, str) else str(value)
+        return self._labels.stream.get(name, "")
+
+    def active_labels(self, name: str) -> tuple[str, ...]:
+        """The labels the node's `_active_label_list` names (empty when absent)."""
+        return self._labels.active.get(name, ())
+
+    @cached_property
+    def _labels(self) -> _Labels:
+        """The graph's labels, read once per graph (the graphs sharing its nodes, in another
+        order or with other options, share them)."""
+        by_name = self.graph.by_name
+        found = _LABELS.get(id(by_name), by_name)
+        if found is None:
+            stream, active = {}, {}
+            for node in by_name.values():
+                if not node.attrs:
+                    continue
+                if "_stream_label" in node.attrs:  # as `attr` reads it, whatever its value
+                    value = node.attr("_stream_label", "")
+                    stream[node.name] = value if isinstance(value, str) else str(value)
+                listed = node.attr("_active_label_list", ())
+                if isinstance(listed, tuple) and listed:
+                    active[node.name] = tuple(str(v) for v in listed)
+            found = _LABELS.put(id(by_name), (by_name,),
+                                _Labels(MappingProxyType(stream), MappingProxyType(active)))
+        return found
 
