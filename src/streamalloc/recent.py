@@ -18,7 +18,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -47,3 +47,9 @@ class Recent(Generic[V]):
             del self._entries[next(iter(self._entries))]
         self._entries[key] = (objects, value)
         return value
+
+    def get_or_make(self, key: Hashable, objects: tuple[object, ...], make: Callable[[], V]
+                    ) -> V:
+        """The value stored under `key` for these very objects, else `make()`, stored so."""
+        found = self.get(key, *objects)
+        return self.put(key, objects, make()) if found is None else found

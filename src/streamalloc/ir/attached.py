@@ -204,11 +204,8 @@ def resource_ids(graph: Graph, kind: str, start: int) -> tuple[dict[str, tuple[i
     and the next free id. The ids from 0 are found once per graph (a search synchronizes one
     graph hundreds of times; they do not depend on the node order or the options, which the
     graphs sharing its nodes change) and shifted to `start`."""
-    key = (id(graph.by_name), kind)
-    found = _RESOURCE_IDS.get(key, graph.by_name)
-    if found is None:
-        found = _RESOURCE_IDS.put(key, (graph.by_name,), _resource_ids(graph, kind))
-    ids, count = found
+    ids, count = _RESOURCE_IDS.get_or_make((id(graph.by_name), kind), (graph.by_name,),
+                                           lambda: _resource_ids(graph, kind))
     return {name: tuple(i + start for i in own) for name, own in ids.items()}, start + count
 
 

@@ -119,8 +119,7 @@ def at_floor(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...], order: O
     if max(work, default=0.0) > limit + EPS_US or (
             len(chains) > 1 and len(chains) > math.ceil(sum(work) / limit - 1e-9)):
         return False  # one stream too slow, or too many streams: known without a run
-    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains), order) \
-        if measured is None else measured_outcome(evaluator, measured, (chains, order))
+    outcome = measured_outcome(evaluator, {} if measured is None else measured, (chains, order))
     return outcome is not None and outcome.events <= events_floor \
         and outcome.makespan_us <= evaluator.limit_us() + EPS_US
 

@@ -52,8 +52,6 @@ def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]
     back to time 0, as links of its graph tasks (last task first): the graph task before each
     on its stream, or the tasks that held the units it waited for."""
     program, names = result.program, result.program.names
-    prev = {b: a for tids in program.stream_tids.values()
-            for a, b in itertools.pairwise(tids)}
     holders = _engine_holders(result)
     last = last_task(result, [t for t in range(program.task_count()) if names[t] in index])
     chain: list[Link] = []
@@ -62,18 +60,20 @@ def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]
         if node is None or cause == EVENT:
             continue
         behind = tuple(index[names[h]] for h in holders(tid) if names[h] in index) \
-            if cause == UNITS else _graph_task_before(tid, prev, names, index)
+            if cause == UNITS else _graph_task_before(tid, result, index)
         chain.append(Link(node, cause, behind))
     return chain
 
 
-def _graph_task_before(tid: int, prev: dict[int, int], names: Sequence[str],
-                       index: dict[str, int]) -> tuple[int, ...]:
-    """The graph task before `tid` on its stream (past Sends and Recvs), if any."""
-    before = prev.get(tid)
-    while before is not None and names[before] not in index:
-        before = prev.get(before)
-    return (index[names[before]],) if before is not None else ()
+def _graph_task_before(tid: int, result: EmulationResult, index: dict[str, int]
+                       ) -> tuple[int, ...]:
+    """The graph task before `tid` on its stream (past Sends and Recvs), if any: a stream's
+    tids are a range."""
+    program = result.program
+    first = program.stream_tids[program.streams[tid]].start
+    before = next((t for t in range(tid - 1, first - 1, -1) if program.names[t] in index),
+                  None)
+    return (index[program.names[before]],) if before is not None else ()
 
 
 def _engine_holders(result: EmulationResult) -> Callable[[int], list[int]]:

@@ -26,6 +26,20 @@ _LABELS: Recent[_Labels] = Recent(4)  # per graph: a search synchronizes one gra
 # of times, and every synchronize reads the labels of every node with attributes
 
 
+def _labels_of(by_name: Mapping[str, Node]) -> _Labels:
+    stream, active = {}, {}
+    for node in by_name.values():
+        if not node.attrs:
+            continue
+        if "_stream_label" in node.attrs:  # as `attr` reads it, whatever its value
+            value = node.attr("_stream_label", "")
+            stream[node.name] = value if isinstance(value, str) else str(value)
+        listed = node.attr("_active_label_list", ())
+        if isinstance(listed, tuple) and listed:
+            active[node.name] = tuple(str(v) for v in listed)
+    return _Labels(MappingProxyType(stream), MappingProxyType(active))
+
+
 @dataclass(frozen=True)
 class SyncModel:
     """The graph, the attached streams of the nodes having some, the nodes and their names in
@@ -108,19 +122,5 @@ class SyncModel:
         """The graph's labels, read once per graph (the graphs sharing its nodes, in another
         order or with other options, share them)."""
         by_name = self.graph.by_name
-        found = _LABELS.get(id(by_name), by_name)
-        if found is None:
-            stream, active = {}, {}
-            for node in by_name.values():
-                if not node.attrs:
-                    continue
-                if "_stream_label" in node.attrs:  # as `attr` reads it, whatever its value
-                    value = node.attr("_stream_label", "")
-                    stream[node.name] = value if isinstance(value, str) else str(value)
-                listed = node.attr("_active_label_list", ())
-                if isinstance(listed, tuple) and listed:
-                    active[node.name] = tuple(str(v) for v in listed)
-            found = _LABELS.put(id(by_name), (by_name,),
-                                _Labels(MappingProxyType(stream), MappingProxyType(active)))
-        return found
+        return _LABELS.get_or_make(id(by_name), (by_name,), lambda: _labels_of(by_name))
 

@@ -71,17 +71,14 @@ _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 def _table(graph: Graph) -> CountTable:
     """The graph's count table; loops over tasks fetch it once and pass it on."""
-    table = _COUNTS.get(id(graph.by_name), graph.by_name)
-    if table is None:
-        table = _COUNTS.put(id(graph.by_name), (graph.by_name,), _count_table(graph))
-    return table
+    return _COUNTS.get_or_make(id(graph.by_name), (graph.by_name,),
+                               lambda: _count_table(graph))
 
 
 def _t_units(graph: Graph) -> tuple[list[str], list[int]]:
     """Each graph node's units on its main stream (ASSIGNED main if given, else its own), in
     T-order beside the names: what a task without attached streams issues."""
-    found = _T_UNITS.get(id(graph.by_name), graph.by_name)
-    if found is None:
+    def make() -> tuple[list[str], list[int]]:
         nodes = graph.t_ordered_nodes()
         defaults = {name: engine.default_task_count
                     for name, engine in graph.engines.engines.items()}
@@ -90,9 +87,9 @@ def _t_units(graph: Graph) -> tuple[list[str], list[int]]:
         for i in _counted_one_by_one(nodes):
             own, main, _ = table[nodes[i].name]
             units[i] = main if main > 0 else own
-        found = _T_UNITS.put(id(graph.by_name), (graph.by_name,),
-                             (list(graph.t_ordered_names()), units))
-    return found
+        return list(graph.t_ordered_names()), units
+
+    return _T_UNITS.get_or_make(id(graph.by_name), (graph.by_name,), make)
 
 
 def _node_row_units(graph: Graph, rows: Rows) -> list[int]:
@@ -153,11 +150,8 @@ def explicit_counts(graph: Graph) -> Mapping[str, tuple[int, int]]:
     """ASSIGNED (main, attached) of the graph's nodes that give an explicit count: a loop
     asking for ASSIGNED per task looks up these few instead. Found once per graph (the split
     asks on every synchronize of a search; the graphs sharing its nodes share them)."""
-    found = _EXPLICIT.get(id(graph.by_name), graph.by_name)
-    if found is None:
-        found = _EXPLICIT.put(id(graph.by_name), (graph.by_name,),
-                              MappingProxyType(_explicit_counts(graph.by_name.values())))
-    return found
+    return _EXPLICIT.get_or_make(id(graph.by_name), (graph.by_name,), lambda: MappingProxyType(
+        _explicit_counts(graph.by_name.values())))
 
 
 def _explicit_counts(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
