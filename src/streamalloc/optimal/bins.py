@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
+from streamalloc.solver.run import interruptible_solve
+
 PATTERN_SIZES = 4  # distinct item sizes (other than 0) up to which the pattern model runs
 PATTERNS = 20_000  # mixes of sizes enumerated at most; more: no pattern bound
 PATTERN_TIME = 0.5  # deterministic seconds of CP-SAT; its best bound is kept, proven or not
@@ -83,7 +85,7 @@ def pattern_bins(sizes: Sequence[int], capacity: int) -> int | None:
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = PATTERN_TIME
     solver.parameters.num_workers = 1  # deterministic: the bound depends on the model only
-    solver.solve(model)
+    interruptible_solve(solver, model)
     return alone + math.ceil(solver.best_objective_bound - 1e-6)
 
 

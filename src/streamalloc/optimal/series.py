@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
+from streamalloc.solver.run import interruptible_solve
+
 SCALE = 100  # model time unit: 0.01 us; every time is rounded down, so the floor stays one
 SEGMENT_MAX_TASKS = 16  # a segment's tasks (its two cut tasks included) solved; larger ones
 # get no floor (Inception v2's 36-task modules: no higher bound, 1.8 s of wall time)
@@ -119,7 +121,8 @@ def _solved(segment: Segment, record: int, wait: int, time_limit: float
     # (edge finding: Inception v1's module of four 4 us tasks in a row on 32 cores is solved
     # in 2.2 deterministic s; without it, its bound stayed 26% under the optimum after 5)
     solver.parameters.use_timetable_edge_finding_in_cumulative = True
-    if solver.solve(relaxation.model) == cp_model.INFEASIBLE:  # every one-stream run fits
+    status = interruptible_solve(solver, relaxation.model)
+    if status == cp_model.INFEASIBLE:  # every one-stream run fits
         raise AssertionError("segment relaxation infeasible")
     return max(0.0, solver.best_objective_bound), solver.deterministic_time
 
