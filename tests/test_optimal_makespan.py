@@ -16,7 +16,8 @@ bound (OPTIMAL only where the run reaches it).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -194,7 +195,8 @@ def test_makespan_objective_proven_where_the_run_reaches_the_bound(tmp_path: Pat
     assert report.objective == report.bound == round(report.makespan_us, 3)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bounds, "SYNC_AWARE_MAX_TASKS", 0)
-        _, cut = allocate_optimal(graph, builtin_rules("free"), OPTIONS)
+        again = _fork_join(tmp_path, 5)  # loaded anew: the bound is kept per graph
+        _, cut = allocate_optimal(again, builtin_rules("free"), OPTIONS)
     assert cut.status == "FEASIBLE"
     assert cut.bound == pytest.approx(report.makespan_us - 2.0, abs=1e-3)  # the critical path
 
@@ -402,3 +404,48 @@ def test_under_ges_rules_the_makespan_objective_beats_the_events_objectives_plan
     assert report.makespan_us < by_events.makespan_us < report.baseline_makespan_us
     assert verify_plan(graph, fastest.to_json(), rules=rules).exit_code == 0
     assert emulate(graph, fastest.to_json()).makespan_us == pytest.approx(report.makespan_us)
+
+
+def _chain_then_fork_join(tmp_path: Path, length: int) -> Graph:
+    """`length` tasks in a chain (on one stream, nothing to move at their links), then the
+    fork-join whose branches can go apart."""
+    chain = "".join(f"  - {{name: c{i}, type: Relu, inputs: [{'c' + str(i - 1) if i else 'x'}], "
+                    f"cost_us: 10}}\n" for i in range(length))
+    join = FORK_JOIN.replace("B1", "40").replace("inputs: [x]", f"inputs: [c{length - 1}]")
+    return _loaded(tmp_path, "chained", join.replace("  - {name: x, type: Data}\n",
+                                                     "  - {name: x, type: Data}\n" + chain))
+
+
+def _counted(evaluator: Evaluator, runs: list[float]) -> Callable[..., EmulationResult | None]:
+    def run(streams: Sequence[int], order: Order | None) -> EmulationResult | None:
+        result = evaluator.run(streams, order)
+        runs.append(math.inf if result is None else result.makespan_us)
+        return result
+    return run
+
+
+def test_kicks_move_where_the_chain_can_change(tmp_path: Path) -> None:
+    """A kick draws its links among those with a move that changes the assignment: behind a
+    long chain on one stream, every kick still runs a new assignment."""
+    graph = _chain_then_fork_join(tmp_path, 40)
+    dag, evaluator = _setup(graph)
+    runs: list[float] = []
+    found = improvements(dag, [0] * dag.size, _counted(evaluator, runs), budget=30, seed=1)
+    assert len(runs) >= 29  # the start and (but for kicks whose moves cancel) one per unit
+    assert min(runs) == evaluator.run(found[-1].streams).makespan_us < runs[0]
+
+
+def test_search_stops_at_the_floor(tmp_path: Path) -> None:
+    graph = _chain_then_fork_join(tmp_path, 5)
+    dag, evaluator = _setup(graph)
+    runs: list[float] = []
+    found = improvements(dag, [0] * dag.size, _counted(evaluator, runs), budget=30, seed=1)
+    best = min(runs)
+    assert len(runs) > 5 and best < runs[0]
+    floored: list[float] = []
+    at_floor = improvements(dag, [0] * dag.size, _counted(evaluator, floored), budget=30,
+                            seed=1, floor_us=round(best, 3))
+    assert floored[-1] == best and len(floored) == runs.index(best) + 1
+    assert at_floor == found[:len(at_floor)]
+    assert improvements(dag, [0] * dag.size, _counted(evaluator, floored), budget=30,
+                        floor_us=round(runs[0], 3)) == [found[0]]

@@ -8,9 +8,10 @@ the clique's local search."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
 import pytest
 from node_graphs import fork_join_chain_nodes, graph_of
 from real_models import DATA
@@ -18,14 +19,23 @@ from real_models import DATA
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
-from streamalloc.optimal.bounds import graph_sync_aware_bound, makespan_bound
+from streamalloc.optimal.bounds import (
+    graph_makespan_bound,
+    graph_sync_aware_bound,
+    makespan_bound,
+    program_makespan_bound,
+)
 from streamalloc.optimal.cliques import _grown, _swapped
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import builtin_rules, default_rule_set
-from streamalloc.runtime_emu.cost_table import default_cost_table
+from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.runtime_emu.plan import plan_from_dict
+from streamalloc.runtime_emu.program import Program, compile_program
+from streamalloc.sync.driver import synchronize
+from streamalloc.sync.limits import without_device_limits
 
 COSTS = default_cost_table()
 
@@ -82,7 +92,33 @@ def test_the_bound_is_the_same_from_every_plan_of_a_graph() -> None:
     for _ in range(2):
         outcome = evaluator.outcome([rng.randrange(4) for _ in range(dag.size)])
         assert outcome is not None
-        assert makespan_bound(graph, outcome.plan, COSTS) == bound
+        program = compile_program(graph, plan_from_dict(outcome.plan.to_json()), COSTS)
+        assert program_makespan_bound(program, COSTS) == bound  # made anew: not the kept one
+
+
+def test_the_bound_is_made_once_per_graph_and_cost_table(tmp_path: Path) -> None:
+    """The makespan search's floor, the driver's status and compare's row ask for one bound:
+    the graph in another order or with other limits shares it, another cost table does not."""
+    graph = graph_of(tmp_path, "modules", fork_join_chain_nodes(random.Random(7), 2))
+    made: list[CostTable] = []
+
+    def program(table: CostTable) -> Callable[[], Program]:
+        def make() -> Program:
+            made.append(table)
+            plan = synchronize(graph, allocate_ge(graph, default_rule_set(graph)),
+                               sync="minimal")
+            return compile_program(graph, plan_from_dict(plan.to_json()), table)
+        return make
+
+    first = graph_makespan_bound(graph, COSTS, program(COSTS))
+    assert first == graph_sync_aware_bound(graph, COSTS).bound_us
+    lifted = without_device_limits(graph)
+    assert lifted is not graph
+    assert graph_makespan_bound(lifted, COSTS, program(COSTS)) == first
+    assert made == [COSTS]
+    slower = msgspec.structs.replace(COSTS, launch_us=COSTS.launch_us + 10)
+    assert graph_makespan_bound(graph, slower, program(slower)) > first
+    assert made == [COSTS, slower]
 
 
 # Small graphs whose best plan pays exactly what the bound counts (launches included):

@@ -30,7 +30,7 @@ from streamalloc import api
 from streamalloc.errors import AllocationInfeasible, LimitExceeded, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
-from streamalloc.optimal.bounds import program_makespan_bound
+from streamalloc.optimal.bounds import graph_makespan_bound
 from streamalloc.outputs import Progress
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
 from streamalloc.rules import RuleSet
@@ -197,7 +197,7 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
     references per graph: Nimble's minimum for GE's allocation, and the makespan bound of every
-    plan (`optimal.bounds.program_makespan_bound`) from the program the first row emulated (any
+    plan (`optimal.bounds.graph_makespan_bound`) from the program the first row emulated (any
     plan's program gives it; without one, ge mode's with the device limits lifted). `step(mode)`
     before each mode's run (the progress line)."""
     try:
@@ -215,8 +215,8 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     if program is None:
         with contextlib.suppress(AllocationInfeasible):  # GE fails: no program, no bound
             program = _measured(without_device_limits(graph), "ge", settings)[1]
-    bound = None if program is None else round(program_makespan_bound(program,
-                                                                      _costs(settings)), 3)
+    bound = None if program is None else round(graph_makespan_bound(
+        graph, _costs(settings), lambda: program), 3)  # the optimal mode's, when it ran
     return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
              "nimble_min_events": reference, "makespan_bound_us": bound, **row}
             for mode, (row, _) in zip(settings.modes, runs, strict=True)]

@@ -49,7 +49,7 @@ Each term bounds every plan, so the maximum does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from streamalloc.heuristic.driver import allocate_ge
@@ -57,6 +57,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.optimal.cliques import Job, cliques, jackson, overlaps
 from streamalloc.optimal.fork_join import Latency, closure, heads
 from streamalloc.optimal.series import series_floors
+from streamalloc.recent import Recent
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.bounds import lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable
@@ -65,6 +66,7 @@ from streamalloc.runtime_emu.program import TASK, Program, compile_program
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.result import SyncPlan
 
+_BOUNDS: Recent[float] = Recent(4)
 SYNC_AWARE_MAX_TASKS = 2_000  # graph tasks: its cliques and fork-joins grow faster than linearly
 # (a 2,000-node generated graph: 4.8 s, 10k: 143 s; every real model <= 0.6 s)
 
@@ -154,7 +156,19 @@ def graph_sync_aware_bound(graph: Graph, table: CostTable) -> SyncAwareBound:
 def makespan_bound(graph: Graph, plan: SyncPlan, table: CostTable) -> float:
     """The best lower bound this module knows on the emulated makespan of every plan of
     `graph` (`plan`: any of its plans), see `program_makespan_bound`."""
-    return program_makespan_bound(_program(graph, plan, table), table)
+    return graph_makespan_bound(graph, table, lambda: _program(graph, plan, table))
+
+
+def graph_makespan_bound(graph: Graph, table: CostTable, program: Callable[[], Program]
+                         ) -> float:
+    """The same, from `program()`, the program of any plan of the graph, made only when the
+    bound is not known yet: it is kept per node table (the graph in another order or with
+    other device limits has the same tasks) and cost table, since the makespan search's
+    floor, the driver's status and compare's row ask for the same bound (seconds on
+    Inception v1, its series floors)."""
+    return _BOUNDS.get_or_make(("makespan bound", id(graph.by_name), id(table)),
+                               (graph.by_name, table),
+                               lambda: program_makespan_bound(program(), table))
 
 
 def program_makespan_bound(program: Program, table: CostTable) -> float:

@@ -12,8 +12,9 @@ run (or, as long, ends its tasks earlier in sum), then walks the new run's chain
 did not help is not tried again until a pass over the chain finds nothing new, and an
 assignment evaluated before is not evaluated again unless it beats the current one (so the pass
 confirming a local optimum costs nothing). At a local optimum it kicks the best assignment
-found (a few random moves that change it, at random links, from a generator with a fixed seed)
-and descends again, while evaluations remain. The budget is a number of evaluations, so the
+found (a few random moves that change it, at random links of its chain where one can, from a
+generator with a fixed seed) and descends again, while evaluations remain and a kick can change
+the best. The budget is a number of evaluations, so the
 result depends only on the input and the seed.
 """
 
@@ -136,6 +137,8 @@ class Search:
     tried: dict[tuple[tuple[int, ...], Order | None], tuple[float, float]] = \
         field(default_factory=dict)
     bests: list[Solution] = field(default_factory=list)  # each better than the one before
+    floor_us: float = 0.0  # a lower bound on every run's makespan: the search stops there
+    _movable: tuple[EmulationResult, list[Link]] | None = None  # the kicks' links, per best
 
     def improve(self) -> list[Solution]:
         """Descend along the critical chain until no move helps; then, while the budget
@@ -149,6 +152,7 @@ class Search:
         self.score = _score(self.result)
         self.best = (self.score, start, self.result)
         self.bests = [start]
+        self._stop_at_floor()
         while self.budget > 0:
             self._descend()
             if self.budget <= 0:
@@ -170,12 +174,14 @@ class Search:
                     return
 
     def _kick(self) -> None:
-        """From the best solution, KICK_MOVES random moves of streams (the budget shrinks by
-        one even when they move nothing, so the search ends)."""
+        """From the best solution, KICK_MOVES random moves of streams at links of its chain
+        where a move changes the assignment (the budget shrinks by one even when the moves
+        cancel out, so the search ends; with no such link the search ends: no kick can leave
+        the best, a chain on one stream throughout, say)."""
         _, (streams, order), result = self.best
         assert result is not None
-        chain = critical_chain(result, self.index)
-        if not chain:  # no graph task runs (nothing streamed): nothing to move
+        chain = self._movable_links(result, streams)
+        if not chain:
             self.budget = 0
             return
         trial, fresh = list(streams), max(streams, default=-1) + 1
@@ -193,6 +199,17 @@ class Search:
         if kicked is not None and kicked.status == "ok":
             self._accept(Solution(trial, order), kicked)
 
+    def _movable_links(self, result: EmulationResult, streams: list[int]) -> list[Link]:
+        """The links of `result`'s chain with a move that changes `streams`: found once per
+        best solution (the kicks start from it until a better one is found)."""
+        if self._movable is None or self._movable[0] is not result:
+            fresh = max(streams, default=-1) + 1
+            links = [link for link in critical_chain(result, self.index)
+                     if any(any(streams[w] != s for w, s in m)
+                            for m in self.branches.moves(link, streams, fresh))]
+            self._movable = (result, links)
+        return self._movable[1]
+
     def _accept(self, solution: Solution, result: EmulationResult) -> None:
         """Make `solution` the current one, and the best when it scores better."""
         self.streams, self.order = solution
@@ -200,6 +217,13 @@ class Search:
         if self.score < self.best[0]:
             self.best = (self.score, solution, result)
             self.bests.append(solution)
+            self._stop_at_floor()
+
+    def _stop_at_floor(self) -> None:
+        """No run is shorter than the floor: once the best reaches it (to the ns, as the
+        driver calls a plan optimal), the rest of the budget could only tie."""
+        if round(self.best[0][0], 3) <= self.floor_us:
+            self.budget = 0
 
     def _step(self, chain: list[Link], failed: set[Move | Reorder]) -> EmulationResult | None:
         """The first move along `chain` (not in `failed`) that improves the score, applied:
@@ -260,12 +284,13 @@ class Search:
 
 
 def improvements(dag: TaskDag, streams: Sequence[int], run: Run, budget: int, *,
-                 seed: int = 0, orders: Orders | None = None, order: Order | None = None
-                 ) -> list[Solution]:
+                 seed: int = 0, orders: Orders | None = None, order: Order | None = None,
+                 floor_us: float = 0.0) -> list[Solution]:
     """The search's successive best solutions, from `streams` in `order` (None: the graph's)
     on, each scoring better than the one before (a caller that numbers streams otherwise
     picks among them). With `orders` the search also changes the execution order
-    (`optimal/order.py`)."""
+    (`optimal/order.py`). It stops early at `floor_us`, a lower bound on every run's
+    makespan."""
     start = order if order is not None or orders is None else orders.start
     return Search(dag, run, budget, list(streams), start, orders, random.Random(seed),
-                  Branches(dag)).improve()
+                  Branches(dag), floor_us=floor_us).improve()
