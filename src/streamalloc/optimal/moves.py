@@ -43,13 +43,14 @@ Move = tuple[tuple[int, int], ...]  # (node, target stream) pairs, in node order
 
 @dataclass(frozen=True)
 class Link:
-    """A task of the critical chain (dag index), why it started when it did, and the tasks
-    behind that cause: the graph task before it on its stream, or the tasks that held its
-    engine's units."""
+    """A task of the critical chain (dag index), why it started when it did, the tasks
+    behind that cause (the graph task before it on its stream, or the tasks that held its
+    engine's units) and the graph task before it on its stream (None for the first)."""
 
     node: int
     cause: str
     behind: tuple[int, ...]
+    before: int | None = None
 
 
 def move(nodes: Sequence[int], target: int) -> Move:
