@@ -15,8 +15,8 @@ assignment evaluated before is not evaluated again unless it beats the current o
 confirming a local optimum costs nothing). At a local optimum it kicks the best assignment
 found (a few random moves that change it, at random links of its chain where one can, from a
 generator with a fixed seed) and descends again, while evaluations remain and a kick can change
-the best. The budget is a number of evaluations, so the
-result depends only on the input and the seed.
+the best, and until a run reaches the caller's floor (no run is shorter). The budget is a number
+of evaluations, so the result depends only on the input and the seed.
 """
 
 from __future__ import annotations
