@@ -35,9 +35,9 @@ from streamalloc.runtime_emu.critical_chain import (
     EVENT,
     UNITS,
     critical_steps,
+    engine_tasks,
     last_task,
 )
-from streamalloc.runtime_emu.program import TASK
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 
@@ -62,30 +62,27 @@ def critical_chain(result: EmulationResult, index: dict[str, int]) -> list[Link]
             continue
         before = _graph_task_before(tid, result, index)
         behind = tuple(index[names[h]] for h in holders(tid) if names[h] in index) \
-            if cause == UNITS else before
-        chain.append(Link(node, cause, behind, before[0] if before else None))
+            if cause == UNITS else () if before is None else (before,)
+        chain.append(Link(node, cause, behind, before))
     return chain
 
 
 def _graph_task_before(tid: int, result: EmulationResult, index: dict[str, int]
-                       ) -> tuple[int, ...]:
+                       ) -> int | None:
     """The graph task before `tid` on its stream (past Sends and Recvs), if any: a stream's
     tids are a range."""
     program = result.program
     first = program.stream_tids[program.streams[tid]].start
     before = next((t for t in range(tid - 1, first - 1, -1) if program.names[t] in index),
                   None)
-    return (index[program.names[before]],) if before is not None else ()
+    return index[program.names[before]] if before is not None else None
 
 
 def _engine_holders(result: EmulationResult) -> Callable[[int], list[int]]:
     """Tasks of the same engine that started before `tid` and ran until its start (they held
     the units it waited for), in tid order."""
     program, start, end = result.program, result.start, result.end
-    by_engine: dict[str, list[int]] = {}
-    for t, engine in enumerate(program.engines):
-        if engine is not None and program.kinds[t] == TASK:
-            by_engine.setdefault(engine, []).append(t)
+    by_engine = engine_tasks(result)
 
     def holders(tid: int) -> list[int]:
         begin = start[tid]

@@ -95,7 +95,7 @@ def releaser(result: EmulationResult) -> Callable[[int], int | None]:
     def holder(tid: int) -> int | None:
         engine = result.program.engines[tid]
         if not tables:
-            for name, tids in _by_engine(result).items():
+            for name, tids in engine_tasks(result).items():
                 by_end = sorted(tids, key=lambda t: (end[t], t))
                 tables[name] = ([end[t] for t in by_end], by_end)
         if engine not in tables:
@@ -110,7 +110,7 @@ def releaser(result: EmulationResult) -> Callable[[int], int | None]:
     return holder
 
 
-def _by_engine(result: EmulationResult) -> dict[str, list[int]]:
+def engine_tasks(result: EmulationResult) -> dict[str, list[int]]:
     """Each engine's graph tasks, in tid order."""
     program = result.program
     by_engine: dict[str, list[int]] = {}

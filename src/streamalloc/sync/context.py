@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from streamalloc.allocation import Allocation
 from streamalloc.ir.graph import Graph, Node
+from streamalloc.ir.labels import raw_labels
 from streamalloc.recent import Recent
 
 FFTS_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
@@ -31,9 +32,9 @@ def _labels_of(by_name: Mapping[str, Node]) -> _Labels:
     for node in by_name.values():
         if not node.attrs:
             continue
-        if "_stream_label" in node.attrs:  # as `attr` reads it, whatever its value
-            value = node.attr("_stream_label", "")
-            stream[node.name] = value if isinstance(value, str) else str(value)
+        label = raw_labels(node).stream_label
+        if label:
+            stream[node.name] = label
         listed = node.attr("_active_label_list", ())
         if isinstance(listed, tuple) and listed:
             active[node.name] = tuple(str(v) for v in listed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_not, or_
 from types import MappingProxyType
@@ -151,17 +151,8 @@ def explicit_counts(graph: Graph) -> Mapping[str, tuple[int, int]]:
     asking for ASSIGNED per task looks up these few instead. Found once per graph (the split
     asks on every synchronize of a search; the graphs sharing its nodes share them)."""
     return _EXPLICIT.get_or_make(id(graph.by_name), (graph.by_name,), lambda: MappingProxyType(
-        _explicit_counts(graph.by_name.values())))
-
-
-def _explicit_counts(nodes: Iterable[Node]) -> dict[str, tuple[int, int]]:
-    found: dict[str, tuple[int, int]] = {}
-    for node in nodes:
-        if node.attrs:  # explicit counts are attributes
-            counts = (_assigned(node, False), _assigned(node, True))
-            if any(counts):
-                found[node.name] = counts
-    return found
+        {name: (main, attached) for name, (_, main, attached) in _table(graph).items()
+         if main or attached}))  # the count table holds every node with attributes
 
 
 def task_units(graph: Graph, task: Task, table: CountTable | None = None) -> dict[int, int]:
