@@ -15,7 +15,7 @@ from streamalloc.cli import main
 from streamalloc.commands.compare import best_known, pareto_front
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, event_bound, event_forest
-from streamalloc.report.compare_report import frontier_plot
+from streamalloc.report.compare_report import frontier_figure, frontier_plot
 from streamalloc.runtime_emu import emulate, report_dict
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
@@ -166,6 +166,35 @@ def test_the_frontier_marks_the_points_another_beats_in_both() -> None:
                               "status": "FEASIBLE", "pareto": front[k]}
                              for k, (e, m) in enumerate(points)]}
     assert frontier_plot(document)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_modes_at_one_point_all_stay_visible() -> None:
+    """ge, ge-minimal and optimal often share a point (GE dump 00026: one plan in all three
+    modes), as do optimal and the fastest plan: the markers nest, each larger one a hollow
+    ring around the next, so none hides another (drawn alike, only the last was seen)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgba
+
+    rows = [{"input": "g", "mode": mode, "makespan_us": 300.0, "events": 4,
+             "makespan_bound_us": 250.0} for mode in ("ge", "ge-minimal", "optimal")]
+    frontier = [{"input": "g", "objective": "makespan", "slack": None, "events": 4,
+                 "makespan_us": 300.0, "status": "FEASIBLE", "pareto": True}]
+    fig = frontier_figure({"rows": rows, "frontier": frontier})
+    try:
+        ax = fig.axes[0]
+        marks = sorted(((float(c.get_sizes()[0]), c) for c in ax.collections
+                        if (c.get_offsets() == [[300.0, 4.0]]).all()), key=lambda m: m[0])
+        labels = [c.get_label() for _, c in marks]
+        assert labels == ["optimal", "ge-minimal", "ge",
+                          "optimal, fastest (--objective makespan)"]
+        sizes = [size for size, _ in marks]
+        assert sizes == sorted(set(sizes))  # strictly nested
+        for _, ring in marks[1:]:  # every marker around the smallest is see-through
+            assert all(to_rgba(face)[3] == 0 for face in ring.get_facecolors())
+        assert to_rgba(marks[0][1].get_facecolors()[0])[3] == 1  # the centre is filled
+    finally:
+        plt.close(fig)
 
 
 def test_compare_plot_under_full_concurrency_has_no_frontier(

@@ -24,6 +24,13 @@ COLUMNS = ("input", "mode", "logical_streams", "physical_streams", "events", "no
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "*"}
 COLORS = {"ge": "tab:blue", "ge-minimal": "tab:orange", "optimal": "tab:green"}  # whatever
 # --modes runs
+# Modes often share a point (ge-minimal keeps ge's events wherever GE's elimination is already
+# minimal; optimal keeps ge's plan where nothing beats it), so each mode's marker nests in the
+# next: hollow rings of decreasing size around optimal's filled star, and the fastest plan's
+# hollow diamond around them all. Drawn alike, the last one hid the others.
+SIZES = {"ge": 230, "ge-minimal": 110, "optimal": 70}
+HOLLOW = {"ge", "ge-minimal"}
+FASTEST_SIZE = 330
 LEGEND_LINE_INCHES = 0.22  # a line of the legend below the panels
 LEGEND_ENTRIES = 7  # at most: three modes, the bound, the frontier, behind it, the fastest
 
@@ -67,8 +74,18 @@ def cell(value: Any) -> str:
 
 
 def frontier_plot(document: Mapping[str, Any]) -> bytes:
-    """PNG: per graph a panel of events (y) against emulated makespan (x) per mode, the
-    optimal frontier (the line joins its Pareto points; a point another beats in both is drawn
+    """PNG of `frontier_figure`."""
+    plt = pyplot("--plot")
+    fig = frontier_figure(document)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)
+    plt.close(fig)
+    return out.getvalue()
+
+
+def frontier_figure(document: Mapping[str, Any]) -> Any:
+    """Per graph a panel of events (y) against emulated makespan (x) per mode, the optimal
+    frontier (the line joins its Pareto points; a point another beats in both is drawn
     hollow), and the makespan bound of every plan; one legend below the panels (inside one it
     hid points, GE's in a corner)."""
     plt = pyplot("--plot")
@@ -92,20 +109,20 @@ def frontier_plot(document: Mapping[str, Any]) -> bytes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
     fig.legend(list(legend.values()), list(legend), loc="lower center", fontsize=8,
-               ncol=min(columns, len(legend)) or 1, frameon=False)
+               ncol=min(columns, len(legend)) or 1, frameon=False, markerscale=0.6)
     fig.tight_layout(rect=(0.0, legend_inches / fig.get_figheight(), 1.0, 1.0))
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=100)
-    plt.close(fig)
-    return out.getvalue()
+    return fig
 
 
 def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
            frontier: list[Mapping[str, Any]]) -> None:
     """One graph's panel: its rows (modes), bound and frontier."""
     for row in (r for r in rows if r["makespan_us"] is not None):  # NO_PLAN: nothing to draw
-        ax.scatter(row["makespan_us"], row["events"], marker=MARKERS[row["mode"]],
-                   color=COLORS[row["mode"]], s=80, label=row["mode"], zorder=3)
+        mode = row["mode"]
+        hollow = mode in HOLLOW
+        ax.scatter(row["makespan_us"], row["events"], marker=MARKERS[mode], s=SIZES[mode],
+                   facecolors="none" if hollow else COLORS[mode], edgecolors=COLORS[mode],
+                   linewidths=2 if hollow else 1, label=mode, zorder=3 if hollow else 4)
     bound = rows[0].get("makespan_bound_us")
     if bound is not None:
         ax.axvline(bound, linestyle=":", color="black", label="no plan runs faster")
@@ -123,7 +140,8 @@ def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
     fastest = min((p for p in points if p["objective"] == "makespan"),
                   key=lambda p: p["makespan_us"], default=None)
     if fastest is not None:
-        ax.scatter(fastest["makespan_us"], fastest["events"], marker="D", s=60, color="tab:red",
+        ax.scatter(fastest["makespan_us"], fastest["events"], marker="D", s=FASTEST_SIZE,
+                   facecolors="none", edgecolors="tab:red", linewidths=1.5,
                    label="optimal, fastest (--objective makespan)", zorder=3)
     if all(r["makespan_us"] is None for r in rows) and not points:
         ax.text(0.5, 0.5, "no plan in any mode\n(the rows' reasons say why)", ha="center",
