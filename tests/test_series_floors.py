@@ -104,7 +104,7 @@ def test_every_module_of_a_fork_join_chain_has_a_floor(tmp_path: Path, seed: int
         {t: (program.durations[t], program.engines[t], program.widths[t], 32)
          for t in order if real[t]},
         before=closure(order, program.preds), after=closure(order[::-1], succs),
-        record=1.0, wait=1.0)
+        record=1.0, wait=1.0).floors
     joins = {f"j{m}" for m in range(modules)}
     assert {program.names[b] for b in floors} == joins
     bound = graph_sync_aware_bound(graph, COSTS).bound_us

@@ -56,7 +56,7 @@ from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.cliques import Job, cliques, jackson, overlaps
 from streamalloc.optimal.fork_join import Latency, closure, heads
-from streamalloc.optimal.series import series_floors
+from streamalloc.optimal.series import SegmentRun, series_floors
 from streamalloc.recent import Recent
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.bounds import lower_bounds
@@ -66,7 +66,7 @@ from streamalloc.runtime_emu.program import TASK, Program, compile_program
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.result import SyncPlan
 
-_BOUNDS: Recent[float] = Recent(4)
+_BOUNDS: Recent[tuple[float, tuple[SegmentRun[str], ...]]] = Recent(4)
 SYNC_AWARE_MAX_TASKS = 2_000  # graph tasks: its cliques and fork-joins grow faster than linearly
 # (a 2,000-node generated graph: 4.8 s, 10k: 143 s; the real models of bench/ 1.1 s at most but
 # Inception v1, 3.3 s: its series floors)
@@ -74,12 +74,14 @@ SYNC_AWARE_MAX_TASKS = 2_000  # graph tasks: its cliques and fork-joins grow fas
 
 @dataclass(frozen=True, slots=True)
 class SyncAwareBound:
-    """The bound in microseconds and its parts (sync-aware path, clique, energy)."""
+    """The bound in microseconds and its parts (sync-aware path, clique, energy); and the runs
+    its series floors' solves found, each task named by its node (`series.SegmentRun`)."""
 
     bound_us: float
     path_us: float
     clique_us: float
     energy_us: float
+    segment_runs: tuple[SegmentRun[str], ...] = ()
 
 
 def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
@@ -105,11 +107,12 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
     timed = [t for t in graph_tasks if time[t] > 0]
     before, after = closure(graph_tasks, program.preds), closure(graph_tasks[::-1], succs)
     overlap = overlaps(program, table, timed, before, after)
-    floors = {} if program.activates else series_floors(
+    series = None if program.activates else series_floors(
         graph_tasks, program.preds, real,
         {t: (time[t], engine, program.widths[t], table.engine(engine).units if engine else 0)
          for t in graph_tasks if real[t] for engine in (program.engines[t],)},
         before=before, after=after, record=record, wait=wait)
+    floors = {} if series is None else series.floors
     head = heads(graph_tasks, program.preds, succs, time, real=real, latency=latency,
                  overlap=overlap, before=before, after=after, floors=floors)
     tail = heads(graph_tasks[::-1], succs, program.preds, time, real=real, latency=latency,
@@ -129,7 +132,10 @@ def sync_aware_bound(program: Program, table: CostTable) -> SyncAwareBound:
         if engine is not None and real[t]:
             jobs.setdefault(engine, []).append((head[t], program.widths[t] * time[t], tail[t]))
     energy = max((_energy(jobs[e], table.engine(e).units) for e in sorted(jobs)), default=0.0)
-    return SyncAwareBound(max(path, clique, energy), path, clique, energy)
+    runs = () if series is None else tuple(
+        SegmentRun(tuple(program.names[t] for t in run.members), run.streams, run.starts,
+                   run.kind) for run in series.runs)
+    return SyncAwareBound(max(path, clique, energy), path, clique, energy, runs)
 
 
 def _energy(jobs: Sequence[Job], units: int) -> float:
@@ -167,19 +173,36 @@ def graph_makespan_bound(graph: Graph, table: CostTable, program: Callable[[], P
     other device limits has the same tasks) and cost table, since the makespan search's
     floor, the driver's status and compare's row ask for the same bound (seconds on
     Inception v1, its series floors)."""
+    return _graph_bound(graph, table, program)[0]
+
+
+def segment_runs(graph: Graph, plan: SyncPlan, table: CostTable) -> tuple[SegmentRun[str], ...]:
+    """The runs of the segments the bound of `makespan_bound` solved (none above
+    `SYNC_AWARE_MAX_TASKS` graph tasks), their tasks named by node: one computation for
+    both."""
+    return _graph_bound(graph, table, lambda: _program(graph, plan, table))[1]
+
+
+def _graph_bound(graph: Graph, table: CostTable, program: Callable[[], Program]
+                 ) -> tuple[float, tuple[SegmentRun[str], ...]]:
     return _BOUNDS.get_or_make(("makespan bound", id(graph.by_name), id(table)),
                                (graph.by_name, table),
-                               lambda: program_makespan_bound(program(), table))
+                               lambda: _program_bound(program(), table))
 
 
 def program_makespan_bound(program: Program, table: CostTable) -> float:
     """The same from the program of any plan of the graph: the sync-aware bound up to
     `SYNC_AWARE_MAX_TASKS` graph tasks, above that the emulator's (critical path, work over
     units)."""
+    return _program_bound(program, table)[0]
+
+
+def _program_bound(program: Program, table: CostTable) -> tuple[float, tuple[SegmentRun[str], ...]]:
     if len(program.topo) <= SYNC_AWARE_MAX_TASKS:
-        return sync_aware_bound(program, table).bound_us
+        bound = sync_aware_bound(program, table)
+        return bound.bound_us, bound.segment_runs
     lower = lower_bounds(program, table)
-    return max(lower.critical_path_us, lower.work_over_units_us)
+    return max(lower.critical_path_us, lower.work_over_units_us), ()
 
 
 def _program(graph: Graph, plan: SyncPlan, table: CostTable) -> Program:

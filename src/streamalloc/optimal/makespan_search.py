@@ -8,9 +8,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.bounds import makespan_bound
+from streamalloc.optimal.bounds import makespan_bound, segment_runs
 from streamalloc.optimal.critical import improvements
-from streamalloc.optimal.evaluate import Outcome, assignment_of, chains_of_assignment, rule_guard
+from streamalloc.optimal.evaluate import (
+    Outcome,
+    assignment_of,
+    breaks,
+    chains_of_assignment,
+    rule_guard,
+)
 from streamalloc.optimal.evaluator import Evaluator, evaluation_count
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.makespan_budget import budget_ends, within_bar, within_budget
@@ -26,6 +32,7 @@ from streamalloc.optimal.nimble import unordered_neighbours
 from streamalloc.optimal.numbering import critical_first
 from streamalloc.optimal.options import TIME_SCALE
 from streamalloc.optimal.order import Order, Orders
+from streamalloc.optimal.segment_plans import with_segment_plans
 from streamalloc.rules.constraints import Constraint
 from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
@@ -60,6 +67,22 @@ def sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
             for streams, order in found[1:]]
 
 
+def _segments_planned(graph: Graph, dag: TaskDag, best: Found, *,
+                      constraints: list[Constraint], evaluator: Evaluator) -> list[Found]:
+    """The search's best with its segments planned as the sync-aware bound solved them,
+    where that runs faster (`optimal/segment_plans.py`), or nothing. After the search, not
+    before: from Inception v1's start a module so planned ran faster, but the search from
+    there ended slower (310.2 us against 309.5)."""
+    outcome = evaluator.outcome(assignment_of(dag, best[0]), best[1])
+    if outcome is None:
+        return []
+    planned, _ = with_segment_plans(
+        dag, best, math.ceil(outcome.makespan_us * TIME_SCALE), evaluator=evaluator,
+        runs=segment_runs(graph, evaluator.baseline.plan, evaluator.costs),
+        allowed=lambda streams: not breaks(graph, dag, constraints, streams))
+    return [] if planned == best else [planned]
+
+
 def _floor_us(evaluator: Evaluator) -> float:
     """The makespan no plan of the graph runs under (`makespan_bound`, rounded as the driver
     rounds it): the search stops there. GE dumps 00017 and 00046 reach it at their start: at
@@ -92,16 +115,19 @@ def numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Eval
 def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...], *,
                  hint: tuple[tuple[int, ...], ...], data: SolveInput,
                  constraints: list[Constraint], evaluator: Evaluator, stream_limit: int
-                 ) -> tuple[Found, Evaluator, int, float]:
+                 ) -> tuple[Found, Evaluator, int, float, bool]:
     """The fastest emulated plan of the makespan objective: of the starts (`chains`, CP-SAT's;
     `optimal/makespan_starts.py`) and, under an event budget, the starts brought within it
     (`optimal/makespan_budget.py`), the fastest, improved by the critical-chain search (also
     from the fullest and the sparest start within the budget, `budget_ends`), the fastest of
-    its successive bests, their streams numbered by first node or critical first
+    its successive bests and its last best with its segments planned as the sync-aware bound
+    solved them (`optimal/segment_plans.py`), their streams numbered by first node or critical
+    first
     (`optimal/numbering.py`); under a budget
     and slower than ge mode x (1 + slack), ge mode's streams polished within both, where they
     are. With the evaluator that numbers its streams, its makespan in schedule units (the
-    polish's bound) and CP-SAT's deterministic time for the packings."""
+    polish's bound), CP-SAT's deterministic time for the packings, and whether the plan is the
+    one with its segments planned."""
     evaluator = replace(evaluator, orders=Orders.of(graph))
     packed, packing_time = packed_starts(graph, dag, evaluator)
     known: dict[Found, Outcome | None] = {}
@@ -119,6 +145,9 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     chains, order, limit = fastest(candidates, measured, evaluator)
     bests = sped_up(graph, dag, chains, order, constraints=constraints,
                     evaluator=evaluator)
+    planned = _segments_planned(graph, dag, bests[-1] if bests else (chains, order),
+                                constraints=constraints, evaluator=evaluator)
+    bests += planned
     searched = [(chains, order)]
     for end in budget_ends(candidates, measured, evaluator.options.event_budget):
         if end not in searched:
@@ -131,7 +160,7 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     if limit > evaluator.limit() and evaluator.options.event_budget is not None:
         chains, order, limit = within_bar(graph, dag, hint, constraints, evaluator) \
             or (chains, order, limit)
-    return (chains, order), evaluator, limit, packing_time
+    return (chains, order), evaluator, limit, packing_time, (chains, order) in planned
 
 
 def faster_chains(graph: Graph, dag: TaskDag, found: Search, *,

@@ -127,11 +127,12 @@ def _finished(run: _Run, modelled: Search, earlier: tuple[tuple[tuple[int, ...],
     deterministic = modelled.deterministic_time
     limit = evaluator.limit()
     if options.objective == "makespan":
-        (chains, order), evaluator, limit, packing_time = fastest_plan(
+        (chains, order), evaluator, limit, packing_time, segments = fastest_plan(
             run.graph, run.dag, chains, hint=hint, data=data, constraints=run.constraints,
             evaluator=evaluator, stream_limit=run.stream_limit)
         deterministic += packing_time
-        phase += "+fastest+critical" + ("+reordered" if order is not None else "")
+        phase += "+fastest+critical" + ("+segments" if segments else "") \
+            + ("+reordered" if order is not None else "")
     polished = [p for start in (chains, *earlier)
                 for p in polish_both_ways(run.graph, run.dag, start, order,
                                           constraints=run.constraints, evaluator=evaluator,

@@ -21,6 +21,10 @@ whose solve stops at the time limit gives CP-SAT's bound.
 
 Tasks without a stream's work (kind NOP) are left out: a dependency through them still
 orders their producer and consumer, so it becomes a direct one.
+
+A solve also gives a run of the segment that meets those facts: each task's stream and start
+(`SegmentRun`). The makespan objective tries them as plans of their segments
+(`optimal/segment_plans.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Generic, NamedTuple, TypeVar
 
 from ortools.sat.python import cp_model
 
@@ -51,6 +56,30 @@ Segment = tuple[tuple[tuple[int, str | None, int, int], ...], tuple[tuple[int, .
 # per task (time in model units rounded down, engine, block dim, the engine's units), per task
 # its producers (indices into the segment, which is in a topological order: first a, last b),
 # and a's time rounded up: the gap measured from a's start less it never exceeds the real one
+Solution = tuple[tuple[int, ...], tuple[int, ...]]  # per task its stream (0: a's; numbered by
+# first task) and start (model units, a at 0)
+
+
+Member = TypeVar("Member", int, str)
+
+
+class SegmentRun(NamedTuple, Generic[Member]):
+    """A solved segment's run: its tasks (a first, b last), each one's stream and start as in
+    `Solution`, and which distinct segment it is (equal segments share one solve: the same
+    `kind`)."""
+
+    members: tuple[Member, ...]  # task ids, or node names (`bounds` names them)
+    streams: tuple[int, ...]
+    starts: tuple[int, ...]
+    kind: int
+
+
+class Series(NamedTuple):
+    """Per cut task b with a segment before it, (a, the floor in us between a's end and b's
+    start); and the runs of the segments whose solve found one, in order."""
+
+    floors: dict[int, tuple[int, float]]
+    runs: tuple[SegmentRun[int], ...]
 
 
 def series_floors(order: Sequence[int],
@@ -58,12 +87,11 @@ def series_floors(order: Sequence[int],
                   real: Sequence[bool],
                   segment_of: Mapping[int, tuple[float, str | None, int, int]], *,
                   before: Mapping[int, int], after: Mapping[int, int], record: float,
-                  wait: float) -> dict[int, tuple[int, float]]:
-    """Per cut task b with a segment before it, (a, the floor in us between a's end and b's
-    start). `order`: the graph's tasks in a topological order over `preds`; `real`: per task,
-    whether it has a stream's work; `segment_of`: per such task its time in us, engine, block
-    dim and the engine's units; `before` and `after`: per task the tasks before and after it
-    (bitmasks over tasks, `fork_join.closure`)."""
+                  wait: float) -> Series:
+    """The floors and runs of `Series`. `order`: the graph's tasks in a topological order over
+    `preds`; `real`: per task, whether it has a stream's work; `segment_of`: per such task its
+    time in us, engine, block dim and the engine's units; `before` and `after`: per task the
+    tasks before and after it (bitmasks over tasks, `fork_join.closure`)."""
     direct: dict[int, set[int]] = {}  # per task, its producers with work, over those without
     for t in order:
         direct[t] = set()
@@ -73,7 +101,8 @@ def series_floors(order: Sequence[int],
     position = {t: i for i, t in enumerate(tasks)}
     cuts = [position[t] for t in cut_tasks(tasks, before, after)]
     floors: dict[int, tuple[int, float]] = {}
-    solved: dict[Segment, float] = {}
+    solved: dict[Segment, tuple[float, Solution | None, int]] = {}
+    runs: list[SegmentRun[int]] = []
     left = SERIES_TIME
     for a, b in itertools.pairwise(cuts):
         if b - a < 2 or b - a + 1 > SEGMENT_MAX_TASKS:
@@ -88,11 +117,15 @@ def series_floors(order: Sequence[int],
         if segment not in solved:
             if len(solved) == SEGMENTS or left <= 0:
                 continue
-            gap, spent = _solved(segment, math.floor(record * SCALE + 1e-9),
-                                 math.floor(wait * SCALE + 1e-9), min(SEGMENT_TIME, left))
-            solved[segment], left = gap / SCALE, left - spent
-        floors[tasks[b]] = (tasks[a], solved[segment])
-    return floors
+            gap, spent, solution = _solved(segment, math.floor(record * SCALE + 1e-9),
+                                           math.floor(wait * SCALE + 1e-9),
+                                           min(SEGMENT_TIME, left))
+            solved[segment], left = (gap / SCALE, solution, len(solved)), left - spent
+        floor, solution, kind = solved[segment]
+        floors[tasks[b]] = (tasks[a], floor)
+        if solution is not None:
+            runs.append(SegmentRun(tuple(members), *solution, kind))
+    return Series(floors, tuple(runs))
 
 
 def cut_tasks(tasks: Sequence[int], before: Mapping[int, int], after: Mapping[int, int]
@@ -112,8 +145,9 @@ def least_gap(segment: Segment, record: int, wait: int) -> float:
 
 
 def _solved(segment: Segment, record: int, wait: int, time_limit: float
-            ) -> tuple[float, float]:
-    """`least_gap` within `time_limit` deterministic seconds, and the time it took."""
+            ) -> tuple[float, float, Solution | None]:
+    """`least_gap` within `time_limit` deterministic seconds, the time it took, and the best
+    run found (None without one)."""
     relaxation = _Relaxation(segment, record, wait)
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = time_limit
@@ -124,7 +158,12 @@ def _solved(segment: Segment, record: int, wait: int, time_limit: float
     status = interruptible_solve(solver, relaxation.model)
     if status == cp_model.INFEASIBLE:  # every one-stream run fits
         raise AssertionError("segment relaxation infeasible")
-    return max(0.0, solver.best_objective_bound), solver.deterministic_time
+    solution = None
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        solution = (tuple(next(k for k, on in enumerate(row) if solver.boolean_value(on))
+                          for row in relaxation.stream),
+                    tuple(solver.value(start) for start in relaxation.start))
+    return max(0.0, solver.best_objective_bound), solver.deterministic_time, solution
 
 
 class _Relaxation:
