@@ -27,7 +27,13 @@ import pytest
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
-from streamalloc.optimal import OptimalOptions, allocate_optimal, bounds, chain_model
+from streamalloc.optimal import (
+    OptimalOptions,
+    allocate_optimal,
+    bounds,
+    chain_model,
+    makespan_search,
+)
 from streamalloc.optimal.bounds import graph_sync_aware_bound, sync_aware_bound
 from streamalloc.optimal.cliques import jackson
 from streamalloc.optimal.critical import critical_chain, improvements
@@ -449,3 +455,33 @@ def test_search_stops_at_the_floor(tmp_path: Path) -> None:
     assert at_floor == found[:len(at_floor)]
     assert improvements(dag, [0] * dag.size, _counted(evaluator, floored), budget=30,
                         floor_us=round(runs[0], 3)) == [found[0]]
+
+
+def test_more_workers_search_more_ways_and_never_run_slower(
+        squeezenet: Graph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--workers 2: two critical-chain searches at once, in forked processes (one after the
+    other where forking is not safe, with the same results); the first is the one a single
+    worker runs, so the search hands on a plan no slower than one worker's (here the written
+    plan is no slower either), and the same bytes twice."""
+    dag, evaluator = _setup(squeezenet)
+    evaluator = replace(evaluator, orders=Orders.of(squeezenet))
+    start = (tuple((v,) for v in range(dag.size)), None)
+    other = (list_schedule_chains(squeezenet, dag, default_cost_table(), 2024), None)
+    alone = makespan_search.sped_up(squeezenet, dag, *start, constraints=[],
+                                    evaluator=evaluator)
+    two_workers = OptimalOptions(objective="makespan", time_limit=1.0, workers=2)
+    both = makespan_search.searches(squeezenet, dag, [start, other], constraints=[],
+                                    evaluator=replace(evaluator, options=two_workers))
+    assert len(both) == 2 and both[0] == alone and both[1] != alone
+    with monkeypatch.context() as threads:
+        threads.setattr(makespan_search.threading, "active_count", lambda: 2)
+        assert makespan_search.searches(squeezenet, dag, [start, other], constraints=[],
+                                        evaluator=replace(evaluator, options=two_workers)) \
+            == both
+    one, _ = allocate_optimal(squeezenet, builtin_rules("free"), OPTIONS)
+    two = [allocate_optimal(squeezenet, builtin_rules("free"), two_workers)[0]
+           for _ in range(2)]
+    assert json.dumps(two[0].to_json()) == json.dumps(two[1].to_json())
+    assert verify_plan(squeezenet, two[0].to_json()).ok
+    assert emulate(squeezenet, two[0].to_json()).makespan_us \
+        <= emulate(squeezenet, one.to_json()).makespan_us + 1e-9

@@ -94,12 +94,12 @@ def test_packings_keep_dependencies_and_units(tmp_path: Path, seed: int) -> None
     dag = _dag(graph)
     delays = _delays(dag, seed)
     tasks = _tasks(graph, dag)
-    serial = packing(dag, tasks, COSTS, time_limit=0.0, seed=0, workers=1, delays=delays)
-    solved = packing(dag, tasks, COSTS, time_limit=0.2, seed=0, workers=1, delays=delays)
+    serial = packing(dag, tasks, COSTS, time_limit=0.0, seed=0, delays=delays)
+    solved = packing(dag, tasks, COSTS, time_limit=0.2, seed=0, delays=delays)
     _check_packing(graph, dag, serial, delays)
     _check_packing(graph, dag, solved, delays)
     assert max(solved.ends, default=0) <= max(serial.ends, default=0)
-    assert solved == packing(dag, tasks, COSTS, time_limit=0.2, seed=0, workers=1,
+    assert solved == packing(dag, tasks, COSTS, time_limit=0.2, seed=0,
                              delays=delays)
 
 
@@ -108,7 +108,7 @@ def test_packings_keep_dependencies_and_units(tmp_path: Path, seed: int) -> None
 def test_streams_of_a_packing(tmp_path: Path, seed: int, in_t_order: bool) -> None:
     graph = _random_graph(tmp_path, seed)
     dag = _dag(graph)
-    packed = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0, workers=1)
+    packed = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0)
     for limit in (2, 1000):
         dealt = streams_of_packing(dag, packed, limit, in_t_order=in_t_order)
         if dealt is None:  # every stream's last node later in T-order than the next node
@@ -152,7 +152,7 @@ def test_the_packing_lets_the_wide_chain_go_first(tmp_path: Path) -> None:
     assert orders is not None
     evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"), COSTS,
                           orders=orders)
-    packed = packing(dag, _tasks(graph, dag), COSTS, time_limit=1.0, seed=0, workers=1)
+    packed = packing(dag, _tasks(graph, dag), COSTS, time_limit=1.0, seed=0)
     index = {name: v for v, name in enumerate(dag.names)}
     assert packed.starts[index["a"]] >= packed.ends[index["c"]]
     dealt = streams_of_packing(dag, packed, 1000, in_t_order=False)
@@ -184,7 +184,7 @@ def test_above_the_solver_cap_the_packings_are_serial_schedules(
     monkeypatch.setattr(packing_module, "interruptible_solve", no_solver)
     found, spent = makespan_starts.packed_starts(graph, dag, evaluator)
     assert spent == 0.0
-    serial = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0, workers=1)
+    serial = packing(dag, _tasks(graph, dag), COSTS, time_limit=0.0, seed=0)
     first = streams_of_packing(dag, serial, 1000, in_t_order=False)
     assert first is not None
     assert len(found) == 2

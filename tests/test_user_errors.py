@@ -328,6 +328,55 @@ def test_ctrl_c_in_a_subprocess() -> None:
     assert err.decode() == "streamalloc: interrupted\n"
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_during_searches_in_processes() -> None:
+    """--workers 2 runs two makespan searches in forked processes: Ctrl-C (to the command,
+    as a terminal sends it to the whole group) still ends it with one line and exit 130, and
+    its processes with it."""
+    model = ROOT / "tests" / "data" / "onnx" / "llama_tiny.onnx"
+    proc = subprocess.Popen([sys.executable, "-m", "streamalloc", "allocate", str(model),
+                             "--mode", "optimal", "--objective", "makespan",
+                             "--time-limit", "30", "--workers", "2",
+                             "--set", "ge.streamMaxParallelNum=AIcoreEngine:4",
+                             "--set", "ge.hcomParallel=1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            start_new_session=True,  # a group of its own, as in a terminal
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(children) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        children = _children(proc.pid)
+    assert len(children) == 2
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == cli.INTERRUPTED, err
+    assert err.decode() == "streamalloc: interrupted\n"
+    time.sleep(0.5)
+    assert not [pid for pid in children if _running(pid)]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:  # ended meanwhile
+                continue
+            if fields[1] == str(pid):
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] \
+            != "Z"
+    except OSError:
+        return False
+
+
 def test_every_cp_sat_solve_is_interruptible() -> None:
     """CP-SAT's own SIGINT handler ends a solve quietly, or the process: Ctrl-C during the
     sync-aware bound's solves (the makespan search's first second on Llama tiny) killed the

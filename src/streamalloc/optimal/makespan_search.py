@@ -4,6 +4,10 @@ start, and the numbering of the streams that runs fastest."""
 from __future__ import annotations
 
 import math
+import multiprocessing
+import signal
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -23,6 +27,7 @@ from streamalloc.optimal.makespan_budget import budget_ends, within_bar, within_
 from streamalloc.optimal.makespan_starts import (
     aside_starts,
     fastest,
+    fastest_distinct,
     makespan_starts,
     outcomes_of,
     packed_starts,
@@ -44,12 +49,13 @@ BUDGET_END_SHARE = 0.4  # for each of its runs from the ends of an event budget 
 
 def sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
             order: Order | None, *, constraints: list[Constraint], evaluator: Evaluator,
-            share: float = CRITICAL_SHARE, chains_only: bool = False) -> list[Found]:
+            share: float = CRITICAL_SHARE, chains_only: bool = False,
+            seed: int | None = None) -> list[Found]:
     """The critical-chain local search from the fastest candidate, in its order (moves that
     break a rule are not tried, nor, when `chains_only`, moves that put two nodes no path
     orders on one stream; the execution order changes when `evaluator.orders` allows),
-    `share` of --time-limit in evaluations: the streams and orders (None: the graph's) that
-    were its best when found, in that order."""
+    `share` of --time-limit in evaluations, its kicks seeded by `seed` (default --seed): the
+    streams and orders (None: the graph's) that were its best when found, in that order."""
     guard = rule_guard(graph, dag, constraints)
     start = assignment_of(dag, chains)
 
@@ -60,11 +66,58 @@ def sped_up(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
         return evaluator.run(streams, order) if guard(streams, moved) else None
 
     budget = evaluation_count(evaluator, start, evaluator.options.time_limit * share)
-    found = improvements(dag, start, run, budget, seed=evaluator.options.seed,
+    found = improvements(dag, start, run, budget,
+                         seed=evaluator.options.seed if seed is None else seed,
                          orders=evaluator.orders, order=order, floor_us=_floor_us(evaluator))
     own = evaluator.orders.start if evaluator.orders else None
     return [(chains_of_assignment(streams), None if order == own else order)
             for streams, order in found[1:]]
+
+
+def searches(graph: Graph, dag: TaskDag, starts: Sequence[Found], *,
+             constraints: list[Constraint], evaluator: Evaluator) -> list[list[Found]]:
+    """The critical-chain search from `starts[0]` (the fastest start) with --seed and, with
+    --workers N > 1, N - 1 more: search k from the k-th fastest start (cycling through
+    `starts`) seeded --seed + k, each with the whole budget. Each one's bests (`sped_up`), in
+    that order: the first is what one worker finds, so the fastest of them all is never slower
+    than that. They run at once in processes forked from this one, so searching more ways
+    takes about the wall time of one (on as many cores), where forking is safe: on Linux,
+    from a process without other Python threads (a Ray worker has them); elsewhere one after
+    the other, with the same results."""
+    workers = evaluator.options.workers
+    portfolio = (graph, dag, starts, constraints, evaluator)
+    if workers == 1 or sys.platform != "linux" or threading.active_count() > 1:
+        return [_search(portfolio, k) for k in range(workers)]
+    global _PORTFOLIO  # noqa: PLW0603 - what the forked processes read
+    _floor_us(evaluator)  # computed once, here: the processes inherit it
+    _PORTFOLIO = portfolio
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts) as pool:
+            return pool.map(_forked_search, range(workers))
+    finally:
+        _PORTFOLIO = None
+
+
+Portfolio = tuple[Graph, TaskDag, Sequence[Found], list[Constraint], Evaluator]
+_PORTFOLIO: Portfolio | None = None
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C goes to the whole process group: the parent stops the pool, not its workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _forked_search(k: int) -> list[Found]:
+    assert _PORTFOLIO is not None
+    return _search(_PORTFOLIO, k)
+
+
+def _search(portfolio: Portfolio, k: int) -> list[Found]:
+    """Search k of `searches`."""
+    graph, dag, starts, constraints, evaluator = portfolio
+    chains, order = starts[k % len(starts)]
+    return sped_up(graph, dag, chains, order, constraints=constraints, evaluator=evaluator,
+                   seed=evaluator.options.seed + k)
 
 
 def _segments_planned(graph: Graph, dag: TaskDag, best: Found, *,
@@ -143,11 +196,12 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     candidates = starts + more
     measured = outcomes + outcomes_of(graph, dag, more, constraints, evaluator)
     chains, order, limit = fastest(candidates, measured, evaluator)
-    bests = sped_up(graph, dag, chains, order, constraints=constraints,
-                    evaluator=evaluator)
-    planned = _segments_planned(graph, dag, bests[-1] if bests else (chains, order),
+    first, *others = searches(graph, dag, [found for _, found in fastest_distinct(
+        candidates, measured, evaluator)] or [(chains, order)], constraints=constraints,
+        evaluator=evaluator)
+    planned = _segments_planned(graph, dag, first[-1] if first else (chains, order),
                                 constraints=constraints, evaluator=evaluator)
-    bests += planned
+    bests = [found for other in others for found in other] + first + planned
     searched = [(chains, order)]
     for end in budget_ends(candidates, measured, evaluator.options.event_budget):
         if end not in searched:

@@ -127,7 +127,7 @@ def packed_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator) -> tuple[lis
     for _ in range(PACKING_ROUNDS):
         packed = packing(dag, tasks, costs, time_limit=min(options.time_limit * share,
                                                            PACKING_MOST),
-                         seed=options.seed, workers=options.workers, delays=delays)
+                         seed=options.seed, delays=delays)
         spent += packed.deterministic_time
         dealt = streams_of_packing(dag, packed, limits_of(graph).max_streams,
                                    in_t_order=orders is None)
@@ -183,14 +183,20 @@ def fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator: 
             ) -> tuple[tuple[tuple[int, ...], ...], Order | None, int]:
     """The candidate with the shortest emulated makespan (its outcome given; within the event
     budget), and that makespan as the polish's bound."""
+    found = fastest_distinct(candidates, outcomes, evaluator)
+    if not found:
+        return *candidates[0], evaluator.limit()
+    return *found[0][1], found[0][0]
+
+
+def fastest_distinct(candidates: list[Found], outcomes: list[Outcome | None],
+                     evaluator: Evaluator) -> list[tuple[int, Found]]:
+    """The candidates within the event budget, fastest first, one per emulated makespan (the
+    first in `candidates` of those that run as long), with that makespan in schedule units."""
     budget = evaluator.options.event_budget
-    best: tuple[int, int, Found] | None = None
+    best: dict[int, tuple[int, Found]] = {}
     for k, (found, outcome) in enumerate(zip(candidates, outcomes, strict=True)):
         if outcome is None or (budget is not None and outcome.events > budget):
             continue
-        score = (math.ceil(outcome.makespan_us * TIME_SCALE), k)
-        if best is None or score < best[:2]:
-            best = (*score, found)
-    if best is None:
-        return *candidates[0], evaluator.limit()
-    return *best[2], best[0]
+        best.setdefault(math.ceil(outcome.makespan_us * TIME_SCALE), (k, found))
+    return [(makespan, found) for makespan, (_, found) in sorted(best.items())]

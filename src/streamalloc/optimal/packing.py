@@ -43,8 +43,7 @@ class Packing(NamedTuple):
 
 
 def packing(dag: TaskDag, tasks: Sequence[NodeTask], costs: CostTable, *, time_limit: float,
-            seed: int, workers: int, delays: Mapping[tuple[int, int], int] | None = None
-            ) -> Packing:
+            seed: int, delays: Mapping[tuple[int, int], int] | None = None) -> Packing:
     """CP-SAT's best packing of the nodes' `tasks` (`graph_node_tasks`, in the DAG's order)
     within `time_limit` deterministic seconds (the serial schedule when it finds none, or for
     a limit of 0); `delays`: time added between the end of a producer and the start of its
@@ -79,12 +78,14 @@ def packing(dag: TaskDag, tasks: Sequence[NodeTask], costs: CostTable, *, time_l
     for engine, (intervals, demand) in sorted(demands.items()):
         cp.add_cumulative(intervals, demand, units[engine])
     cp.minimize(end)
-    solver = configured_solver(time_limit, seed, workers)
+    # one worker whatever --workers: interleaved (as several workers must be, to stay
+    # deterministic), its deterministic clock ran 10x slower than the wall clock here (T5:
+    # 15.9 s against 1.8 s for 0.5 deterministic s); the makespan objective spends more
+    # workers on its searches instead (`makespan_search.searches`)
+    solver = configured_solver(time_limit, seed, 1)
+    solver.parameters.interleave_search = False
     # as for the streams' model (`solver.model`): presolve alone overruns short limits
     solver.parameters.cp_model_presolve = time_limit >= PRESOLVE_MIN_TIME
-    # one worker is deterministic on its own; interleaved, its deterministic clock ran 10x
-    # slower than the wall clock here (T5: 15.9 s against 1.8 s for 0.5 deterministic s)
-    solver.parameters.interleave_search = workers > 1
     status = interruptible_solve(solver, cp)
     starts = hint if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) else \
         [solver.value(s) for s in start]
