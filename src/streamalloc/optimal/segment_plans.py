@@ -21,6 +21,7 @@ whose plans run faster.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -103,8 +104,8 @@ def _applied(dag: TaskDag, start: Found, runs: Sequence[SegmentRun[str]], *, ind
             streams[v] = relabel[original[v]]
         if v in firsts:
             k = firsts[v]
-            others = iter([s for s in ids if s != streams[v]] + list(
-                range(max(ids) + 1, max(ids) + 1 + len(runs[k].members))))
+            others = (s for s in itertools.chain(ids, itertools.count(ids[-1] + 1))
+                      if s != streams[v])  # a's stream may be a new id since an earlier b
             for stream in dict.fromkeys(runs[k].streams):
                 mapping[(k, stream)] = streams[v] if stream == 0 else next(others)
     ranked = sorted(range(dag.size), key=lambda v: (*key[v], position[dag.names[v]]))
