@@ -3,16 +3,19 @@
 Invariants (style principle 9): a segment's tasks end up sharing streams exactly as the run
 the bound solved shares them, in the run's order; what followed the segment's last task on its
 stream follows it on its new one; a kind of segment is kept only where its plans run faster,
-so a start never gets slower; and on BERT base, whose attention blocks the search alone runs
+so a start never gets slower, and its plan verifies (random chains of fork-joins, some of
+their tasks without device work); and on BERT base, whose attention blocks the search alone runs
 the value projection first, the makespan objective runs them as the bound solved them.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pytest
+from node_graphs import fork_join_chain_nodes, graph_of
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
@@ -153,3 +156,39 @@ def test_bert_base_runs_its_attention_blocks_as_the_bound_solved_them() -> None:
     assert solver.makespan_us == pytest.approx(emulate(graph, plan.to_json()).makespan_us)
     assert solver.makespan_us < 1660.0
     assert "+critical+segments" in solver.phase
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_segment_plans_of_fork_join_chains(tmp_path: Path, seed: int) -> None:
+    """Every module of a chain of fork-joins is a segment: from one stream and from ge
+    mode's streams, the plans with segment plans put in verify, run as reported and never
+    slower than the start; the same twice; and the makespan objective's plan verifies."""
+    rng = random.Random(seed)
+    graph = graph_of(tmp_path, f"chain{seed}", fork_join_chain_nodes(rng, rng.randint(2, 4)))
+    evaluator = _evaluator(graph)
+    dag = evaluator.dag
+    runs = segment_runs(graph, evaluator.baseline.plan, COSTS)
+    assert runs  # each module's fork and join are cut tasks
+    ge_mode = evaluator.baseline.allocation
+    ge_chains = tuple(tuple(v for v in range(dag.size) if ge_mode.stream(dag.names[v]) == s)
+                      for s in sorted({ge_mode.stream(name) for name in dag.names}))
+    ge_outcome = evaluator.outcome(assignment_of(dag, ge_chains))
+    assert ge_outcome is not None
+    for start, makespan in (_one_stream(evaluator),
+                            ((ge_chains, None),
+                             math.ceil(ge_outcome.makespan_us * TIME_SCALE))):
+        found, faster = with_segment_plans(dag, start, makespan, runs=runs,
+                                           evaluator=evaluator, allowed=lambda _: True)
+        assert faster <= makespan
+        assert (found, faster) == with_segment_plans(dag, start, makespan, runs=runs,
+                                                     evaluator=evaluator,
+                                                     allowed=lambda _: True)
+        outcome = evaluator.outcome(assignment_of(dag, found[0]), found[1])
+        assert outcome is not None
+        assert verify_plan(graph, outcome.plan.to_json()).ok
+        result = emulate(graph, outcome.plan.to_json())
+        assert result.status == "ok"
+        assert math.ceil(result.makespan_us * TIME_SCALE) == faster
+    plan, _ = allocate_optimal(graph, builtin_rules("free"),
+                               OptimalOptions(objective="makespan", time_limit=0.2))
+    assert verify_plan(graph, plan.to_json()).ok

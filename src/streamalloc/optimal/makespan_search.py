@@ -171,14 +171,13 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
                  ) -> tuple[Found, Evaluator, int, float, bool]:
     """The fastest emulated plan of the makespan objective: of the starts (`chains`, CP-SAT's;
     `optimal/makespan_starts.py`) and, under an event budget, the starts brought within it
-    (`optimal/makespan_budget.py`), the fastest, improved by the critical-chain search (also
-    from the fullest and the sparest start within the budget, `budget_ends`), the fastest of
-    its successive bests and its last best with its segments planned as the sync-aware bound
-    solved them (`optimal/segment_plans.py`), their streams numbered by first node or critical
-    first
-    (`optimal/numbering.py`); under a budget
-    and slower than ge mode x (1 + slack), ge mode's streams polished within both, where they
-    are. With the evaluator that numbers its streams, its makespan in schedule units (the
+    (`optimal/makespan_budget.py`), the fastest, improved by the critical-chain searches
+    (`searches`; also from the fullest and the sparest start within the budget,
+    `budget_ends`), the fastest of their successive bests and of the first search's last best
+    with its segments planned as the sync-aware bound solved them (`optimal/segment_plans.py`),
+    their streams numbered by first node or critical first (`optimal/numbering.py`); under a
+    budget and slower than ge mode x (1 + slack), ge mode's streams polished within both,
+    where they are. With the evaluator that numbers its streams, its makespan in schedule units (the
     polish's bound), CP-SAT's deterministic time for the packings, and whether the plan is the
     one with its segments planned."""
     evaluator = replace(evaluator, orders=Orders.of(graph))
@@ -201,6 +200,8 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
         evaluator=evaluator)
     planned = _segments_planned(graph, dag, first[-1] if first else (chains, order),
                                 constraints=constraints, evaluator=evaluator)
+    # `numbered` gives ties to the latest found: the other workers' bests come first, so
+    # they replace one worker's plan only where faster
     bests = [found for other in others for found in other] + first + planned
     searched = [(chains, order)]
     for end in budget_ends(candidates, measured, evaluator.options.event_budget):
