@@ -162,7 +162,7 @@ def graph_sync_aware_bound(graph: Graph, table: CostTable) -> SyncAwareBound:
 
 def makespan_bound(graph: Graph, plan: SyncPlan, table: CostTable) -> float:
     """The best lower bound this module knows on the emulated makespan of every plan of
-    `graph` (`plan`: any of its plans), see `program_makespan_bound`."""
+    `graph` (`plan`: any of its plans), see `_program_bound`."""
     return graph_makespan_bound(graph, table, lambda: _program(graph, plan, table))
 
 
@@ -190,14 +190,10 @@ def _graph_bound(graph: Graph, table: CostTable, program: Callable[[], Program]
                                lambda: _program_bound(program(), table))
 
 
-def program_makespan_bound(program: Program, table: CostTable) -> float:
-    """The same from the program of any plan of the graph: the sync-aware bound up to
-    `SYNC_AWARE_MAX_TASKS` graph tasks, above that the emulator's (critical path, work over
-    units)."""
-    return _program_bound(program, table)[0]
-
-
 def _program_bound(program: Program, table: CostTable) -> tuple[float, tuple[SegmentRun[str], ...]]:
+    """From the program of any plan of the graph: the sync-aware bound and its segment runs up
+    to `SYNC_AWARE_MAX_TASKS` graph tasks, above that the emulator's bound (critical path,
+    work over units) and none."""
     if len(program.topo) <= SYNC_AWARE_MAX_TASKS:
         bound = sync_aware_bound(program, table)
         return bound.bound_us, bound.segment_runs

@@ -126,13 +126,13 @@ def _segments_planned(graph: Graph, dag: TaskDag, best: Found, *,
     where that runs faster (`optimal/segment_plans.py`), or nothing. After the search, not
     before: from Inception v1's start a module so planned ran faster, but the search from
     there ended slower (310.2 us against 309.5)."""
-    outcome = evaluator.outcome(assignment_of(dag, best[0]), best[1])
-    if outcome is None:
+    runs = segment_runs(graph, evaluator.baseline.plan, evaluator.costs)
+    outcome = evaluator.outcome(assignment_of(dag, best[0]), best[1]) if runs else None
+    if outcome is None:  # no segment solved (any graph above 2,000 tasks): no run to spend
         return []
     planned, _ = with_segment_plans(
         dag, best, math.ceil(outcome.makespan_us * TIME_SCALE), evaluator=evaluator,
-        runs=segment_runs(graph, evaluator.baseline.plan, evaluator.costs),
-        allowed=lambda streams: not breaks(graph, dag, constraints, streams))
+        runs=runs, allowed=lambda streams: not breaks(graph, dag, constraints, streams))
     return [] if planned == best else [planned]
 
 
