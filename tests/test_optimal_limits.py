@@ -169,6 +169,19 @@ def test_the_event_limit_binds_the_makespan_objective() -> None:
     assert solver["makespan_us"] < solver["baseline_makespan_us"]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ge_mode_over_the_event_limit_is_the_makespan_objectives_reference_too(
+        workers: int) -> None:
+    """The makespan bound (the search's floor, the plan's `bound`) reads the program of the
+    ge-mode plan over the limit: measured with the limits lifted, as the baseline is, it is
+    no error."""
+    plan, solver = planned({"streamalloc.max_events": "1"}, rules=builtin_rules("free"),
+                           objective="makespan", makespan_slack=50.0, workers=workers)
+    assert plan["event_count"] <= 1 and solver["status"] != "FALLBACK"
+    assert "streamalloc.max_events" in solver["baseline_over_limit"]
+    assert solver["bound"] <= solver["makespan_us"] <= solver["baseline_makespan_us"] * 1.5
+
+
 def test_a_model_plan_slower_in_emulation_leaves_the_polished_baseline() -> None:
     """With a cost table of whole-device kernels, CP-SAT's optimum for the example's training
     step (no event) emulates slower than ge mode (363.4 against 352.4 us). The baseline's

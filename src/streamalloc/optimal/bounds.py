@@ -64,6 +64,7 @@ from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.plan import plan_from_dict
 from streamalloc.runtime_emu.program import TASK, Program, compile_program
 from streamalloc.sync.driver import synchronize
+from streamalloc.sync.limits import without_device_limits
 from streamalloc.sync.result import SyncPlan
 
 _BOUNDS: Recent[tuple[float, tuple[SegmentRun[str], ...]]] = Recent(4)
@@ -202,4 +203,6 @@ def _program_bound(program: Program, table: CostTable) -> tuple[float, tuple[Seg
 
 
 def _program(graph: Graph, plan: SyncPlan, table: CostTable) -> Program:
-    return compile_program(graph, plan_from_dict(plan.to_json()), table)
+    """The program of `plan` with the device's limits lifted: the bound reads only its tasks,
+    and the plan may be a ge-mode plan over a limit (the optimal mode's baseline)."""
+    return compile_program(without_device_limits(graph), plan_from_dict(plan.to_json()), table)
