@@ -17,8 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from node_graphs import graph_of
 from real_models import LIGHT
+from test_optimal import control_flow_graph
 from test_schemas import valid
 
 from streamalloc import api
@@ -26,6 +28,7 @@ from streamalloc.commands.compare import CompareSettings, compare
 from streamalloc.commands.sweep import sweep, sweep_table
 from streamalloc.errors import LimitExceeded
 from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.optimal import search as search_module
@@ -180,6 +183,40 @@ def test_ge_mode_over_the_event_limit_is_the_makespan_objectives_reference_too(
     assert plan["event_count"] <= 1 and solver["status"] != "FALLBACK"
     assert "streamalloc.max_events" in solver["baseline_over_limit"]
     assert solver["bound"] <= solver["makespan_us"] <= solver["baseline_makespan_us"] * 1.5
+
+
+TIGHT_LIMITS = ({"streamalloc.max_events": "8"}, {"streamalloc.max_streams": "4"},
+                {"streamalloc.max_events": "4", "ge.streamMaxParallelNum": "AIcoreEngine:2"})
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_graphs_under_tight_limits_get_a_plan_within_them_or_an_error_that_says_so(
+        tmp_path: Path, seed: int) -> None:
+    """Layered graphs and graphs with While and If subgraphs under few streams or events,
+    the makespan objective, GE's rules and free ones: the plan verifies with the limits and
+    runs within ge mode's makespan x (1 + slack), or the error says that no plan fits (or
+    that ge mode fails, whose plan is the baseline), never another one (a ge-mode plan over
+    the event limit once failed the makespan bound)."""
+    if seed % 2:
+        path = tmp_path / "cf.yaml"
+        path.write_text(yaml.safe_dump(control_flow_graph(seed), sort_keys=False),
+                        encoding="utf-8")
+        graph = load_graph(path)
+    else:
+        graph = layered_graph(40 + 9 * seed, seed=seed, label_every=7)
+    graph = api.with_options(graph, TIGHT_LIMITS[seed % 3])
+    rules = builtin_rules("free") if seed % 4 < 2 else None
+    try:
+        plan, report = allocate_optimal(graph, rules, OptimalOptions(
+            time_limit=0.3, objective="makespan", makespan_slack=25.0, seed=seed))
+    except LimitExceeded as exc:
+        assert str(exc).startswith(("no plan within the device limits",
+                                    "optimal mode starts from the ge-mode plan"))
+        return
+    document, solver = plan.to_json(), report.to_json()
+    assert verify_plan(graph, document, rules=rules).exit_code == 0
+    assert emulate(graph, document).status == "ok"
+    assert solver["makespan_us"] <= solver["baseline_makespan_us"] * 1.25 + 1e-6
 
 
 def test_a_model_plan_slower_in_emulation_leaves_the_polished_baseline() -> None:
