@@ -15,7 +15,7 @@ from streamalloc import api
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions
-from streamalloc.optimal.evaluate import Outcome
+from streamalloc.optimal.evaluate import Measured
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.order import Order
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -78,7 +78,7 @@ def test_the_choice_after_the_search_runs_no_plan_twice(
     outcome = Evaluator.outcome
 
     def counted(self: Evaluator, streams: Sequence[int], order: Order | None = None
-                ) -> Outcome | None:
+                ) -> Measured | None:
         labels: dict[int, int] = {}
         runs[tuple(labels.setdefault(s, len(labels)) for s in streams), order] += 1
         return outcome(self, streams, order)

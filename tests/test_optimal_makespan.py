@@ -298,7 +298,7 @@ def test_sync_aware_bound_holds_for_every_plan_tried(squeezenet: Graph) -> None:
     plans = [evaluator.baseline.plan.to_json(),
              allocate_optimal(squeezenet, builtin_rules("free"), OPTIONS)[0].to_json()]
     for chains in (list_schedule_chains(squeezenet, dag, costs, 2024), (tuple(range(dag.size)),)):
-        outcome = evaluator.outcome(assignment_of(dag, chains))
+        outcome = evaluator.verified(assignment_of(dag, chains))
         assert outcome is not None
         plans.append(outcome.plan.to_json())
     bound = graph_sync_aware_bound(squeezenet, costs)

@@ -153,7 +153,7 @@ def test_a_plan_in_another_order_verifies_on_the_users_graph(blocked: Graph) -> 
     t_order = evaluator.outcome(streams)
     order = orders.before(orders.start, "q1", "s")
     assert order == ("x", "q1", "s", "q2", "j", "out")
-    first = evaluator.outcome(streams, order)  # verified on `blocked`, in its own T-order
+    first = evaluator.verified(streams, order)  # verified on `blocked`, in its own T-order
     assert t_order is not None and first is not None
     document = first.plan.to_json()
     assert [n for n in document["streams"]["0"] if n in blocked.by_name] == ["q1", "s", "j", "out"]

@@ -116,7 +116,7 @@ def test_a_segment_runs_as_the_bound_solved_it(attention: Graph) -> None:
                         (run.starts[i] > run.starts[j])
     # the output projection followed the last MatMul on its stream, and still does
     assert streams[index["l0_d"]] == streams[index["l0_o"]]
-    outcome = evaluator.outcome(streams, order)
+    outcome = evaluator.verified(streams, order)
     assert outcome is not None
     plan = outcome.plan
     assert verify_plan(attention, plan.to_json()).ok
@@ -183,7 +183,7 @@ def test_segment_plans_of_fork_join_chains(tmp_path: Path, seed: int) -> None:
         assert (found, faster) == with_segment_plans(dag, start, makespan, runs=runs,
                                                      evaluator=evaluator,
                                                      allowed=lambda _: True)
-        outcome = evaluator.outcome(assignment_of(dag, found[0]), found[1])
+        outcome = evaluator.verified(assignment_of(dag, found[0]), found[1])
         assert outcome is not None
         assert verify_plan(graph, outcome.plan.to_json()).ok
         result = emulate(graph, outcome.plan.to_json())

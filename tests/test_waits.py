@@ -33,7 +33,7 @@ from streamalloc.optimal import (
     search,
     task_dag,
 )
-from streamalloc.optimal.evaluate import Outcome
+from streamalloc.optimal.evaluate import Measured
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found
 from streamalloc.optimal.order import Orders
@@ -170,7 +170,7 @@ def test_the_events_objective_batches_the_waits_of_a_training_step(
 
     def checked(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
                 order: tuple[str, ...] | None, *, events_floor: int | None,
-                measured: dict[Found, Outcome | None] | None = None) -> bool:
+                measured: dict[Found, Measured | None] | None = None) -> bool:
         checks.append((order is not None, evaluator.orders is not None))
         return at_floor(evaluator, chains, order, events_floor=events_floor,
                         measured=measured)

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.at_bounds import at_floor
-from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks
+from streamalloc.optimal.evaluate import Measured, assignment_of, breaks
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import (
     WAITS_NODES,
@@ -34,7 +34,7 @@ PHASE = "one-stream+engine+waits"
 
 def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                 evaluator: Evaluator, *, events_floor: int | None,
-                measured: dict[Found, Outcome | None]) -> Search | None:
+                measured: dict[Found, Measured | None]) -> Search | None:
     """The plan described above where it reaches the bounds, else None (its runs stay in
     `measured`)."""
     options = evaluator.options

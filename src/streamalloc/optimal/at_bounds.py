@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
-from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
+from streamalloc.optimal.evaluate import Measured, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.model_input import hint_chains, task_durations
@@ -104,7 +104,7 @@ def regions_aside(dag: TaskDag, durations: Sequence[int]) -> list[tuple[Found, s
 
 def at_floor(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...], order: Order | None,
              *, events_floor: int | None,
-             measured: dict[Found, Outcome | None] | None = None) -> bool:
+             measured: dict[Found, Measured | None] | None = None) -> bool:
     """Does the plan of `chains` (in `order`) run within the makespan and device limits with
     no more events than `events_floor` (the events bound), on no more logical streams than
     its tasks' time over the makespan limit asks for (a logical stream runs its tasks one at

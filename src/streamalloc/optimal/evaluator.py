@@ -12,6 +12,7 @@ from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import (
+    Measured,
     Outcome,
     assignment_of,
     chains_of_assignment,
@@ -64,13 +65,19 @@ class Evaluator:
         """The graph without its stream, event and notify limits."""
         return without_device_limits(self.graph)
 
-    def outcome(self, streams: Sequence[int], order: Order | None = None) -> Outcome | None:
-        """None when the plan is over a device limit."""
+    def verified(self, streams: Sequence[int], order: Order | None = None) -> Outcome | None:
+        """The assignment's plan, verified and emulated; None when it is over a device
+        limit."""
         try:
             return evaluate(self.graph, self._allocation(streams), None, self.options.sync,
                             self.costs, in_order=self._in_order(order), tasks=self.tasks)
         except AllocationInfeasible:
             return None
+
+    def outcome(self, streams: Sequence[int], order: Order | None = None) -> Measured | None:
+        """What the searches keep of `verified`: the events and the makespan, not the plan."""
+        outcome = self.verified(streams, order)
+        return None if outcome is None else Measured(outcome.events, outcome.makespan_us)
 
     def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
         """Emulated makespan of the unverified run (infinite over the task capacity): the
@@ -120,8 +127,8 @@ class Evaluator:
         return makespan_limit_us(self.baseline.makespan_us, self.options.makespan_slack)
 
 
-def measured_outcome(evaluator: Evaluator, measured: dict[Found, Outcome | None], found: Found
-                     ) -> Outcome | None:
+def measured_outcome(evaluator: Evaluator, measured: dict[Found, Measured | None], found: Found
+                     ) -> Measured | None:
     """The outcome of `found`'s plan, run once: from `measured` (the outcomes `evaluator` ran
     before) when there, else run and kept there. The choice after the search meets the plans
     tried before it again, in the same orders."""

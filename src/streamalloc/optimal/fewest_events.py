@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
-from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks, chains_of_assignment
+from streamalloc.optimal.evaluate import Measured, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.filled import filled, rebalanced
@@ -58,7 +58,7 @@ WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k
 def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
            constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
            within_us: float, most: int | None, durations: Sequence[int],
-           measured: dict[Found, Outcome | None] | None = None
+           measured: dict[Found, Measured | None] | None = None
            ) -> tuple[Found, str | None, int | None]:
     """The plan to write: the fewest events, then the fastest, within `within_us` and `most`
     events, of the polished streams and, under the events objective (not in windows, where a
@@ -134,7 +134,7 @@ def _made(best: Found, polished: list[Found], batched: list[Found], hinted: list
 
 
 def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator: Evaluator,
-                 measured: dict[Found, Outcome | None], *, within_us: float, most: int | None,
+                 measured: dict[Found, Measured | None], *, within_us: float, most: int | None,
                  events: int, constraints: list[Constraint]) -> tuple[Found, Found, int] | None:
     """`_grouped` over the GROUPED_TRIES fastest `candidates` (their outcomes `measured`)
     within `within_us`, `most` events and GROUPED_SPAN of the fewest, `events`."""
@@ -149,7 +149,7 @@ def grouped_near(graph: Graph, dag: TaskDag, candidates: list[Found], evaluator:
 
 
 def fewest_or_grouped(graph: Graph, dag: TaskDag, candidates: list[Found],
-                      evaluator: Evaluator, measured: dict[Found, Outcome | None], *,
+                      evaluator: Evaluator, measured: dict[Found, Measured | None], *,
                       within_us: float, most: int | None, constraints: list[Constraint],
                       enough: int = -1) -> tuple[Found, bool] | None:
     """Of `candidates`, the fewest events, then the fastest, within `within_us` and `most`
@@ -169,7 +169,7 @@ def fewest_or_grouped(graph: Graph, dag: TaskDag, candidates: list[Found],
 
 
 def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator,
-             measured: dict[Found, Outcome | None], *, within_us: float, fewer_than: int,
+             measured: dict[Found, Measured | None], *, within_us: float, fewer_than: int,
              constraints: list[Constraint]) -> tuple[Found, Found, int] | None:
     """Of `near` (candidates that run within `within_us`) in the order that runs each
     stream's large tasks back to back (`optimal/grouped.py`) with small tasks in the room
@@ -218,7 +218,7 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     return best[2], best[3], best[0]
 
 
-def _scored(evaluator: Evaluator, measured: dict[Found, Outcome | None], source: Found,
+def _scored(evaluator: Evaluator, measured: dict[Found, Measured | None], source: Found,
             found: Found, *, within_us: float) -> tuple[int, float, Found, Found] | None:
     """(events, makespan, `source`, `found`) of `found`'s plan (made from `source`), or None
     over `within_us` or a device limit."""
@@ -264,7 +264,7 @@ def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
 
 
 def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator,
-                          times: Sequence[float], measured: dict[Found, Outcome | None]
+                          times: Sequence[float], measured: dict[Found, Measured | None]
                           ) -> list[Found]:
     """Each distinct assignment of `found` in the orders that batch its streams' waits
     (`optimal/waits.py`): a first run without latest starts, then runs that wait while
@@ -295,7 +295,7 @@ def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator
 
 def fewest_events(dag: TaskDag, candidates: list[Found], evaluator: Evaluator, *,
                   within_us: float, most: int | None,
-                  measured: dict[Found, Outcome | None] | None = None) -> Found | None:
+                  measured: dict[Found, Measured | None] | None = None) -> Found | None:
     """Of the streams whose plan (each in its order) runs within `within_us` and the device
     limits, with at most `most` events if given, those that need the fewest events, then run
     fastest (the first on a tie); None if none does. `measured`: outcomes already known, and

@@ -11,7 +11,7 @@ from functools import partial
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.at_bounds import REGION_EVENTS, regions_aside
 from streamalloc.optimal.evaluate import (
-    Outcome,
+    Measured,
     assignment_of,
     breaks,
     chains_of_assignment,
@@ -40,18 +40,18 @@ BUDGET_STRETCH = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 4.0, None)  # the schedule est
 
 
 def within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
-                  outcomes: list[Outcome | None], *, hint: Found, durations: Sequence[int],
+                  outcomes: list[Measured | None], *, hint: Found, durations: Sequence[int],
                   stream_limit: int, constraints: list[Constraint], evaluator: Evaluator
                   ) -> list[Found]:
-    """More starts under the makespan objective's event budget (none without one): the
-    baseline's streams and the fastest start (`outcomes`: the starts'; one over a device
-    limit, measured with the limits lifted, counts as over the budget), when it is over the
-    budget and faster than every start within it, each polished down to the budget
-    (`reduced_to_budget`), the fastest also by merging whole streams (`optimal/ladder.py`); and one
-    stream per graph (the fewest events), also with its prologue on side streams, and within
-    a budget of REGION_EVENTS or more with its prologue and a single-exit region aside (the
-    events objective's plans at its bound; repaired within the rules). The critical search
-    then shortens the run within the budget."""
+    """More starts under the makespan objective's event budget, where it binds (none without
+    one, nor where every start runs within it): the baseline's streams and the fastest start
+    (`outcomes`: the starts'; one over a device limit, measured with the limits lifted, counts
+    as over the budget), when it is over the budget and faster than every start within it,
+    each polished down to the budget (`reduced_to_budget`), the fastest also by merging whole
+    streams (`optimal/ladder.py`); and one stream per graph (the fewest events), also with its
+    prologue on side streams, and within a budget of REGION_EVENTS or more with its prologue
+    and a single-exit region aside (the events objective's plans at its bound; repaired
+    within the rules). The critical search then shortens the run within the budget."""
     budget = evaluator.options.event_budget
     if budget is None:
         return []
@@ -62,6 +62,8 @@ def within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
             probe = lifted_run(evaluator, streams, order)
             if probe is not None and probe[0] > budget:
                 over.append((probe[1], k))
+    if not over:  # the budget does not bind (the device's event limit on a large graph): the
+        return []  # plans of fewest events would cost their runs (a 100k-node graph: 40 s)
     kept = min((o.makespan_us for o in outcomes if o and o.events <= budget), default=math.inf)
     fastest = [starts[min(over)[1]]] if over and min(over)[0] < kept else []
     guard = rule_guard(graph, dag, constraints)
@@ -139,7 +141,7 @@ def within_bar(graph: Graph, dag: TaskDag, hint: tuple[tuple[int, ...], ...],
     return (chains, None, makespan) if makespan <= evaluator.limit() else None
 
 
-def budget_ends(candidates: list[Found], outcomes: list[Outcome | None], budget: int | None
+def budget_ends(candidates: list[Found], outcomes: list[Measured | None], budget: int | None
                 ) -> list[Found]:
     """Under an event budget, the fastest candidate of those with the most events within it,
     then the fastest of those with the fewest (none without a budget): the critical search

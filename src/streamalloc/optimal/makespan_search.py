@@ -15,7 +15,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound, segment_runs
 from streamalloc.optimal.critical import improvements
 from streamalloc.optimal.evaluate import (
-    Outcome,
+    Measured,
     assignment_of,
     breaks,
     chains_of_assignment,
@@ -182,7 +182,7 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     one with its segments planned."""
     evaluator = replace(evaluator, orders=Orders.of(graph))
     packed, packing_time = packed_starts(graph, dag, evaluator)
-    known: dict[Found, Outcome | None] = {}
+    known: dict[Found, Measured | None] = {}
     starts = [repaired(graph, dag, start, constraints, data.durations,
                        stream_limit=stream_limit)
               for start in makespan_starts(graph, dag, chains, data.durations, evaluator)

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import Outcome, assignment_of, breaks
+from streamalloc.optimal.evaluate import Measured, assignment_of, breaks
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.fewest_events import (
     WAITS_NODES,
@@ -75,7 +75,7 @@ def makespan_starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], .
 
 
 def aside_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator,
-                 constraints: list[Constraint], measured: dict[Found, Outcome | None]
+                 constraints: list[Constraint], measured: dict[Found, Measured | None]
                  ) -> list[Found]:
     """Each heavy engine's nodes beside the rest (`fewest_events.engines_aside`: a training
     step's AllReduces beside its compute) and, where the search may order (up to WAITS_NODES
@@ -97,7 +97,7 @@ def aside_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator,
 
 def _fewest_asides(graph: Graph, dag: TaskDag, asides: list[Found], evaluator: Evaluator, *,
                    constraints: list[Constraint], times: Sequence[float],
-                   measured: dict[Found, Outcome | None]) -> list[Found]:
+                   measured: dict[Found, Measured | None]) -> list[Found]:
     """`asides` in the orders that batch their waits and, of those, what the events objective
     tries before its search (`aside_first`): the fewest events within ge mode's makespan x
     (1 + slack), their large tasks grouped where that needs fewer. The fewest events of a
@@ -170,16 +170,16 @@ def repaired(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constra
 
 def outcomes_of(graph: Graph, dag: TaskDag, candidates: list[Found],
                 constraints: list[Constraint], evaluator: Evaluator, *,
-                measured: dict[Found, Outcome | None] | None = None) -> list[Outcome | None]:
+                measured: dict[Found, Measured | None] | None = None) -> list[Measured | None]:
     """Each candidate's verified, emulated plan (`measured`: those already run, and where
     those run here go); None where it breaks a rule or a device limit."""
-    known: dict[Found, Outcome | None] = {} if measured is None else measured
+    known: dict[Found, Measured | None] = {} if measured is None else measured
     return [None if breaks(graph, dag, constraints, assignment_of(dag, chains))
             else measured_outcome(evaluator, known, (chains, order))
             for chains, order in candidates]
 
 
-def fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator: Evaluator
+def fastest(candidates: list[Found], outcomes: list[Measured | None], evaluator: Evaluator
             ) -> tuple[tuple[tuple[int, ...], ...], Order | None, int]:
     """The candidate with the shortest emulated makespan (its outcome given; within the event
     budget), and that makespan as the polish's bound."""
@@ -189,7 +189,7 @@ def fastest(candidates: list[Found], outcomes: list[Outcome | None], evaluator: 
     return *found[0][1], found[0][0]
 
 
-def fastest_distinct(candidates: list[Found], outcomes: list[Outcome | None],
+def fastest_distinct(candidates: list[Found], outcomes: list[Measured | None],
                      evaluator: Evaluator) -> list[tuple[int, Found]]:
     """The candidates within the event budget, fastest first, one per emulated makespan (the
     first in `candidates` of those that run as long), with that makespan in schedule units."""

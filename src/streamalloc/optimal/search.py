@@ -14,7 +14,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.optimal.aside_first import aside_first
 from streamalloc.optimal.at_bounds import at_floor, unsearched
 from streamalloc.optimal.chain_model import solved, windowed
-from streamalloc.optimal.evaluate import Outcome
+from streamalloc.optimal.evaluate import Measured, Outcome
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import chosen
 from streamalloc.optimal.found import Found, Search
@@ -48,7 +48,7 @@ class _Run:
     evaluator: Evaluator
     events_floor: int | None
     stream_limit: int
-    measured: dict[Found, Outcome | None]
+    measured: dict[Found, Measured | None]
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
