@@ -65,7 +65,7 @@ def within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     if not over:  # the budget does not bind (the device's event limit on a large graph): the
         return []  # plans of fewest events would cost their runs (a 100k-node graph: 40 s)
     kept = min((o.makespan_us for o in outcomes if o and o.events <= budget), default=math.inf)
-    fastest = [starts[min(over)[1]]] if over and min(over)[0] < kept else []
+    fastest = [starts[min(over)[1]]] if min(over)[0] < kept else []
     guard = rule_guard(graph, dag, constraints)
     found = []
     for chains, order in [hint, *fastest]:
