@@ -155,7 +155,12 @@ def numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Eval
     best = (*found[0], evaluators[0], limit)
     budget = evaluators[0].options.event_budget
     for chains, order in reversed(found):
+        numbered_as: list[tuple[tuple[int, ...], ...]] = []
         for evaluator in evaluators:
+            ids = evaluator.numbering(chains)
+            if ids in numbered_as:  # the same plan: it runs as it did (ties keep the first)
+                continue
+            numbered_as.append(ids)
             outcome = evaluator.outcome(assignment_of(dag, chains), order)
             if outcome is None or (budget is not None and outcome.events > budget):
                 continue
