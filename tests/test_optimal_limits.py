@@ -33,7 +33,7 @@ from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.optimal import search as search_module
 from streamalloc.report.compare_report import compare_table, frontier_plot
-from streamalloc.rules import builtin_rules
+from streamalloc.rules import builtin_rules, load_rules
 from streamalloc.runtime_emu.cost_table import load_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.verify import verify_plan
@@ -70,15 +70,62 @@ def test_ge_mode_over_the_event_limit_is_the_reference_not_the_fallback() -> Non
 def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """At slack 0 no plan of at most one event runs as fast as ge mode's two: the events
-    bound says so, and the solver is not run."""
+    bound says so, and the solver is not run. The error names the best plan within the
+    limits the makespan objective finds without a makespan limit (one stream, 232 us) and
+    the options that admit it; with them that plan is written."""
     graph = api.read_graph(LAYERS, {"streamalloc.max_events": "1"})
+    with monkeypatch.context() as patched:
+        patched.setattr(driver, "search", pytest.fail)
+        with pytest.raises(LimitExceeded, match="no plan within the device limits") as caught:
+            allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    message = str(caught.value)
+    assert "needs 2 events or more, over the device's 1" in message
+    assert "streamalloc.max_events" in message and caught.value.exit_code == 4
+    assert ("needs 0 events and runs 232.0 us, ge mode's 182.0 us x 1.275: --objective "
+            "makespan --makespan-slack 28 admits it") in message
+    plan, report = allocate_optimal(graph, None, OptimalOptions(
+        time_limit=1.0, objective="makespan", makespan_slack=28.0))
+    assert report.events_final <= 1 and report.makespan_us <= 182 * 1.28
+    assert verify_plan(graph, plan.to_json()).exit_code == 0
+
+
+@pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # the rule is idle
+def test_the_error_names_the_event_budget_and_the_slack_that_admit_a_plan() -> None:
+    """A generated graph under a rule file that keeps AI CPU apart from AI Core: ge mode
+    needs 21 events against the device's 8, and no plan of at most 3 events (the budget)
+    was found within its makespan. The error names the best plan within the limits found
+    without a makespan limit (4 events, 2% slower than ge mode) and the options that admit
+    it; with them a plan is written."""
+    rules = load_rules(ROOT / "examples" / "rules" / "aicpu_apart_from_aicore.yaml")
+    graph = api.with_options(layered_graph(68, seed=38, label_every=7),
+                             {"streamalloc.max_events": "8"})
+    with pytest.raises(LimitExceeded) as caught:
+        allocate_optimal(graph, rules, OptimalOptions(time_limit=0.3, objective="makespan",
+                                                      event_budget=3))
+    assert "the plan needs 21 events, over the limit of 8" in str(caught.value)
+    assert ("needs 4 events and runs 292.0 us, ge mode's 286.0 us x 1.021: --event-budget 4 "
+            "--makespan-slack 3 admits it") in str(caught.value)
+    plan, report = allocate_optimal(graph, rules, OptimalOptions(
+        time_limit=0.3, objective="makespan", event_budget=4, makespan_slack=3.0))
+    assert report.events_final <= 4 and report.makespan_us <= 286 * 1.03
+    assert verify_plan(graph, plan.to_json(), rules=rules).exit_code == 0
+
+
+def test_rules_that_need_more_streams_than_the_device_leaves_fail_before_the_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example training step under a rule file that gives each AllReduce a stream of its
+    own: its two AllReduces and the other nodes need 3 streams, and `max_streams` 3 leaves
+    2 beside the caller's. No slack or time makes room, so the error says so at once."""
+    rules = load_rules(ROOT / "examples" / "rules" / "allreduce_own_stream.yaml")
+    graph = api.read_graph(TRAIN_STEP, {"streamalloc.max_streams": "3"})
     monkeypatch.setattr(driver, "search", pytest.fail)
-    with pytest.raises(LimitExceeded, match="no plan within the device limits") as caught:
-        allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
-    assert "needs 2 events or more, over the device's 1" in str(caught.value)
-    assert "streamalloc.max_events" in str(caught.value)
-    assert caught.value.exit_code == 4 and "--makespan-slack" in str(caught.value)
-    assert "the events bound of plans within the makespan limit is 2" in str(caught.value)
+    with pytest.raises(LimitExceeded) as caught:
+        allocate_optimal(graph, rules, OptimalOptions(time_limit=1.0))
+    assert caught.value.exit_code == 4
+    assert ("they need at least 3 streams (2 that rule 'allreduce-dedicated' keeps each for "
+            "a group of nodes alone, 1 for the other nodes), over the 2 the device leaves"
+            ) in str(caught.value)
+    assert "--makespan-slack" not in str(caught.value)
 
 
 def test_under_full_concurrency_the_way_out_is_nimbles_minimum_not_a_slack() -> None:
@@ -125,6 +172,25 @@ def test_ge_mode_streams_over_the_limit_are_merged_within_it(objective: str) -> 
     assert "streamalloc.max_streams" in solver["baseline_over_limit"]
     assert solver["events_final"] <= solver["baseline_events"] == 7
     assert solver["makespan_us"] <= solver["baseline_makespan_us"]
+
+
+def test_ge_mode_streams_over_the_limit_across_subgraphs_are_merged_within_it(
+        tmp_path: Path) -> None:
+    """A graph with While and If nodes: ge mode needs 4 streams (218 us), one of them an If
+    branch's alone. Every start was over `max_streams` 4 (3 beside the caller's), since a
+    stream joined only one of its own graph, and the makespan objective failed (exit 4);
+    now the plan runs faster than ge mode within the limit."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(7), sort_keys=False), encoding="utf-8")
+    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "4"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.3,
+                                                                objective="makespan"))
+    document, solver = plan.to_json(), report.to_json()
+    assert document["physical_stream_count"] + document["attached_stream_count"] <= 3
+    assert verify_plan(graph, document).exit_code == 0
+    assert emulate(graph, document).status == "ok"
+    assert "streamalloc.max_streams" in solver["baseline_over_limit"]
+    assert solver["makespan_us"] < solver["baseline_makespan_us"]
 
 
 def test_the_polish_brings_ge_modes_streams_within_the_event_limit() -> None:

@@ -9,6 +9,8 @@
   stream, the short ones join each other.
 * A start over the device's stream limit (ge mode's own streams included) comes out with
   streams merged, the same way, until the limit holds; None where a rule forbids the merges.
+  A stream joins one of another graph there (a cap counts per graph, the limit does not),
+  and where the least loaded stream can join none, the next one moves.
 * Under GE's rules the makespan objective starts from such repaired starts: on the ResNet-50
   training step the plan runs far faster than from the starts that hold the rules as they are,
   and verifies with the rules.
@@ -19,8 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from node_graphs import graph_of
 from real_models import LIGHT
+from test_optimal import control_flow_graph
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
@@ -29,6 +33,7 @@ from streamalloc.ir.training import training_step
 from streamalloc.optimal import OptimalOptions, allocate_optimal, makespan_starts, repair
 from streamalloc.optimal.driver import solver_constraints
 from streamalloc.optimal.evaluate import assignment_of, placement_of, task_dag
+from streamalloc.optimal.model_input import hint_chains
 from streamalloc.optimal.repair import within_rules, within_stream_limit
 from streamalloc.rules import constraints as c
 from streamalloc.rules.check import broken
@@ -122,6 +127,39 @@ def test_a_start_over_the_stream_limit_is_merged_within_it(fork: Graph) -> None:
     apart: list[Constraint] = [c.DifferentStreams("r", ("l1",), ("s1", "s2", "s3"))]
     assert within_stream_limit(fork, dag, chains, limit=1, constraints=apart,
                                durations=durations) is None
+
+
+def test_a_stream_that_can_join_none_leaves_the_merge_to_the_next(fork: Graph) -> None:
+    """s1 may share a stream with none of the others: its stream, the least loaded (the first
+    of three alike), cannot merge, so the next one does (before, the start was given up)."""
+    dag = _dag(fork)
+    at = {n: v for v, n in enumerate(dag.names)}
+    _, _, chains, durations = _four_streams(dag)
+    apart: list[Constraint] = [c.DifferentStreams("r", ("s1",), ("l1", "s2", "s3"))]
+    constraints = solver_constraints(fork, None) + apart
+    capped = within_rules(fork, dag, chains, constraints, durations)
+    assert capped is not None and not _broken(fork, dag, capped, constraints)
+    assert (at["s1"],) in capped and len(capped) == 2
+
+
+def test_a_subgraph_stream_joins_a_stream_of_another_graph_within_the_stream_limit(
+        tmp_path: Path) -> None:
+    """ge mode's streams span subgraphs; on this graph with While and If nodes the least
+    loaded of its four is the only stream of an If branch. Within a limit of three it joins
+    a stream of another graph (before, only one of its own graph, so the start was given up
+    and every start with it)."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(7), sort_keys=False), encoding="utf-8")
+    graph = load_graph(path)
+    dag = _dag(graph)
+    chains = tuple(tuple(chain) for chain in hint_chains(dag, allocate_ge(graph)))
+    assert len(chains) == 4 and any({dag.graphs[v] for v in chain} == {"b7"}
+                                    for chain in chains)
+    limited = within_stream_limit(graph, dag, chains, limit=3, constraints=[],
+                                  durations=[1] * dag.size)
+    assert limited is not None and len(limited) == 3
+    assert sorted(v for chain in limited for v in chain) == list(range(dag.size))
+    assert all(list(chain) == sorted(chain) for chain in limited)  # T-order
 
 
 def test_a_start_of_too_many_streams_is_left_as_it_is(fork: Graph,

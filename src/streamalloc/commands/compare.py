@@ -102,7 +102,8 @@ def _frontier(path: str, graph: Graph, settings: CompareSettings,
 
     def point(objective: str, slack: float | None, budget: int | None) -> dict[str, Any]:
         options = msgspec.structs.replace(settings.optimal, objective=objective,
-                                          makespan_slack=slack or 0.0, event_budget=budget)
+                                          makespan_slack=slack or 0.0, event_budget=budget,
+                                          way_out=False)
         step(f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%")
              + ("" if budget is None else f", budget {budget}"))
         row, _ = _run(graph, "optimal", replace(settings, optimal=options))

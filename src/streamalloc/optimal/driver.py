@@ -15,6 +15,7 @@ the search stops at once where one stream reaches it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from streamalloc.allocation import Allocation
@@ -31,6 +32,7 @@ from streamalloc.optimal.evaluate import (
 )
 from streamalloc.optimal.event_bound import events_bound
 from streamalloc.optimal.found import Search
+from streamalloc.optimal.model_input import main_stream_limit
 from streamalloc.optimal.nimble import chain_events, fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
@@ -42,6 +44,8 @@ from streamalloc.optimal.options import (
     makespan_limit_us,
 )
 from streamalloc.optimal.search import search
+from streamalloc.optimal.stream_bound import streams_needed
+from streamalloc.optimal.way_out import fastest_within_limits, way_out
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -59,6 +63,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
+    if over:
+        _check_streams_needed(graph, dag, constraints, baseline, over)
     most = _most_nodes(dag, options, chains_alone=options.concurrency == "full"
                        and not constraints)
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
@@ -72,10 +78,13 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     nimble = None if chains is None else chain_events(dag, chains[0])  # minimum, once
     fewest = floor(nimble=nimble)
     most = _most_events(graph)
+    rescue = partial(_rescue, graph, dag, baseline, constraints, rules=rules or base_rules,
+                     options=options, costs=costs) if options.way_out else None
     if over and fewest is not None and fewest > most:
         return _fallback(baseline, over, f"it was not run: every plan within the makespan "
                                          f"limit needs {fewest} events or more, over the "
-                                         f"device's {most}", nimble, fewest=fewest)
+                                         f"device's {most}", nimble, fewest=fewest,
+                         rescue=rescue, bound_named=True)
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs,
                        events_floor=fewest, nimble=chains)
@@ -90,7 +99,25 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
         return _fallback(baseline, over, _no_full_plan(found.status, shared), nimble,
                          found.deterministic_time, fewest=None)
     return _checked(graph, found, allocation, baseline, over, options=options, costs=costs,
-                    nimble=nimble, fewest=fewest)
+                    nimble=nimble, fewest=fewest, rescue=rescue)
+
+
+def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+                          baseline: Outcome, over: str) -> None:
+    """LimitExceeded, before any search, where the rules need more main streams than the
+    device's stream limit leaves (`stream_bound`): no makespan slack or time makes room."""
+    needed = streams_needed(dag, constraints)
+    room = main_stream_limit(graph, baseline)
+    if needed.streams <= room:
+        return
+    attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
+    raise LimitExceeded(
+        f"no plan within the device limits: the ge-mode plan is over them ({over}), and so is "
+        f"every plan under the rules: they need at least {needed.streams} streams "
+        f"({needed.why}), over the {room} the device leaves (option streamalloc.max_streams: "
+        f"{limits_of(graph).max_streams} slots, less the caller's stream"
+        f"{f' and {attached} attached' if attached else ''}); raise the limit or relax the "
+        "rules")
 
 
 def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) -> int:
@@ -104,7 +131,7 @@ def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) ->
 
 def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outcome,
              over: str, *, options: OptimalOptions, costs: CostTable, nimble: int | None,
-             fewest: int | None) -> tuple[SyncPlan, SolverReport]:
+             fewest: int | None, rescue: Rescue | None) -> tuple[SyncPlan, SolverReport]:
     """The search's plan synchronized, verified and emulated, with its report; the baseline
     (FALLBACK) where it is over a device limit or worse than the baseline."""
     in_order = None if found.order is None else graph.reordered(found.order)
@@ -112,11 +139,11 @@ def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outc
         outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
     except LimitExceeded as exc:
         return _fallback(baseline, over, f"its plan is over a device limit: {exc}", nimble,
-                         found.deterministic_time, fewest=fewest)
+                         found.deterministic_time, fewest=fewest, rescue=rescue)
     reason = _worse(outcome, baseline, options, nimble)
     if reason:
         return _fallback(baseline, over, reason, nimble, found.deterministic_time,
-                         fewest=fewest)
+                         fewest=fewest, rescue=rescue, slower=outcome)
     status, objective, bound = found.status, found.objective, found.bound
     if options.objective == "makespan" and found.phase != "hint":  # (a bare hint: under
         # full concurrency CP-SAT found nothing, and its answer says so)
@@ -182,26 +209,55 @@ def _makespan_result(graph: Graph, outcome: Outcome, costs: CostTable
 
 
 def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
-              deterministic: float = 0.0, *, fewest: int | None, searched: bool = True
-              ) -> tuple[SyncPlan, SolverReport]:
+              deterministic: float = 0.0, *, fewest: int | None, searched: bool = True,
+              rescue: Rescue | None = None, slower: Outcome | None = None,
+              bound_named: bool = False) -> tuple[SyncPlan, SolverReport]:
     """The baseline plan with status FALLBACK and `reason`; LimitExceeded when it is over a
     device limit (`over`): then no plan fits, and the error says what might let one
     (`searched`: the solver ran; `nimble`: Nimble's minimum, under `--concurrency full`,
-    which has no makespan to trade; `fewest`: the events bound of the plan)."""
+    which has no makespan to trade; `rescue`: the fastest plan within the limits, and the
+    slack that admits it, given the search's plan when it is within them but `slower`;
+    `fewest`: the events bound of the plan, named unless `reason` names it)."""
     if over:
-        floor = "" if fewest is None else \
+        floor = "" if fewest is None or bound_named else \
             f" (the events bound of plans within the makespan limit is {fewest})"
-        way_out = ("" if not searched else
-                   f"; a --makespan-slack may let it trade makespan for events and streams{floor}"
-                   if nimble is None else
-                   f"; under --concurrency full a plan needs at least Nimble's minimum of "
-                   f"{nimble} events, and a stream for each of the most nodes no path orders")
+        if not searched:
+            way_out = ""
+        elif nimble is not None:
+            way_out = (f"; under --concurrency full a plan needs at least Nimble's minimum of "
+                       f"{nimble} events, and a stream for each of the most nodes no path "
+                       "orders")
+        elif rescue is not None:
+            way_out = rescue(slower) + floor
+        else:  # (a reason about the event budget names the slack already)
+            way_out = "" if "--makespan-slack" in reason else \
+                f"; a --makespan-slack may let it trade makespan for events and streams{floor}"
         raise LimitExceeded(f"no plan within the device limits: the ge-mode plan is over them "
                             f"({over}), and the solver's does not replace it ({reason})"
                             f"{way_out}")
     return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
                                        nimble, reason, baseline.events, baseline.makespan_us,
                                        baseline.makespan_us, events_bound=fewest)
+
+
+Rescue = Callable[[Outcome | None], str]
+
+
+def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint],
+            outcome: Outcome | None = None, *, rules: RuleSet, options: OptimalOptions,
+            costs: CostTable) -> str:
+    """The way out the error names where no plan fits (`way_out`): the fastest plan within
+    the device limits, `outcome` where it is the makespan objective's within its budget,
+    else the makespan objective's without a makespan limit (a second search: errors only)."""
+    budget = options.event_budget if options.objective == "makespan" else None
+    if outcome is None or options.objective != "makespan" or \
+            (budget is not None and outcome.events > budget):
+        outcome = fastest_within_limits(graph, dag, baseline, constraints, rules=rules,
+                                        options=options, costs=costs)
+    if outcome is None:
+        return ("; without a makespan limit the search finds no plan within them either "
+                "(a longer --time-limit may)")
+    return way_out(outcome, baseline, options)
 
 
 def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions,

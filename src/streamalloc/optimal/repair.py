@@ -19,9 +19,13 @@ no other rule. A stream keeps T-order, so every result is deadlock free. Starts 
 MAX_STREAMS streams are not repaired (a merge tries every stream); pinned and attached streams
 are not moved (the rules then reject the start).
 
-`within_stream_limit` merges streams the same way until the device's stream limit holds: a
-start over it is rejected whole, and the polish cannot bring one within it, since each of its
-moves must be. ge mode's own streams are such a start when its plan is over the limit.
+`within_stream_limit` merges streams the same way until the device's stream limit holds, a
+stream joining one of any graph (the limit counts the model's streams; ge mode's own streams
+span subgraphs): a start over it is rejected whole, and the polish cannot bring one within
+it, since each of its moves must be. ge mode's own streams are such a start when its plan is
+over the limit. Where the least loaded stream can join none, the next one moves (the only
+stream of a subgraph could not join one of its graph, and a graph with While and If nodes
+lost every start so).
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ def within_rules(graph: Graph, dag: TaskDag, chains: Chains, constraints: Sequen
     caps: list[Constraint] = [c for c in constraints if isinstance(c, StreamCap)]
     others: list[Constraint] = [c for c in constraints if not isinstance(c, StreamCap)]
     capped = _merged(graph, dag, streams, over=partial(_over_caps, graph, dag, caps, index),
-                     others=others, durations=durations)
+                     others=others, durations=durations, same_graph=True)
     if capped is None or breaks(graph, dag, constraints, capped):
         return None
     return chains_of_assignment(capped)
@@ -140,7 +144,7 @@ def within_stream_limit(graph: Graph, dag: TaskDag, chains: Chains, *, limit: in
         return (set(streams), lambda _: True) if len(set(streams)) > limit else None
 
     merged = _merged(graph, dag, assignment_of(dag, chains), over=over,
-                     others=list(constraints), durations=durations)
+                     others=list(constraints), durations=durations, same_graph=False)
     return None if merged is None else chains_of_assignment(merged)
 
 
@@ -150,33 +154,48 @@ Excess = tuple[set[int], Callable[[Sequence[int]], bool]]
 
 def _merged(graph: Graph, dag: TaskDag, streams: list[int], *,
             over: Callable[[Sequence[int]], Excess | None], others: list[Constraint],
-            durations: Sequence[int]) -> list[int] | None:
+            durations: Sequence[int], same_graph: bool) -> list[int] | None:
     """`streams` with streams merged until `over` finds no excess (None when no merge lowers
-    it without breaking one of `others`)."""
+    it without breaking one of `others`); `same_graph`: a stream joins only one of its own
+    graph (a cap counts per graph), else any (ge mode's streams span subgraphs too)."""
     work = [0] * (max(streams, default=-1) + 1)
     for v, s in enumerate(streams):
         work[s] += durations[v]
     excess = over(streams)
     while excess is not None:
         movable, lowers = excess
-        moved = min(movable, key=lambda s: (work[s], s))
-        home = dag.graphs[streams.index(moved)]
-        best: tuple[int, int, list[int]] | None = None
-        for target in sorted(set(streams)):
-            if target == moved or dag.graphs[streams.index(target)] != home:
-                continue
-            trial = [target if s == moved else s for s in streams]
-            if not lowers(trial) or breaks(graph, dag, others, trial):
-                continue
-            length = schedule_length(dag, durations, trial)
-            if best is None or (length, target) < best[:2]:
-                best = (length, target, trial)
-        if best is None:
+        for moved in sorted(movable, key=lambda s: (work[s], s)):
+            best = _best_merge(graph, dag, streams, moved, lowers=lowers, others=others,
+                               durations=durations, same_graph=same_graph)
+            if best is not None:
+                break
+        else:
             return None
-        work[best[1]] += work[moved]
-        streams = best[2]
+        work[best[0]] += work[moved]
+        streams = best[1]
         excess = over(streams)
     return streams
+
+
+def _best_merge(graph: Graph, dag: TaskDag, streams: list[int], moved: int, *,
+                lowers: Callable[[Sequence[int]], bool], others: list[Constraint],
+                durations: Sequence[int], same_graph: bool) -> tuple[int, list[int]] | None:
+    """The stream `moved` joins (of its graph when `same_graph`) and the streams then: the
+    merge with the shortest schedule estimate among those that lower the excess and break
+    none of `others`; None when there is none (say, the only stream of a subgraph under a
+    cap: then the next least-loaded stream moves)."""
+    home = dag.graphs[streams.index(moved)]
+    best: tuple[int, int, list[int]] | None = None
+    for target in sorted(set(streams)):
+        if target == moved or (same_graph and dag.graphs[streams.index(target)] != home):
+            continue
+        trial = [target if s == moved else s for s in streams]
+        if not lowers(trial) or breaks(graph, dag, others, trial):
+            continue
+        length = schedule_length(dag, durations, trial)
+        if best is None or (length, target) < best[:2]:
+            best = (length, target, trial)
+    return None if best is None else (best[1], best[2])
 
 
 def _over_caps(graph: Graph, dag: TaskDag, caps: list[Constraint], index: dict[str, int],

@@ -1,0 +1,57 @@
+"""The fewest main streams a plan under the rules needs: where it is over the device's stream
+limit, no plan fits, and the optimal mode says so at once instead of searching.
+
+A dedicated-stream group keeps a stream to itself, so each such group (those that share no
+node: groups that do are one stream or no plan) needs one, and the other streamed nodes at
+least one more; among those other nodes, the groups of a separate-streams or disjoint-groups
+rule that hold one each need a stream of their own. The bound is the dedicated groups plus
+the most that any one of those rules (or the other nodes) needs. Engine caps bound the streams
+from above, not below, and a stream may span graphs (ge mode's own streams do), so neither
+adds to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from streamalloc.rules.constraints import (
+    Constraint,
+    DedicatedStream,
+    DifferentStreams,
+    DisjointGroups,
+)
+from streamalloc.solver.dag import TaskDag
+
+
+@dataclass(frozen=True)
+class StreamsNeeded:
+    """At least `streams` main streams, and why (the rules that need them)."""
+
+    streams: int
+    why: str
+
+
+def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNeeded:
+    """The fewest main streams a plan of `dag`'s nodes under `constraints` needs."""
+    streamed = set(dag.names)
+    dedicated: list[frozenset[str]] = []
+    rules: dict[str, int] = {}
+    for c in constraints:
+        if isinstance(c, DedicatedStream):
+            group = frozenset(c.nodes) & streamed
+            if group and not any(group & earlier for earlier in dedicated):
+                dedicated.append(group)
+                rules[c.rule] = rules.get(c.rule, 0) + 1
+    apart = streamed.difference(*dedicated)
+    rest, rest_why = (1, "the other nodes") if apart else (0, "")
+    for c in constraints:
+        sides = (c.first, c.second) if isinstance(c, DifferentStreams) else \
+            c.groups if isinstance(c, DisjointGroups) else ()
+        held = sum(1 for side in sides if apart.intersection(side))
+        if held > rest:
+            rest, rest_why = held, f"the other nodes, in groups rule {c.rule!r} keeps apart"
+    parts = [f"{count} that rule {rule!r} keeps each for a group of nodes alone"
+             for rule, count in rules.items()]
+    parts += [f"{rest} for {rest_why}"] if rest else []
+    return StreamsNeeded(len(dedicated) + rest, ", ".join(parts))

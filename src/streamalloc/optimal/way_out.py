@@ -1,0 +1,65 @@
+"""Where ge mode's plan is over a device limit and no plan within the limits runs within the
+makespan limit: the fastest plan the makespan objective finds within them when the makespan
+is not limited, and the --makespan-slack that admits it. The error names both, so a user
+knows what to ask for, instead of trying slacks one by one."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from streamalloc.errors import AllocationInfeasible
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal.evaluate import Outcome, evaluate, optimal_allocation
+from streamalloc.optimal.options import OptimalOptions
+from streamalloc.optimal.search import search
+from streamalloc.rules import RuleSet
+from streamalloc.rules.constraints import Constraint
+from streamalloc.runtime_emu.cost_table import CostTable
+from streamalloc.solver.dag import TaskDag
+from streamalloc.solver.model import Unsolvable
+
+UNLIMITED_SLACK = 1e6  # percent: a makespan limit no plan comes near
+
+
+def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
+                          constraints: list[Constraint], *, rules: RuleSet,
+                          options: OptimalOptions, costs: CostTable) -> Outcome | None:
+    """The plan of the makespan objective without a makespan limit (under the event budget if
+    the makespan objective was given one: where none is found within it, the plan may be
+    over it), verified with the device limits and emulated; None where it is over one."""
+    budget = options.event_budget if options.objective == "makespan" else None
+    unlimited = msgspec.structs.replace(options, objective="makespan", event_budget=budget,
+                                        makespan_slack=UNLIMITED_SLACK)
+    try:
+        found = search(graph, dag, baseline, constraints, options=unlimited, costs=costs)
+        allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
+                                        rules=rules, constraints=constraints)
+        in_order = None if found.order is None else graph.reordered(found.order)
+        return evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
+    except (Unsolvable, AllocationInfeasible):
+        return None
+
+
+def slack_admitting(makespan_us: float, baseline_us: float) -> int:
+    """The least whole --makespan-slack (percent) whose limit a plan of `makespan_us` keeps."""
+    return max(0, math.ceil(round((makespan_us / baseline_us - 1) * 100, 9)))
+
+
+def way_out(outcome: Outcome, baseline: Outcome, options: OptimalOptions) -> str:
+    """What the error adds: `outcome`'s events and makespan against ge mode's, and the
+    options that admit it (the events objective does not search for the fastest plan, so
+    the makespan objective is named)."""
+    budget = options.event_budget if options.objective == "makespan" else None
+    slack = slack_admitting(outcome.makespan_us, baseline.makespan_us)
+    flags = [] if options.objective == "makespan" else ["--objective makespan"]
+    flags += [f"--event-budget {outcome.events}"] if budget is not None and \
+        outcome.events > budget else []
+    flags += [f"--makespan-slack {slack}"] if slack > options.makespan_slack else []
+    admits = f": {' '.join(flags)} admits it" if flags else \
+        ", within these options (the search under the makespan limit missed it)"
+    return (f"; the best plan found within them without a makespan limit needs "
+            f"{outcome.events} events and runs {outcome.makespan_us:.1f} us, ge mode's "
+            f"{baseline.makespan_us:.1f} us x {outcome.makespan_us / baseline.makespan_us:.3f}"
+            f"{admits}")
