@@ -88,6 +88,21 @@ def test_dependency_from_a_main_stream_to_an_attached_one() -> None:
     assert events(result) == [(0, "p", "m", 0, 1), (1, "p", "m", 0, 2)]
 
 
+def test_an_attached_stream_with_sync_tasks_counts_once_against_the_stream_limit() -> None:
+    """The plan above requests 3 streams: main streams 0 and 1, and m's attached stream 2,
+    which holds the Recv and so has a task list, one of the 3 physical streams. With 4 slots
+    (one the caller's) it fits: the sync layer, the verifier and the emulator agree (the
+    verifier and the emulator counted stream 2 twice, physical and attached, and refused a
+    plan the sync layer had fitted to the limit); with 3 slots it does not."""
+    graph = dependency_graph(False, attached(depends=(0,)))
+    result = checked(graph, **{"streamalloc.max_streams": "4"})
+    document = result.to_json()
+    assert sorted(document["streams"]) == ["0", "1", "2"]
+    assert (document["physical_stream_count"], document["attached_stream_count"]) == (3, 1)
+    with pytest.raises(AllocationInfeasible, match="the plan needs 3 streams, over the limit"):
+        plan(with_options(graph, {"streamalloc.max_streams": "3"}), mode="preset")
+
+
 def test_dependency_between_attached_streams() -> None:
     """Both ends have an attached stream (keys aux_stream_0, aux_stream_1: 2 and 3): the event
     goes from p's attached stream to m's; the last users of 2 and 3 have no NetOutput."""

@@ -4,6 +4,7 @@
   other streamed nodes at least one more; groups that share a node count once.
 * Among the other nodes, the sides of a separate-streams rule and the groups of a
   disjoint-groups rule that hold one each need their own stream.
+* A pin to stream k needs streams 0..k.
 * Rules that force nothing apart (same stream, caps) need one stream; nodes the allocation
   leaves without a stream do not count.
 """
@@ -51,3 +52,12 @@ def test_rules_that_force_nothing_apart_need_one_stream() -> None:
     # a group of nodes without a stream (none of the DAG's) needs none
     assert streams_needed(_dag(), [c.DedicatedStream("own", ("x",))]).streams == 1
     assert streams_needed(_dag(), [c.DedicatedStream("own", tuple(NAMES))]).streams == 1
+
+
+def test_a_pin_to_stream_k_needs_k_plus_one_streams() -> None:
+    needed = streams_needed(_dag(), [c.PinnedStream("pin", ("r1",), 3)])
+    assert (needed.streams, needed.why) == (4, "rule 'pin' pins nodes to stream 3")
+    # fewer than the dedicated groups need: those count
+    assert streams_needed(_dag(), [c.PinnedStream("pin", ("a",), 1),
+                                   c.DedicatedStream("own", ("r1",)),
+                                   c.DedicatedStream("own", ("r2",))]).streams == 3

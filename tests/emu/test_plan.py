@@ -32,9 +32,8 @@ def test_the_fields_a_run_reads_make_the_plan_the_whole_file_makes() -> None:
     run = read_run_fields(json.dumps(whole, ensure_ascii=False).encode())
     assert run is not None and "nodes" not in run and "tool" not in run
     assert run == {k: v for k, v in whole.items() if k in run}
-    assert set(whole) - set(run) == {"nodes", "sync", "tool", "logical_stream_count",
-                                     "split_to_logic", "huge_streams", "tasks", "summary",
-                                     "rules"} & set(whole)
+    assert set(whole) - set(run) == {"nodes", "sync", "tool", "split_to_logic",
+                                     "huge_streams", "tasks", "summary", "rules"} & set(whole)
     assert plan_from_dict(run, source="p") == plan_from_dict(whole, source="p")
 
 

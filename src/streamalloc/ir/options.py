@@ -146,8 +146,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
           "predecessor's stream on the AI CPU stream; otherwise only GetNext-like AI CPU ops get "
           "it"),
     _spec("streamalloc.max_streams", "`2024`, an integer of 2 or more",
-          "the runtime's stream slots; a plan's physical + attached streams stay below it "
-          "(slot 0 is the caller's stream)", _stream_slots),
+          "the runtime's stream slots; a plan's physical + attached streams (each once) stay "
+          "below it (slot 0 is the caller's stream)", _stream_slots),
     _spec("streamalloc.max_events", "`65535`, a positive integer", "events a plan may use",
           _positive),
     _spec("streamalloc.max_notifies", "`1024`, a positive integer", "notifies a plan may use",

@@ -136,9 +136,30 @@ def placement_of(dag: TaskDag, streams: Sequence[int]) -> Placement:
 
 def breaks(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
            streams: Sequence[int]) -> bool:
-    """Does the assignment break one of `constraints`?"""
-    return bool(constraints) and bool(broken(list(constraints), graph,
-                                             placement_of(dag, streams)))
+    """Does the assignment break one of `constraints`? Not an `AttachedStreams`: an
+    assignment places the main streams, and `optimal_allocation` gives each node its attached
+    streams after them, so none breaks it (checked on the assignment alone, every one did, and
+    every start and move of a graph with attached streams was refused). A `PinnedStream` as
+    `optimal_allocation` numbers the streams (`pins_hold`), not by the assignment's ids."""
+    pins = [c for c in constraints if isinstance(c, PinnedStream)]
+    checked: list[Constraint] = [c for c in constraints
+                                 if not isinstance(c, AttachedStreams | PinnedStream)]
+    if pins and not pins_hold(dag, pins, streams):
+        return True
+    return bool(checked) and bool(broken(checked, graph, placement_of(dag, streams)))
+
+
+def pins_hold(dag: TaskDag, pins: Sequence[PinnedStream], streams: Sequence[int]) -> bool:
+    """Can `_stream_ids` number the assignment's streams as the pins ask: each pin's nodes on
+    one stream, pins to different ids on different streams, and streams 0..k for the highest
+    pin k (a merge of two other streams once left a pin to stream 1 a plan of one)?"""
+    index = {n: v for v, n in enumerate(dag.names)}
+    owner: dict[int, int] = {}
+    for pin in pins:
+        held = {streams[index[n]] for n in pin.nodes if n in index}
+        if len(held) > 1 or any(owner.setdefault(s, pin.stream) != pin.stream for s in held):
+            return False
+    return not owner or len(set(streams)) > max(owner.values())
 
 
 def chains_of_assignment(streams: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -149,9 +170,9 @@ def chains_of_assignment(streams: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(m) for _, m in sorted(members.items(), key=lambda i: i[1][0]))
 
 
-WHOLE_PLAN = (StreamCap, DedicatedStream, AttachedStreams)  # rule forms a move of a node
-# they do not name can break: it can leave a member the opener of its stream (a stream's opener
-# is its first node), join a dedicated stream, or make an attached stream a main one
+WHOLE_PLAN = (StreamCap, DedicatedStream, PinnedStream)  # rule forms a move of a node they do
+# not name can break: it can leave a member the opener of its stream (a stream's opener is its
+# first node), join a dedicated stream, or leave fewer streams than a pin's id needs
 
 
 def rule_guard(graph: Graph, dag: TaskDag, constraints: list[Constraint]

@@ -5,9 +5,9 @@ A dedicated-stream group keeps a stream to itself, so each such group (those tha
 node: groups that do are one stream or no plan) needs one, and the other streamed nodes at
 least one more; among those other nodes, the groups of a separate-streams or disjoint-groups
 rule that hold one each need a stream of their own. The bound is the dedicated groups plus
-the most that any one of those rules (or the other nodes) needs. Engine caps bound the streams
-from above, not below, and a stream may span graphs (ge mode's own streams do), so neither
-adds to it.
+the most that any one of those rules (or the other nodes) needs; a pin to stream k needs k + 1
+(streams 0..k) where that is more. Engine caps bound the streams from above, not below, and a
+stream may span graphs (ge mode's own streams do), so neither adds to it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from streamalloc.rules.constraints import (
     DedicatedStream,
     DifferentStreams,
     DisjointGroups,
+    PinnedStream,
 )
 from streamalloc.solver.dag import TaskDag
 
@@ -54,4 +55,10 @@ def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNe
     parts = [f"{count} that rule {rule!r} keeps each for a group of nodes alone"
              for rule, count in rules.items()]
     parts += [f"{rest} for {rest_why}"] if rest else []
-    return StreamsNeeded(len(dedicated) + rest, ", ".join(parts))
+    needed = StreamsNeeded(len(dedicated) + rest, ", ".join(parts))
+    pins = [c for c in constraints if isinstance(c, PinnedStream) and streamed & set(c.nodes)]
+    top = max(pins, key=lambda c: c.stream, default=None)
+    if top is not None and top.stream + 1 > needed.streams:  # ids 0..k for a pin to k
+        return StreamsNeeded(top.stream + 1, f"rule {top.rule!r} pins nodes to stream "
+                                             f"{top.stream}")
+    return needed

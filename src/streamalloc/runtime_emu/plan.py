@@ -64,6 +64,7 @@ class Plan:
     attached_stream_count: int
     event_count: int
     notify_count: int
+    logical_stream_count: int | None = None  # the attached streams' ids follow the logical ones
 
     def stream_of(self) -> dict[str, tuple[int, int]]:
         """Task name -> (stream, position in that stream)."""
@@ -77,7 +78,7 @@ class Plan:
 _RunFields = msgspec.defstruct("_RunFields", [(name, Any, msgspec.UNSET) for name in (
     "format", "graph", "mode", "streams", "sync_nodes", "events", "stream_activations",
     "physical_stream_count", "attached_stream_count", "event_count", "notify_count",
-    "options")])
+    "logical_stream_count", "options")])
 _RUN_FIELDS = msgspec.json.Decoder(_RunFields)
 
 
@@ -119,11 +120,13 @@ def plan_from_dict(data: Any, source: str = "<plan>") -> Plan:
     counts = {key: check.int_(data.get(key, 0), key)
               for key in ("physical_stream_count", "attached_stream_count", "event_count",
                           "notify_count")}
+    logical = data.get("logical_stream_count")
     return Plan(source=source, graph=check.text(data.get("graph"), "graph"),
                 mode=str(data.get("mode", "")), streams=streams, sync_nodes=sync_nodes,
                 events=_events(check, data.get("events", [])),
                 stream_activations=_activations(check, data.get("stream_activations", {})),
-                **counts)
+                logical_stream_count=None if logical is None else
+                check.int_(logical, "logical_stream_count"), **counts)
 
 
 def _streams(check: PlanFields, data: Mapping[str, Any]) -> dict[int, tuple[str, ...]]:

@@ -269,8 +269,15 @@ class _Compiler:
                              f"an integer, found {text!r}") from None
 
     def _requested_streams(self) -> int:
-        highest = max(self.plan.streams, default=-1) + 1
-        return max(self.plan.physical_stream_count, highest, 1) + self.plan.attached_stream_count
+        """The physical streams and the attached ones without a task list: an attached stream
+        that carries sync tasks has one (its ids follow the logical streams'; a plan without
+        `logical_stream_count` counts every attached stream apart)."""
+        plan = self.plan
+        ids = max(plan.physical_stream_count, max(plan.streams, default=-1) + 1, 1)
+        first = plan.logical_stream_count
+        attached = plan.attached_stream_count if first is None else \
+            len(range(max(first, ids), first + plan.attached_stream_count))
+        return ids + attached
 
     def _activates(self) -> dict[int, tuple[int, ...]]:
         result = {}

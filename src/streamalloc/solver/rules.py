@@ -30,8 +30,11 @@ MAX_KEY_RUNS = 256  # a cap whose member keys make more intervals is tested with
 # Booleans and 8 GB with 9,771 scattered keys; the real models stay far below)
 
 
-def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[str, int]) -> None:
-    """State every constraint; pins are collected so that different ids stay apart."""
+def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[str, int], *,
+              whole: bool = True) -> None:
+    """State every constraint; pins are collected so that different ids stay apart, and where
+    the model holds every streamed node (`whole`, not a window's) a pin to stream k needs
+    streams 0..k (else the plan has no stream k: the optimal mode wrote none)."""
     pins: dict[int, list[int]] = {}
     constraints = list(constraints)
     caps = [c for c in constraints if isinstance(c, StreamCap)]
@@ -47,6 +50,8 @@ def add_rules(model: Model, constraints: Iterable[Constraint], index: Mapping[st
             _FORMS[type(constraint)](model, constraint, index)
     heads = [nodes[0] for nodes in pins.values()]
     _apart(model, [[h] for h in heads])
+    if pins and whole:
+        model.cp.add(sum(model.head) >= max(pins) + 1)
 
 
 def _known(nodes: Iterable[str], index: Mapping[str, int]) -> list[int]:

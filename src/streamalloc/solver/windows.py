@@ -139,7 +139,8 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
         model = build(window.data)
         _proxy_arcs(model, window)
         known = {n: window.node(v, int(plan.stream[v])) for n, v in named_nodes.items()}
-        add_rules(model, stated, {n: k for n, k in known.items() if k is not None})
+        add_rules(model, stated, {n: k for n, k in known.items() if k is not None},
+                  whole=False)
         found = solve(model, time_limit=share, seed=seed, workers=workers,
                       window=True)
         spent += found.deterministic_time

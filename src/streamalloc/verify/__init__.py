@@ -39,7 +39,8 @@ What is checked (violation kinds in brackets):
 3. Activation. Activators are listed tasks [activation] that do not activate their own
    stream [activation-own-stream]; activated streams have a list [activation].
 4. Limits (graph options, defaults 2024 / 65535 / 1024 / 1024 / 8192):
-   physical_stream_count + attached_stream_count < streamalloc.max_streams (the runtime's
+   the streams requested (the physical ones, and the attached ones without a task list: one
+   that holds sync tasks is a physical stream) < streamalloc.max_streams (the runtime's
    stream slots, slot 0 the caller's) [limit-streams]; event_count <= max_events
    [limit-events]; notify_count <= max_notifies [limit-notifies]; per stream, task units +
    7 profiling units <= max_task_per_stream, or max_task_per_huge_stream for huge streams

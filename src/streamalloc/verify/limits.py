@@ -17,8 +17,11 @@ per stream follow the sync spec's accounting (1.4, 5.4) as far as a plan can tel
   makes stream 0 huge when it needs to, sync spec 5.2).
 
 Work a node issues on attached streams is not listed in the plan and is not counted.
-Streams counted against `max_streams`: physical_stream_count + attached_stream_count, which
-must stay below it (the runtime's pool keeps slot 0 for the caller's stream).
+Streams counted against `max_streams`, which must stay below it (the runtime's pool keeps slot 0
+for the caller's stream): the physical streams and the attached ones without a task list. An
+attached stream that carries sync tasks (its Sends and Recvs) has a list and is one of the
+physical streams already: counted twice, a ge-mode plan that the sync layer fits to the limit
+was rejected.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from streamalloc.facts import LIMIT_DEFAULTS as DEFAULTS
 from streamalloc.facts import PROFILING_UNITS, SYNC_UNITS, UNLIMITED_DEPTH, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.verify.context import Context
+from streamalloc.verify.plan_view import PlanView
 
 
 class Limits(msgspec.Struct, frozen=True):
@@ -59,10 +63,20 @@ def _option_int(graph: Graph, key: str, default: int) -> int:
                          f"found {text!r}") from None
 
 
+def requested_streams(plan: PlanView) -> int:
+    """The streams the plan requests: ids 0..n-1 for the physical ones (n: physical_stream_count,
+    or past the highest id with a task list) and the attached ones without a list (those its
+    nodes name beyond them, and any more `attached_stream_count` declares)."""
+    ids = max(plan.physical_stream_count, max(plan.streams, default=-1) + 1)
+    named = {s for streams in plan.attached.values() for s in streams}
+    unnamed = max(0, plan.attached_stream_count - len(named))
+    return ids + sum(s >= ids for s in named) + unnamed
+
+
 def check_limits(ctx: Context, limits: Limits) -> None:
     """Report every limit the plan exceeds, with the numbers."""
     plan = ctx.plan
-    streams = plan.physical_stream_count + plan.attached_stream_count
+    streams = requested_streams(plan)
     # max_streams counts the runtime's stream slots, and slot 0 is the caller's stream: a
     # model's request of n streams fails unless n < max_streams
     for what, count, limit, why in (
