@@ -21,11 +21,13 @@ from streamalloc.verify import verify_plan
 
 
 def attached(*, force: bool = False, required: bool = True, depends: tuple[int, ...] = (),
-             resources: tuple[tuple[str, str, str], ...] = ()) -> dict[str, AttrValue]:
-    """`_attached_stream_info_list` with one "aux" entry (and `_attached_sync_res_info_list`
-    entries (name, type, reuse key) when `resources` are given)."""
+             resources: tuple[tuple[str, str, str], ...] = (), name: str = "aux"
+             ) -> dict[str, AttrValue]:
+    """`_attached_stream_info_list` with one entry named `name` (and
+    `_attached_sync_res_info_list` entries (name, type, reuse key) when `resources` are
+    given)."""
     entry: dict[str, AttrValue] = {
-        "_attached_resource_name": AttrValue("string", "aux"),
+        "_attached_resource_name": AttrValue("string", name),
         "_attached_resource_required_flag": AttrValue("bool", required),
         "_attached_resource_force_reuse": AttrValue("bool", force)}
     if depends:

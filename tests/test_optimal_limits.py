@@ -20,6 +20,7 @@ import pytest
 import yaml
 from node_graphs import graph_of
 from real_models import LIGHT
+from test_attached_sync import attached
 from test_optimal import control_flow_graph
 from test_schemas import valid
 
@@ -27,6 +28,7 @@ from streamalloc import api
 from streamalloc.commands.compare import CompareSettings, compare
 from streamalloc.commands.sweep import sweep, sweep_table
 from streamalloc.errors import LimitExceeded
+from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
@@ -122,10 +124,29 @@ def test_rules_that_need_more_streams_than_the_device_leaves_fail_before_the_sea
     with pytest.raises(LimitExceeded) as caught:
         allocate_optimal(graph, rules, OptimalOptions(time_limit=1.0))
     assert caught.value.exit_code == 4
-    assert ("they need at least 3 streams (2 that rule 'allreduce-dedicated' keeps each for "
-            "a group of nodes alone, 1 for the other nodes), over the 2 the device leaves"
+    assert ("they need at least 3 main streams (2 that rule 'allreduce-dedicated' keeps each "
+            "for a group of nodes alone, 1 for the other nodes), over the limit of 2"
             ) in str(caught.value)
     assert "--makespan-slack" not in str(caught.value)
+
+
+def test_attached_streams_beyond_the_limit_fail_before_the_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four MatMuls that each ask for an attached stream of their own (GE's pass gives four,
+    whatever the main streams): with 4 slots (3 beside the caller's) no plan fits, and the
+    error says why at once, not after a search that could not find one."""
+    builder = GraphBuilder("att4")
+    builder.add_node("d", "Data")
+    for i in range(4):
+        builder.add_node(f"m{i}", "MatMul", inputs=[DataInput("d")],
+                         attrs=attached(name=f"aux{i}"))
+    builder.add_node("out", "NetOutput", inputs=[DataInput(f"m{i}") for i in range(4)])
+    graph = api.with_options(builder.build(), {"streamalloc.max_streams": "4"})
+    monkeypatch.setattr(driver, "search", pytest.fail)
+    with pytest.raises(LimitExceeded) as caught:
+        allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    assert ("they need at least 1 main stream (1 for the other nodes) and the 4 attached "
+            "streams its nodes ask for") in str(caught.value)
 
 
 def test_under_full_concurrency_the_way_out_is_nimbles_minimum_not_a_slack() -> None:

@@ -32,7 +32,6 @@ from streamalloc.optimal.evaluate import (
 )
 from streamalloc.optimal.event_bound import events_bound
 from streamalloc.optimal.found import Search
-from streamalloc.optimal.model_input import main_stream_limit
 from streamalloc.optimal.nimble import chain_events, fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
@@ -107,17 +106,20 @@ def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constrai
     """LimitExceeded, before any search, where the rules need more main streams than the
     device's stream limit leaves (`stream_bound`): no makespan slack or time makes room."""
     needed = streams_needed(dag, constraints)
-    room = main_stream_limit(graph, baseline)
-    if needed.streams <= room:
-        return
     attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
+    device = limits_of(graph)
+    if needed.streams + attached <= device.model_streams:
+        return
+    given = f" and the {attached} attached streams its nodes ask for (GE's attached-stream " \
+        f"pass gives them, whatever the main streams), {needed.streams + attached} in all" \
+        if attached else ""
     raise LimitExceeded(
         f"no plan within the device limits: the ge-mode plan is over them ({over}), and so is "
-        f"every plan under the rules: they need at least {needed.streams} streams "
-        f"({needed.why}), over the {room} the device leaves (option streamalloc.max_streams: "
-        f"{limits_of(graph).max_streams} slots, less the caller's stream"
-        f"{f' and {attached} attached' if attached else ''}); raise the limit or relax the "
-        "rules")
+        f"every plan under the rules: they need at least {needed.streams} main "
+        f"stream{'s' if needed.streams > 1 else ''} "
+        f"({needed.why}){given}, over the limit of {device.model_streams} (option "
+        f"streamalloc.max_streams: {device.max_streams} slots, less the caller's stream); raise "
+        "the limit or relax the rules")
 
 
 def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) -> int:
