@@ -5,13 +5,25 @@
 * Among the other nodes, the sides of a separate-streams rule and the groups of a
   disjoint-groups rule that hold one each need their own stream.
 * A pin to stream k needs streams 0..k.
+* The nodes' task units need streams of the stream depth (less the reserved units), and a
+  stream limit below that fails before the search.
 * Rules that force nothing apart (same stream, caps) need one stream; nodes the allocation
   leaves without a stream do not count.
 """
 
 from __future__ import annotations
 
-from streamalloc.optimal.stream_bound import streams_needed
+import pytest
+
+from streamalloc import api
+from streamalloc.errors import LimitExceeded
+from streamalloc.facts import UNLIMITED_DEPTH
+from streamalloc.heuristic.driver import allocate_ge
+from streamalloc.ir import DataInput, GraphBuilder
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
+from streamalloc.optimal.evaluate import task_dag
+from streamalloc.optimal.stream_bound import split_streams_needed, streams_needed
 from streamalloc.rules import constraints as c
 from streamalloc.solver.dag import TaskDag
 
@@ -61,3 +73,36 @@ def test_a_pin_to_stream_k_needs_k_plus_one_streams() -> None:
     assert streams_needed(_dag(), [c.PinnedStream("pin", ("a",), 1),
                                    c.DedicatedStream("own", ("r1",)),
                                    c.DedicatedStream("own", ("r2",))]).streams == 3
+
+
+def _heavy(count: int, units: int, **options: str) -> Graph:
+    """A chain of `count` Relus of `units` task units each."""
+    builder = GraphBuilder("heavy")
+    builder.add_node("x", "Data")
+    for i in range(count):
+        builder.add_node(f"r{i}", "Relu", inputs=[DataInput(f"r{i - 1}" if i else "x")],
+                         task_count=units)
+    builder.add_node("out", "NetOutput", inputs=[DataInput(f"r{count - 1}")])
+    return api.with_options(builder.build(), options)
+
+
+def test_the_nodes_task_units_need_streams_of_the_stream_depth() -> None:
+    """Five nodes of 400 units: a stream holds 1024 less the 27 reserved, two of them, so
+    three streams (the split makes them of one stream: ge mode's plan has three)."""
+    graph = _heavy(5, 400)
+    dag = task_dag(graph, allocate_ge(graph))
+    needed = split_streams_needed(graph, dag)
+    assert needed is not None and needed.streams == 3
+    assert api.plan(graph).to_json()["physical_stream_count"] == 3
+    assert split_streams_needed(_heavy(5, 400, **{UNLIMITED_DEPTH: "true"}), dag) is None
+
+
+def test_a_stream_limit_the_task_units_cannot_fit_fails_before_the_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = _heavy(5, 400, **{"streamalloc.max_streams": "3"})
+    monkeypatch.setattr(driver, "search", pytest.fail)
+    with pytest.raises(LimitExceeded) as caught:
+        allocate_optimal(graph, None, OptimalOptions(time_limit=1.0, objective="makespan"))
+    assert ("it needs at least 3 streams (the nodes' 2000 task units, at most 997 on a "
+            "stream: option streamalloc.max_task_per_stream 1024 less 27 reserved), over the "
+            "limit of 2") in str(caught.value)

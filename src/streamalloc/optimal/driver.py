@@ -43,7 +43,7 @@ from streamalloc.optimal.options import (
     makespan_limit_us,
 )
 from streamalloc.optimal.search import search
-from streamalloc.optimal.stream_bound import streams_needed
+from streamalloc.optimal.stream_bound import split_streams_needed, streams_needed
 from streamalloc.optimal.way_out import fastest_within_limits, way_out
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
@@ -103,9 +103,13 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
 
 def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                           baseline: Outcome, over: str) -> None:
-    """LimitExceeded, before any search, where the rules need more main streams than the
-    device's stream limit leaves (`stream_bound`): no makespan slack or time makes room."""
+    """LimitExceeded, before any search, where the rules or the nodes' task units need more
+    streams than the device's stream limit leaves (`stream_bound`): no makespan slack or time
+    makes room."""
     needed = streams_needed(dag, constraints)
+    units = split_streams_needed(graph, dag)
+    if units is not None and units.streams > needed.streams:
+        needed = units
     attached = baseline.allocation.total_stream_num - baseline.allocation.main_stream_num
     device = limits_of(graph)
     if needed.streams + attached <= device.model_streams:
@@ -115,11 +119,10 @@ def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constrai
         if attached else ""
     raise LimitExceeded(
         f"no plan within the device limits: the ge-mode plan is over them ({over}), and so is "
-        f"every plan under the rules: they need at least {needed.streams} main "
-        f"stream{'s' if needed.streams > 1 else ''} "
-        f"({needed.why}){given}, over the limit of {device.model_streams} (option "
-        f"streamalloc.max_streams: {device.max_streams} slots, less the caller's stream); raise "
-        "the limit or relax the rules")
+        f"every plan: it needs at least {needed.streams} "
+        f"stream{'s' if needed.streams > 1 else ''} ({needed.why}){given}, over the limit of "
+        f"{device.model_streams} (option streamalloc.max_streams: {device.max_streams} slots, "
+        "less the caller's stream); raise the limit, or relax the rules or the stream depth")
 
 
 def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) -> int:

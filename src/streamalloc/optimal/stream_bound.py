@@ -1,5 +1,6 @@
-"""The fewest main streams a plan under the rules needs: where it is over the device's stream
-limit, no plan fits, and the optimal mode says so at once instead of searching.
+"""The fewest main streams a plan under the rules needs, and the fewest streams the nodes' task
+units need: where either is over the device's stream limit, no plan fits, and the optimal mode
+says so at once instead of searching.
 
 A dedicated-stream group keeps a stream to itself, so each such group (those that share no
 node: groups that do are one stream or no plan) needs one, and the other streamed nodes at
@@ -8,6 +9,11 @@ rule that hold one each need a stream of their own. The bound is the dedicated g
 the most that any one of those rules (or the other nodes) needs; a pin to stream k needs k + 1
 (streams 0..k) where that is more. Engine caps bound the streams from above, not below, and a
 stream may span graphs (ge mode's own streams do), so neither adds to it.
+
+A stream holds at most `max_task_per_stream` less the reserved units of node tasks (GE splits
+it there, and sync tasks only add), so the nodes' units over that is a bound on the physical
+streams (none where the runtime does not split, nor in single-stream mode, whose one stream GE
+may make huge).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.ir.graph import Graph
 from streamalloc.rules.constraints import (
     Constraint,
     DedicatedStream,
@@ -23,11 +31,13 @@ from streamalloc.rules.constraints import (
     PinnedStream,
 )
 from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.limits import limits_of
+from streamalloc.sync.tasks import main_units
 
 
 @dataclass(frozen=True)
 class StreamsNeeded:
-    """At least `streams` main streams, and why (the rules that need them)."""
+    """At least `streams` streams, and why."""
 
     streams: int
     why: str
@@ -62,3 +72,17 @@ def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNe
         return StreamsNeeded(top.stream + 1, f"rule {top.rule!r} pins nodes to stream "
                                              f"{top.stream}")
     return needed
+
+
+def split_streams_needed(graph: Graph, dag: TaskDag) -> StreamsNeeded | None:
+    """The fewest physical streams `dag`'s nodes' task units need; None where the runtime does
+    not split streams or in single-stream mode."""
+    if graph.option(UNLIMITED_DEPTH) == "true" or \
+            graph.option("ge.enableSingleStream") == "true":
+        return None
+    most = limits_of(graph).max_task_per_stream
+    depth = most - RESERVED_UNITS
+    total = sum(main_units(graph, graph.node(n)) for n in dag.names)
+    return StreamsNeeded(-(-total // depth), f"the nodes' {total} task units, at most {depth} "
+                                             f"on a stream: option streamalloc.max_task_per_stream"
+                                             f" {most} less {RESERVED_UNITS} reserved")
