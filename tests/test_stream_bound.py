@@ -7,11 +7,15 @@
 * A pin to stream k needs streams 0..k.
 * The nodes' task units need streams of the stream depth (less the reserved units), and a
   stream limit below that fails before the search.
+* Each dedicated-stream group that waits for a node outside it needs an event of its own, and
+  an event limit below that fails before the search.
 * Rules that force nothing apart (same stream, caps) need one stream; nodes the allocation
   leaves without a stream do not count.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -23,11 +27,16 @@ from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.optimal.evaluate import task_dag
-from streamalloc.optimal.stream_bound import split_streams_needed, streams_needed
+from streamalloc.optimal.stream_bound import (
+    events_needed,
+    split_streams_needed,
+    streams_needed,
+)
 from streamalloc.rules import constraints as c
 from streamalloc.solver.dag import TaskDag
 
 NAMES = ["a", "b", "r1", "r2", "r3"]
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _dag() -> TaskDag:
@@ -106,3 +115,27 @@ def test_a_stream_limit_the_task_units_cannot_fit_fails_before_the_search(
     assert ("it needs at least 3 streams (the nodes' 2000 task units, at most 997 on a "
             "stream: option streamalloc.max_task_per_stream 1024 less 27 reserved), over the "
             "limit of 2") in str(caught.value)
+
+
+def test_each_dedicated_group_that_waits_for_another_stream_needs_an_event() -> None:
+    """r1 and r2 depend on b, outside their groups; a's group depends on nothing."""
+    waiting = [c.DedicatedStream("own", ("r1",)), c.DedicatedStream("own", ("r2",)),
+               c.DedicatedStream("first", ("a",))]
+    assert events_needed(_dag(), waiting) == (
+        2, "2 group(s) that rule 'own' keeps on a stream alone wait for another stream")
+    # a group holding its own predecessors waits for none of them
+    assert events_needed(_dag(), [c.DedicatedStream("own", ("a", "b", "r1"))])[0] == 0
+
+
+def test_rules_that_need_more_events_than_the_device_allows_fail_before_the_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example training step with each AllReduce on a stream of its own: both wait for
+    the compute stream, so every plan needs 2 events, and `max_events` 1 fails at once."""
+    rules = api.load_rule_set(EXAMPLES / "rules" / "allreduce_own_stream.yaml")
+    graph = api.read_graph(EXAMPLES / "graphs" / "train_step.yaml",
+                           {"streamalloc.max_events": "1"})
+    monkeypatch.setattr(driver, "search", pytest.fail)
+    with pytest.raises(LimitExceeded) as caught:
+        allocate_optimal(graph, rules, OptimalOptions(time_limit=1.0))
+    assert ("it needs at least 2 events (2 group(s) that rule 'allreduce-dedicated' keeps on "
+            "a stream alone wait for another stream), over the device's 1") in str(caught.value)

@@ -43,7 +43,11 @@ from streamalloc.optimal.options import (
     makespan_limit_us,
 )
 from streamalloc.optimal.search import search
-from streamalloc.optimal.stream_bound import split_streams_needed, streams_needed
+from streamalloc.optimal.stream_bound import (
+    events_needed,
+    split_streams_needed,
+    streams_needed,
+)
 from streamalloc.optimal.way_out import fastest_within_limits, way_out
 from streamalloc.rules import RuleSet, default_rule_set
 from streamalloc.rules.constraints import Constraint, rule_constraints
@@ -64,6 +68,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     dag = task_dag(graph, baseline.allocation)
     if over:
         _check_streams_needed(graph, dag, constraints, baseline, over)
+        _check_events_needed(graph, dag, constraints, over)
     most = _most_nodes(dag, options, chains_alone=options.concurrency == "full"
                        and not constraints)
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
@@ -123,6 +128,19 @@ def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constrai
         f"stream{'s' if needed.streams > 1 else ''} ({needed.why}){given}, over the limit of "
         f"{device.model_streams} (option streamalloc.max_streams: {device.max_streams} slots, "
         "less the caller's stream); raise the limit, or relax the rules or the stream depth")
+
+
+def _check_events_needed(graph: Graph, dag: TaskDag, constraints: list[Constraint],
+                         over: str) -> None:
+    """LimitExceeded, before any search, where the rules need more events than the device
+    allows (`stream_bound.events_needed`)."""
+    needed, why = events_needed(dag, constraints)
+    most = _most_events(graph)
+    if needed > most:
+        raise LimitExceeded(
+            f"no plan within the device limits: the ge-mode plan is over them ({over}), and so "
+            f"is every plan under the rules: it needs at least {needed} events ({why}), over "
+            f"the device's {most}; raise the limit or relax the rules")
 
 
 def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) -> int:

@@ -1,6 +1,6 @@
-"""The fewest main streams a plan under the rules needs, and the fewest streams the nodes' task
-units need: where either is over the device's stream limit, no plan fits, and the optimal mode
-says so at once instead of searching.
+"""The fewest main streams a plan under the rules needs, the fewest streams the nodes' task
+units need, and the fewest events the rules need: where one is over the device's limit, no plan
+fits, and the optimal mode says so at once instead of searching.
 
 A dedicated-stream group keeps a stream to itself, so each such group (those that share no
 node: groups that do are one stream or no plan) needs one, and the other streamed nodes at
@@ -18,6 +18,7 @@ may make huge).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,15 +47,9 @@ class StreamsNeeded:
 def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNeeded:
     """The fewest main streams a plan of `dag`'s nodes under `constraints` needs."""
     streamed = set(dag.names)
-    dedicated: list[frozenset[str]] = []
-    rules: dict[str, int] = {}
-    for c in constraints:
-        if isinstance(c, DedicatedStream):
-            group = frozenset(c.nodes) & streamed
-            if group and not any(group & earlier for earlier in dedicated):
-                dedicated.append(group)
-                rules[c.rule] = rules.get(c.rule, 0) + 1
-    apart = streamed.difference(*dedicated)
+    dedicated = _dedicated_groups(dag, constraints)
+    rules = Counter(rule for rule, _ in dedicated)
+    apart = streamed.difference(*(group for _, group in dedicated))
     rest, rest_why = (1, "the other nodes") if apart else (0, "")
     for c in constraints:
         sides = (c.first, c.second) if isinstance(c, DifferentStreams) else \
@@ -72,6 +67,35 @@ def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNe
         return StreamsNeeded(top.stream + 1, f"rule {top.rule!r} pins nodes to stream "
                                              f"{top.stream}")
     return needed
+
+
+def events_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> tuple[int, str]:
+    """The fewest events (and notifies) a plan under `constraints` needs, and why: a
+    dedicated-stream group that depends on a node outside it waits for another stream on its
+    own, and no two groups share a stream, so each such group receives an event of its own."""
+    index = {n: v for v, n in enumerate(dag.names)}
+    waiting: Counter[str] = Counter()
+    for rule, group in _dedicated_groups(dag, constraints):
+        members = {index[n] for n in group}
+        if any(u not in members for v in members for u in dag.preds[v]):
+            waiting[rule] += 1
+    return sum(waiting.values()), ", ".join(
+        f"{count} group(s) that rule {rule!r} keeps on a stream alone wait for another stream"
+        for rule, count in waiting.items())
+
+
+def _dedicated_groups(dag: TaskDag, constraints: Sequence[Constraint]
+                      ) -> list[tuple[str, frozenset[str]]]:
+    """The dedicated-stream groups with a streamed node, each rule's in order (a group that
+    shares a node with an earlier one is the same stream or no plan: it is left out)."""
+    streamed = set(dag.names)
+    groups: list[tuple[str, frozenset[str]]] = []
+    for c in constraints:
+        if isinstance(c, DedicatedStream):
+            group = frozenset(c.nodes) & streamed
+            if group and not any(group & earlier for _, earlier in groups):
+                groups.append((c.rule, group))
+    return groups
 
 
 def split_streams_needed(graph: Graph, dag: TaskDag) -> StreamsNeeded | None:
