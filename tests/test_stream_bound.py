@@ -129,13 +129,18 @@ def test_each_dedicated_group_that_waits_for_another_stream_needs_an_event() -> 
 
 def test_rules_that_need_more_events_than_the_device_allows_fail_before_the_search(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The example training step with each AllReduce on a stream of its own: both wait for
-    the compute stream, so every plan needs 2 events, and `max_events` 1 fails at once."""
+    """Three gradients, each all-reduced on a stream of its own: each AllReduce waits for the
+    compute stream, so every plan needs 3 events, and `max_events` 2 fails at once."""
+    builder = GraphBuilder("grads")
+    builder.add_node("x", "Data")
+    for i in range(3):
+        builder.add_node(f"g{i}", "MatMul", inputs=[DataInput(f"g{i - 1}" if i else "x")])
+        builder.add_node(f"ar{i}", "HcomAllReduce", inputs=[DataInput(f"g{i}")])
+    builder.add_node("out", "NetOutput", inputs=[DataInput(f"ar{i}") for i in range(3)])
+    graph = api.with_options(builder.build(), {"streamalloc.max_events": "2"})
     rules = api.load_rule_set(EXAMPLES / "rules" / "allreduce_own_stream.yaml")
-    graph = api.read_graph(EXAMPLES / "graphs" / "train_step.yaml",
-                           {"streamalloc.max_events": "1"})
     monkeypatch.setattr(driver, "search", pytest.fail)
     with pytest.raises(LimitExceeded) as caught:
         allocate_optimal(graph, rules, OptimalOptions(time_limit=1.0))
-    assert ("it needs at least 2 events (2 group(s) that rule 'allreduce-dedicated' keeps on "
-            "a stream alone wait for another stream), over the device's 1") in str(caught.value)
+    assert ("it needs at least 3 events (3 group(s) that rule 'allreduce-dedicated' keeps on "
+            "a stream alone wait for another stream), over the device's 2") in str(caught.value)

@@ -30,7 +30,7 @@ from streamalloc.optimal.evaluate import (
     optimal_allocation,
     task_dag,
 )
-from streamalloc.optimal.event_bound import events_bound
+from streamalloc.optimal.event_bound import events_bound, events_only
 from streamalloc.optimal.found import Search
 from streamalloc.optimal.nimble import chain_events, fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import (
@@ -68,7 +68,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     dag = task_dag(graph, baseline.allocation)
     if over:
         _check_streams_needed(graph, dag, constraints, baseline, over)
-        _check_events_needed(graph, dag, constraints, over)
+        if events_only(graph):  # (an activated stream waits without an event)
+            _check_events_needed(graph, dag, constraints, over)
     most = _most_nodes(dag, options, chains_alone=options.concurrency == "full"
                        and not constraints)
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None

@@ -64,7 +64,7 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
                  nimble: int | None = None) -> int | None:
     """The fewest events any plan of the streamed nodes of `dag` needs, running within
     `limit_us` (None: no limit); None where events are not the only ordering."""
-    if not _events_only(graph):
+    if not events_only(graph):
         return None
     components = _components(dag)
     units = [main_units(graph, graph.node(n)) for n in dag.names]
@@ -103,7 +103,7 @@ def events_bound(graph: Graph, dag: TaskDag, *, limit_us: float | None, costs: C
     return bound
 
 
-def _events_only(graph: Graph) -> bool:
+def events_only(graph: Graph) -> bool:
     """Do only events and notifies order streams, and count one each? Not where a node
     activates streams, has subgraphs or attached streams, or shares event ids."""
     return not any(_orders_otherwise(node) for node in graph.all_nodes())

@@ -72,7 +72,8 @@ def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNe
 def events_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> tuple[int, str]:
     """The fewest events (and notifies) a plan under `constraints` needs, and why: a
     dedicated-stream group that depends on a node outside it waits for another stream on its
-    own, and no two groups share a stream, so each such group receives an event of its own."""
+    own, and no two groups share a stream, so each such group receives an event of its own
+    (for a graph without stream activation, whose activated streams wait without one)."""
     index = {n: v for v, n in enumerate(dag.names)}
     waiting: Counter[str] = Counter()
     for rule, group in _dedicated_groups(dag, constraints):
