@@ -7,8 +7,9 @@
 * A pin to stream k needs streams 0..k.
 * The nodes' task units need streams of the stream depth (less the reserved units), and a
   stream limit below that fails before the search.
-* Each dedicated-stream group that waits for a node outside it needs an event of its own, and
-  an event limit below that fails before the search.
+* Each dedicated-stream group that waits for a node outside it, or that one waits for, needs
+  an event of its own each way (both counts where no path joins two groups), and an event
+  limit below that fails before the search.
 * Rules that force nothing apart (same stream, caps) need one stream; nodes the allocation
   leaves without a stream do not count.
 """
@@ -117,20 +118,29 @@ def test_a_stream_limit_the_task_units_cannot_fit_fails_before_the_search(
             "limit of 2") in str(caught.value)
 
 
-def test_each_dedicated_group_that_waits_for_another_stream_needs_an_event() -> None:
-    """r1 and r2 depend on b, outside their groups; a's group depends on nothing."""
-    waiting = [c.DedicatedStream("own", ("r1",)), c.DedicatedStream("own", ("r2",)),
-               c.DedicatedStream("first", ("a",))]
-    assert events_needed(_dag(), waiting) == (
-        2, "2 group(s) that rule 'own' keeps on a stream alone wait for another stream")
-    # a group holding its own predecessors waits for none of them
-    assert events_needed(_dag(), [c.DedicatedStream("own", ("a", "b", "r1"))])[0] == 0
+def test_each_dedicated_group_that_waits_or_is_waited_for_needs_an_event() -> None:
+    """r1 and r2 depend on b, outside their groups; b depends on a's group. A path joins a's
+    group to r1's, so an event may count both ways: the larger count; without one, both."""
+    groups = [c.DedicatedStream("own", ("r1",)), c.DedicatedStream("own", ("r2",)),
+              c.DedicatedStream("first", ("a",))]
+    assert events_needed(_dag(), groups) == (
+        2, "rule 'own' keeps 2 group(s) on a stream alone: 2 wait for another stream, 0 are "
+           "waited for; rule 'first' keeps 1 group(s) on a stream alone: 0 wait for another "
+           "stream, 1 are waited for; paths join groups, so not both counts")
+    # with b a group too: three receive (r1, r2, b), b sends: a path joins them, so 3
+    assert events_needed(_dag(), [*groups[:2], c.DedicatedStream("mid", ("b",))])[0] == 3
+    apart = [c.DedicatedStream("own", ("r1",)), c.DedicatedStream("own", ("b",))]
+    assert events_needed(_dag(), apart)[0] == 2  # b's path to r1 joins them
+    assert events_needed(_dag(), [c.DedicatedStream("own", ("b",))])[0] == 2  # in and out
+    # a group holding its own predecessors waits for none, and is waited for by r2 and r3
+    assert events_needed(_dag(), [c.DedicatedStream("own", ("a", "b", "r1"))])[0] == 1
 
 
 def test_rules_that_need_more_events_than_the_device_allows_fail_before_the_search(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Three gradients, each all-reduced on a stream of its own: each AllReduce waits for the
-    compute stream, so every plan needs 3 events, and `max_events` 2 fails at once."""
+    compute stream and the output waits for each, so every plan needs 6 events (ge mode's
+    too), and `max_events` 2 fails at once."""
     builder = GraphBuilder("grads")
     builder.add_node("x", "Data")
     for i in range(3):
@@ -142,5 +152,7 @@ def test_rules_that_need_more_events_than_the_device_allows_fail_before_the_sear
     monkeypatch.setattr(driver, "search", pytest.fail)
     with pytest.raises(LimitExceeded) as caught:
         allocate_optimal(graph, rules, OptimalOptions(time_limit=1.0))
-    assert ("it needs at least 3 events (3 group(s) that rule 'allreduce-dedicated' keeps on "
-            "a stream alone wait for another stream), over the device's 2") in str(caught.value)
+    assert "the plan needs 6 events, over the limit of 2" in str(caught.value)
+    assert ("it needs at least 6 events (rule 'allreduce-dedicated' keeps 3 group(s) on a "
+            "stream alone: 3 wait for another stream, 3 are waited for), over the device's 2"
+            ) in str(caught.value)

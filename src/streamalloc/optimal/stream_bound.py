@@ -70,19 +70,47 @@ def streams_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> StreamsNe
 
 
 def events_needed(dag: TaskDag, constraints: Sequence[Constraint]) -> tuple[int, str]:
-    """The fewest events (and notifies) a plan under `constraints` needs, and why: a
-    dedicated-stream group that depends on a node outside it waits for another stream on its
-    own, and no two groups share a stream, so each such group receives an event of its own
-    (for a graph without stream activation, whose activated streams wait without one)."""
+    """The fewest events (and notifies) a plan under `constraints` needs, and why. A
+    dedicated-stream group that depends on a node outside it receives an event on its own
+    stream, and one that a node outside it depends on sends one; no two groups share a
+    stream, so each such group needs an event of its own each way (for a graph where only
+    events order streams). Where no path joins two groups, no event goes from one to another,
+    so the events they receive and those they send are different ones: the bound is both
+    counts together; else the larger."""
+    groups = _dedicated_groups(dag, constraints)
     index = {n: v for v, n in enumerate(dag.names)}
-    waiting: Counter[str] = Counter()
-    for rule, group in _dedicated_groups(dag, constraints):
+    group_of = {index[n]: k for k, (_, group) in enumerate(groups) for n in group}
+    waits: Counter[str] = Counter()
+    sends: Counter[str] = Counter()
+    for rule, group in groups:
         members = {index[n] for n in group}
-        if any(u not in members for v in members for u in dag.preds[v]):
-            waiting[rule] += 1
-    return sum(waiting.values()), ", ".join(
-        f"{count} group(s) that rule {rule!r} keeps on a stream alone wait for another stream"
-        for rule, count in waiting.items())
+        waits[rule] += any(u not in members for v in members for u in dag.preds[v])
+        sends[rule] += any(w not in members for v in members for w in dag.succs[v])
+    received, sent = sum(waits.values()), sum(sends.values())
+    joined = _groups_joined(dag, group_of)
+    total = max(received, sent) if joined else received + sent
+    kept = Counter(rule for rule, _ in groups)
+    why = "; ".join(f"rule {rule!r} keeps {kept[rule]} group(s) on a stream alone: "
+                    f"{waits[rule]} wait for another stream, {sends[rule]} are waited for"
+                    for rule in kept if waits[rule] or sends[rule])
+    return total, why + ("; paths join groups, so not both counts" if joined and total else "")
+
+
+def _groups_joined(dag: TaskDag, group_of: dict[int, int]) -> bool:
+    """Does a path lead from one group's node to another group's (in T-order, the least and
+    the greatest group reaching each node: another one reaches a member when either is not
+    its own)?"""
+    none = len(group_of)
+    least, most = [none] * dag.size, [-1] * dag.size
+    for v in range(dag.size):
+        for u in dag.preds[v]:
+            own = group_of.get(u)
+            least[v] = min(least[v], least[u], none if own is None else own)
+            most[v] = max(most[v], most[u], -1 if own is None else own)
+        own = group_of.get(v)
+        if own is not None and (least[v] not in (none, own) or most[v] not in (-1, own)):
+            return True
+    return False
 
 
 def _dedicated_groups(dag: TaskDag, constraints: Sequence[Constraint]
