@@ -27,6 +27,7 @@ from streamalloc.optimal.chain_model import unsolved, windowed
 from streamalloc.optimal.evaluate import (
     Outcome,
     evaluate,
+    evaluate_in_order,
     optimal_allocation,
     task_dag,
 )
@@ -123,9 +124,8 @@ def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constrai
     given = f" and the {attached} attached streams its nodes ask for (GE's attached-stream " \
         f"pass gives them, whatever the main streams), {needed.streams + attached} in all" \
         if attached else ""
-    raise LimitExceeded(
-        f"no plan within the device limits: the ge-mode plan is over them ({over}), and so is "
-        f"every plan: it needs at least {needed.streams} "
+    raise _no_plan(
+        over, f"and so is every plan: it needs at least {needed.streams} "
         f"stream{'s' if needed.streams > 1 else ''} ({needed.why}){given}, over the limit of "
         f"{device.model_streams} (option streamalloc.max_streams: {device.max_streams} slots, "
         "less the caller's stream); raise the limit, or relax the rules or the stream depth")
@@ -138,10 +138,16 @@ def _check_events_needed(graph: Graph, dag: TaskDag, constraints: list[Constrain
     needed, why = events_needed(dag, constraints)
     most = _most_events(graph)
     if needed > most:
-        raise LimitExceeded(
-            f"no plan within the device limits: the ge-mode plan is over them ({over}), and so "
-            f"is every plan under the rules: it needs at least {needed} events ({why}), over "
-            f"the device's {most}; raise the limit or relax the rules")
+        raise _no_plan(over, f"and so is every plan under the rules: it needs at least {needed} "
+                             f"events ({why}), over the device's {most}; raise the limit or "
+                             "relax the rules")
+
+
+def _no_plan(over: str, rest: str) -> LimitExceeded:
+    """The error where no plan fits the device limits: ge mode's is over them (`over`), and
+    `rest` says what of the others."""
+    return LimitExceeded(f"no plan within the device limits: the ge-mode plan is over them "
+                         f"({over}), {rest}")
 
 
 def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) -> int:
@@ -158,9 +164,8 @@ def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outc
              fewest: int | None, rescue: Rescue | None) -> tuple[SyncPlan, SolverReport]:
     """The search's plan synchronized, verified and emulated, with its report; the baseline
     (FALLBACK) where it is over a device limit or worse than the baseline."""
-    in_order = None if found.order is None else graph.reordered(found.order)
     try:
-        outcome = evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
+        outcome = evaluate_in_order(graph, allocation, found.order, options.sync, costs)
     except LimitExceeded as exc:
         return _fallback(baseline, over, f"its plan is over a device limit: {exc}", nimble,
                          found.deterministic_time, fewest=fewest, rescue=rescue)
@@ -256,9 +261,7 @@ def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
         else:  # (a reason about the event budget names the slack already)
             way_out = "" if "--makespan-slack" in reason else \
                 f"; a --makespan-slack may let it trade makespan for events and streams{floor}"
-        raise LimitExceeded(f"no plan within the device limits: the ge-mode plan is over them "
-                            f"({over}), and the solver's does not replace it ({reason})"
-                            f"{way_out}")
+        raise _no_plan(over, f"and the solver's does not replace it ({reason}){way_out}")
     return baseline.plan, SolverReport("FALLBACK", None, None, baseline.events, deterministic,
                                        nimble, reason, baseline.events, baseline.makespan_us,
                                        baseline.makespan_us, events_bound=fewest)
@@ -273,7 +276,7 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
     """The way out the error names where no plan fits (`way_out`): the fastest plan within
     the device limits, `outcome` where it is the makespan objective's within its budget,
     else the makespan objective's without a makespan limit (a second search: errors only)."""
-    budget = options.event_budget if options.objective == "makespan" else None
+    budget = options.budget
     if outcome is None or options.objective != "makespan" or \
             (budget is not None and outcome.events > budget):
         outcome = fastest_within_limits(graph, dag, baseline, constraints, rules=rules,
@@ -287,7 +290,7 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
 def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions,
            nimble: int | None) -> str:
     """Why the solver's plan may not replace the baseline ("" when it may)."""
-    budget = options.event_budget if options.objective == "makespan" else None
+    budget = options.budget
     if options.concurrency == "full":  # Nimble's setting: the parallelism floor is the
         # concurrency itself; only a budget bounds the events
         if budget is not None and outcome.events > budget:

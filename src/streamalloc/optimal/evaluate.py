@@ -65,6 +65,14 @@ def evaluate(graph: Graph, allocation: Allocation, rules: RuleSet | None, sync: 
     return Outcome(plan.event_count + plan.notify_count, result.makespan_us, allocation, plan)
 
 
+def evaluate_in_order(graph: Graph, allocation: Allocation, order: Sequence[str] | None,
+                      sync: str, costs: CostTable) -> Outcome:
+    """`evaluate` of a search's plan (no rules: the search kept them), synchronized in its
+    execution `order` (None: the graph's own)."""
+    return evaluate(graph, allocation, None, sync, costs,
+                    in_order=None if order is None else graph.reordered(order))
+
+
 def task_dag(graph: Graph, allocation: Allocation) -> TaskDag:
     """The nodes the allocation gives a stream, in T-order, and the dependencies the sync layer
     orders between them (every such pair is cross-stream when each node has its own stream)."""

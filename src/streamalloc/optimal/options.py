@@ -49,6 +49,12 @@ class OptimalOptions(msgspec.Struct, frozen=True):
     # makespan limit so the error names the options that admit one (`optimal/way_out.py`);
     # off for compare's frontier, whose points probe the slacks themselves
 
+    @property
+    def budget(self) -> int | None:
+        """The event budget the written plan keeps: the makespan objective's (the events
+        objective has none, its bar is the baseline's events)."""
+        return self.event_budget if self.objective == "makespan" else None
+
 
 class SolverReport(msgspec.Struct, frozen=True):
     """The plan's `solver` block (formats: plan file)."""

@@ -11,7 +11,7 @@ import msgspec
 
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.ir.graph import Graph
-from streamalloc.optimal.evaluate import Outcome, evaluate, optimal_allocation
+from streamalloc.optimal.evaluate import Outcome, evaluate_in_order, optimal_allocation
 from streamalloc.optimal.options import OptimalOptions
 from streamalloc.optimal.search import search
 from streamalloc.rules import RuleSet
@@ -29,15 +29,14 @@ def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
     """The plan of the makespan objective without a makespan limit (under the event budget if
     the makespan objective was given one: where none is found within it, the plan may be
     over it), verified with the device limits and emulated; None where it is over one."""
-    budget = options.event_budget if options.objective == "makespan" else None
-    unlimited = msgspec.structs.replace(options, objective="makespan", event_budget=budget,
+    unlimited = msgspec.structs.replace(options, objective="makespan",
+                                        event_budget=options.budget,
                                         makespan_slack=UNLIMITED_SLACK)
     try:
         found = search(graph, dag, baseline, constraints, options=unlimited, costs=costs)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules, constraints=constraints)
-        in_order = None if found.order is None else graph.reordered(found.order)
-        return evaluate(graph, allocation, None, options.sync, costs, in_order=in_order)
+        return evaluate_in_order(graph, allocation, found.order, options.sync, costs)
     except (Unsolvable, AllocationInfeasible):
         return None
 
@@ -51,7 +50,7 @@ def way_out(outcome: Outcome, baseline: Outcome, options: OptimalOptions) -> str
     """What the error adds: `outcome`'s events and makespan against ge mode's, and the
     options that admit it (the events objective does not search for the fastest plan, so
     the makespan objective is named)."""
-    budget = options.event_budget if options.objective == "makespan" else None
+    budget = options.budget
     slack = slack_admitting(outcome.makespan_us, baseline.makespan_us)
     flags = [] if options.objective == "makespan" else ["--objective makespan"]
     flags += [f"--event-budget {outcome.events}"] if budget is not None and \
