@@ -33,13 +33,16 @@ from streamalloc.optimal import (
     bounds,
     chain_model,
     makespan_search,
+    makespan_starts,
 )
 from streamalloc.optimal.bounds import graph_sync_aware_bound, sync_aware_bound
 from streamalloc.optimal.cliques import jackson
 from streamalloc.optimal.critical import critical_chain, improvements
 from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.found import Found
 from streamalloc.optimal.list_schedule import list_schedule_chains
+from streamalloc.optimal.makespan_starts import affordable
 from streamalloc.optimal.moves import Branches
 from streamalloc.optimal.numbering import critical_first
 from streamalloc.optimal.order import Order, Orders
@@ -129,6 +132,30 @@ def test_critical_chain_walks_back_from_the_last_task(squeezenet: Graph) -> None
     ends = [end[dag.names[link.node]] for link in chain]
     assert ends == sorted(ends, reverse=True)  # each link ended no later than the one after
     assert all(link.behind for link in chain if link.cause == UNITS)
+
+
+def test_starts_that_do_not_fit_their_share_run_one_of_each_kind_in_turn(
+        squeezenet: Graph, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where fewer starts' runs fit than there are starts (a 100k-node graph), one of each kind
+    runs in the order of START_KINDS, then a second of each; the kept ones stay in their
+    places, and a start met twice counts once. Where all fit, all are kept as they are."""
+    dag, evaluator = _setup(squeezenet)
+
+    def aside(k: int) -> Found:  # node k on a stream of its own
+        return (tuple(v for v in range(dag.size) if v != k), (k,)), None
+
+    kinds = ["hint", "list", "list", "list", "prologue", "aside", "packed", "packed", "list"]
+    starts = [(kind, aside(k)) for k, kind in enumerate(kinds)] + [("nimble", aside(1))]
+    everything = [found for _, found in starts]
+    monkeypatch.setattr(makespan_starts, "plan_evaluation_count", lambda *_: 9)
+    assert affordable(squeezenet, dag, starts, [], evaluator) == everything
+    monkeypatch.setattr(makespan_starts, "plan_evaluation_count", lambda *_: 6)
+    # list 1, packed 6, hint 0, aside 5, prologue 4, then list 2 (the nimble start is list 1)
+    assert affordable(squeezenet, dag, starts, [], evaluator) == \
+        [aside(k) for k in (0, 1, 2, 4, 5, 6)] + [aside(1)]
+    monkeypatch.setattr(makespan_starts, "MIN_STARTS", 2)
+    monkeypatch.setattr(makespan_starts, "plan_evaluation_count", lambda *_: 1)
+    assert affordable(squeezenet, dag, starts, [], evaluator) == [aside(1), aside(6), aside(1)]
 
 
 def test_search_never_lengthens_the_run(squeezenet: Graph) -> None:

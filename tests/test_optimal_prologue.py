@@ -146,7 +146,8 @@ def test_ge_dump_starts_from_its_prologue_on_side_streams(monkeypatch: pytest.Mo
     hint = tuple(tuple(c) for c in data.hint)
 
     def best_start() -> int:
-        starts = makespan_starts(graph, dag, hint, data.durations, evaluator)
+        starts = [start for _, start in makespan_starts(graph, dag, hint, data.durations,
+                                                         evaluator)]
         return fastest(starts, outcomes_of(graph, dag, starts, [], evaluator), evaluator)[2]
 
     best = best_start()

@@ -31,6 +31,7 @@ from streamalloc.runtime_emu.results import EmulationResult
 from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import without_device_limits
+from streamalloc.sync.result import SyncPlan
 
 EVALUATION_US = 860  # wall time of one evaluation of the makespan search (sync, emulate,
 TASK_US = 10.4  # the search's own step) plus this per task of its program (Sends and Recvs
@@ -96,16 +97,22 @@ class Evaluator:
         over a device limit or, when `budgeted`, over the makespan objective's event
         budget); `lifted`: with the stream, event and notify limits lifted."""
         budget = self.options.event_budget if budgeted else None
-        graph = self._in_order(order)
         try:
-            plan = synchronize(without_device_limits(graph) if lifted else graph,
-                               self._allocation(streams), sync=self.options.sync)
+            plan = self.synchronized(streams, order, lifted=lifted)
             if budget is not None and plan.event_count + plan.notify_count > budget:
                 return None
             return emulate(self.lifted if lifted else self.graph, plan.to_json(),
                            costs=self.costs, tasks=self.tasks)
         except AllocationInfeasible:
             return None
+
+    def synchronized(self, streams: Sequence[int], order: Order | None = None, *,
+                     lifted: bool = False) -> SyncPlan:
+        """The assignment's plan, unverified and not emulated (AllocationInfeasible over a
+        device limit); `lifted`: with the stream, event and notify limits lifted."""
+        graph = self._in_order(order)
+        return synchronize(without_device_limits(graph) if lifted else graph,
+                           self._allocation(streams), sync=self.options.sync)
 
     def _allocation(self, streams: Sequence[int]) -> Allocation:
         return optimal_allocation(self.graph, self.baseline.allocation, self.dag,
@@ -140,10 +147,23 @@ def measured_outcome(evaluator: Evaluator, measured: dict[Found, Measured | None
 
 def evaluation_count(evaluator: Evaluator, streams: Sequence[int], seconds: float) -> int:
     """How many evaluations of plans like that of `streams` take about `seconds` of wall time
-    (its program's tasks, Sends and Recvs included, and physical streams decide the cost)."""
-    result = evaluator.run(streams, budgeted=False)
-    tasks, physical = (result.program.task_count(), len(result.program.stream_tids)) \
-        if result is not None else (evaluator.dag.size, len(set(streams)))
+    (its program's tasks, Sends and Recvs included, and physical streams decide the cost: the
+    plan's stream entries and streams, one task per entry; its run is not needed)."""
+    try:
+        return plan_evaluation_count(evaluator.synchronized(streams), seconds)
+    except AllocationInfeasible:
+        return evaluations_of(evaluator.dag.size, len(set(streams)), seconds)
+
+
+def plan_evaluation_count(plan: SyncPlan, seconds: float) -> int:
+    """`evaluation_count` of plans like `plan`."""
+    tasks = sum(map(len, plan.streams.values()))  # (its Sends and Recvs included)
+    return evaluations_of(tasks, plan.physical_stream_count, seconds)
+
+
+def evaluations_of(tasks: int, physical: int, seconds: float) -> int:
+    """How many evaluations of a program of `tasks` tasks on `physical` streams take about
+    `seconds` (at least one)."""
     return max(1, int(seconds * 1e6 / (EVALUATION_US + TASK_US * tasks + STREAM_US * physical)))
 
 

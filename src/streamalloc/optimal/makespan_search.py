@@ -25,6 +25,7 @@ from streamalloc.optimal.evaluator import Evaluator, evaluation_count
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.makespan_budget import budget_ends, within_bar, within_budget
 from streamalloc.optimal.makespan_starts import (
+    affordable,
     aside_starts,
     fastest,
     fastest_distinct,
@@ -188,10 +189,13 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
     evaluator = replace(evaluator, orders=Orders.of(graph))
     packed, packing_time = packed_starts(graph, dag, evaluator)
     known: dict[Found, Measured | None] = {}
-    starts = [repaired(graph, dag, start, constraints, data.durations,
-                       stream_limit=stream_limit)
-              for start in makespan_starts(graph, dag, chains, data.durations, evaluator)
-              + aside_starts(graph, dag, evaluator, constraints, known) + packed]
+    kinded = makespan_starts(graph, dag, chains, data.durations, evaluator) \
+        + [("aside", start) for start in aside_starts(graph, dag, evaluator, constraints, known)] \
+        + [("packed", start) for start in packed]
+    starts = affordable(graph, dag, [
+        (kind, repaired(graph, dag, start, constraints, data.durations,
+                        stream_limit=stream_limit)) for kind, start in kinded],
+        constraints, evaluator)
     outcomes = outcomes_of(graph, dag, starts, constraints, evaluator, measured=known)
     more = within_budget(graph, dag, starts, outcomes,
                          hint=(hint, None), durations=data.durations,

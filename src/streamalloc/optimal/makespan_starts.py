@@ -5,12 +5,13 @@ rules and the stream limit and emulated; the fastest comes first."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import Measured, assignment_of, breaks
-from streamalloc.optimal.evaluator import Evaluator, measured_outcome
+from streamalloc.optimal.evaluator import Evaluator, measured_outcome, plan_evaluation_count
 from streamalloc.optimal.fewest_events import (
     WAITS_NODES,
     engines_aside,
@@ -34,6 +35,17 @@ ASIDE_BATCHED = 1  # the fastest assignments of `aside_starts` also tried in the
 # batch their waits: on five training steps (BERT base, DenseNet-121, GPT-2 small, Llama tiny,
 # ResNet-50) the fastest in the graph's order always gave the fastest batched order, and
 # batching all 13 cost up to 8 s more (DenseNet-121) for the same plans
+Kinded = tuple[str, Found]  # a start and its kind, one of START_KINDS
+
+START_KINDS = ("list", "packed", "hint", "aside", "prologue", "nimble", "engine")  # the order
+# `affordable` runs them in where not all fit: the kind of the fastest start on the 18 inputs
+# of bench/ (free rules) was a list schedule on 9, a packing on 6, ge mode's streams on 5
+# (ties), a prologue variant on GE dump 00026; under GE's rules on training steps, an aside
+STARTS_SHARE = 0.5  # of --time-limit in evaluations for the starts' runs, or STARTS_SECONDS
+STARTS_SECONDS = 5.0  # when more (below, a short limit would cut the starts of a small graph,
+# such as the events objective's plan that a training step's event budget needs), and at
+MIN_STARTS = 4  # least this many runs: a 100k-node layered graph's 28 distinct starts took
+# 137 s at --time-limit 10, where its search had 45 s
 PACKING_ROUNDS = 2  # CP-SAT's packings of the tasks on the engines' units (makespan starts),
 PACKING_SHARE = 0.05  # each with this share of --time-limit. On the 18 inputs of bench/: T5
 # 2062 -> 2009 us, ResNet-50 809 -> 807, the others unchanged. Three rounds of 0.1 did no
@@ -64,14 +76,44 @@ def _candidates(graph: Graph, dag: TaskDag) -> list[tuple[tuple[int, ...], ...]]
 
 
 def makespan_starts(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
-                    durations: Sequence[int], evaluator: Evaluator) -> list[Found]:
-    """The makespan objective's starting points: `chains` (CP-SAT's), `_candidates`, the list
-    schedules, and each of them with its prologue on side streams (`optimal/prologue.py`; the
-    variants that run it in runs of layers need their own execution order, so they start
-    from the candidates in T-order, and only where the search may order)."""
-    found: list[Found] = [(c, None) for c in (chains, *_candidates(graph, dag))]
-    found += _list_schedules(graph, dag, evaluator.costs, evaluator.orders)
-    return with_prologues(dag, found, durations, evaluator.orders)
+                    durations: Sequence[int], evaluator: Evaluator) -> list[Kinded]:
+    """The makespan objective's starting points, each with its kind: `chains` (the model's,
+    "hint": ge mode's streams, as CP-SAT is not solved), `_candidates`, the list schedules,
+    and each of them with its prologue on side streams (`optimal/prologue.py`; the variants
+    that run it in runs of layers need their own execution order, so they start from the
+    candidates in T-order, and only where the search may order)."""
+    nimble, per_engine = _candidates(graph, dag)
+    kinded: list[Kinded] = [("hint", (chains, None)), ("nimble", (nimble, None)),
+                            ("engine", (per_engine, None))]
+    kinded += [("list", found)
+               for found in _list_schedules(graph, dag, evaluator.costs, evaluator.orders)]
+    found = [start for _, start in kinded]
+    return kinded + [("prologue", variant) for variant in
+                     with_prologues(dag, found, durations, evaluator.orders)[len(found):]]
+
+
+def affordable(graph: Graph, dag: TaskDag, starts: list[Kinded],
+               constraints: list[Constraint], evaluator: Evaluator) -> list[Found]:
+    """The starts whose runs fit STARTS_SHARE of --time-limit, or STARTS_SECONDS, in
+    evaluations (as many as ge mode's plan takes; at least MIN_STARTS), each in its place:
+    every one on the bench's inputs, whose runs take milliseconds. Where fewer fit, one start
+    of each kind in the order of START_KINDS, then a second of each, and so on; the same start
+    twice, or one that breaks a rule or a device limit (not run), costs nothing."""
+    seconds = max(evaluator.options.time_limit * STARTS_SHARE, STARTS_SECONDS)
+    count = max(MIN_STARTS, plan_evaluation_count(evaluator.baseline.plan, seconds))
+    runnable: dict[Found, str] = {}
+    for kind, found in starts:
+        if found not in runnable and not breaks(graph, dag, constraints,
+                                                assignment_of(dag, found[0])):
+            runnable[found] = kind
+    if len(runnable) <= count:
+        return [found for _, found in starts]
+    by_kind = {kind: [found for found, of in runnable.items() if of == kind]
+               for kind in START_KINDS}
+    ranked = [found for round_ in itertools.zip_longest(*by_kind.values())
+              for found in round_ if found is not None]
+    kept = set(ranked[:count])
+    return [found for _, found in starts if found in kept or found not in runnable]
 
 
 def aside_starts(graph: Graph, dag: TaskDag, evaluator: Evaluator,
