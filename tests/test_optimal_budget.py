@@ -36,10 +36,21 @@ from test_heuristic_properties import build, models
 
 from streamalloc import api
 from streamalloc.commands.sweep import sweep
+from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, makespan_search, search
+from streamalloc.optimal import (
+    OptimalOptions,
+    allocate_optimal,
+    makespan_budget,
+    makespan_search,
+    search,
+)
+from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluator import Evaluator
+from streamalloc.optimal.nimble import matching_chains
 from streamalloc.rules import builtin_rules, default_rule_set
+from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import event_count
@@ -201,6 +212,38 @@ def test_a_start_far_over_the_budget_gets_tries_for_each_event_it_must_lose() ->
     plan, solver = budgeted(graph, 100, builtin_rules("free"))
     assert events(plan) <= 100 and solver["status"] != "FALLBACK"
     assert solver["makespan_us"] < 0.8 * solver["baseline_makespan_us"]
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_the_polish_down_to_a_budget_tries_at_most_its_share_of_node_work(
+        capped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each tried move of the polish down to an event budget walks the whole graph, so its 8
+    tries per event over the budget stop at GAP_NODE_TRIES / streamed nodes (a 20k-node
+    generated graph 9.5k events over a budget got 76k tries and ran more than 6 minutes).
+    SqueezeNet's Nimble chains within a budget of 0: 8 per event, or the cap where lower."""
+    graph = load_graph(LIGHT / "light_squeezenet.onnx").with_options(PARALLEL)
+    costs = default_cost_table()
+    rules = default_rule_set(graph)
+    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", costs)
+    dag = task_dag(graph, baseline.allocation)
+    options = OptimalOptions(objective="makespan", event_budget=0, time_limit=0.01)
+    chains = matching_chains(dag)
+    over = event_count(dag, assignment_of(dag, chains))
+    if capped:
+        monkeypatch.setattr(makespan_budget, "GAP_NODE_TRIES", 10 * dag.size)
+    tries: list[int] = []
+
+    class Counted(makespan_budget.Polish):
+        def __post_init__(self) -> None:
+            tries.append(self.budget)
+            super().__post_init__()
+
+    monkeypatch.setattr(makespan_budget, "Polish", Counted)
+    makespan_budget.reduced_to_budget(dag, chains, None, [1] * dag.size,
+                                      Evaluator(graph, dag, baseline, options, costs),
+                                      guard=lambda *_: True)
+    assert over > 10
+    assert tries[0] == (10 if capped else 8 * over)
 
 
 def test_the_merge_ladder_brings_a_start_hundreds_of_events_over_within_the_budget() -> None:

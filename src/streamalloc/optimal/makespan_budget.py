@@ -31,7 +31,12 @@ from streamalloc.solver.events import event_count, schedule_length
 from streamalloc.solver.polish import Polish
 
 BUDGET_SHARE = 1.0  # of --time-limit for each start polished down to the event budget
-GAP_TRIES = 8  # or, when more, this many tried moves per event it is over the budget
+GAP_TRIES = 8  # or, when more, this many tried moves per event it is over the budget, up to
+GAP_NODE_TRIES = 10_000_000  # this many divided by the streamed nodes (a move's event count
+# and schedule estimate walk the whole graph, 1.6 us per node: a 20k-node generated graph 9.5k
+# events over a budget was given 76k tries, and its polish ran more than 6 minutes; capped,
+# about 16 s; on the bench's largest input, the ResNet-50 training step's 786 streamed
+# nodes, it binds past 1,590 events over)
 LADDER_SHARE = 0.2  # of --time-limit in evaluations for the merge ladder down to the budget,
 LADDER_TRIES = 6  # or, when more, this many per stream of its start up to LADDER_STREAMS (a
 LADDER_STREAMS = 32  # step emulates two merges and ranks the others, the last one bisects)
@@ -104,7 +109,8 @@ def reduced_to_budget(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: 
     start, target = length(streams), budget
     tries = max(int(evaluator.options.time_limit * BUDGET_SHARE
                     * min(POLISH_PER_SECOND, POLISH_NODES_PER_SECOND / max(1, dag.size))),
-                GAP_TRIES * (event_count(dag, streams) - budget))
+                min(GAP_TRIES * (event_count(dag, streams) - budget),
+                    GAP_NODE_TRIES // max(1, dag.size)))
     for stretch in BUDGET_STRETCH:
         limit = None if stretch is None else math.ceil(start * stretch)
         while tries > 0:
