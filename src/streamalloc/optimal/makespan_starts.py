@@ -101,6 +101,8 @@ def affordable(graph: Graph, dag: TaskDag, starts: list[Kinded],
     twice, or one that breaks a rule or a device limit (not run), costs nothing."""
     seconds = max(evaluator.options.time_limit * STARTS_SHARE, STARTS_SECONDS)
     count = max(MIN_STARTS, plan_evaluation_count(evaluator.baseline.plan, seconds))
+    if len({found for _, found in starts}) <= count:  # (the rule checks are
+        return [found for _, found in starts]  # `outcomes_of`'s then, not made twice)
     runnable: dict[Found, str] = {}
     for kind, found in starts:
         if found not in runnable and not breaks(graph, dag, constraints,
