@@ -39,7 +39,6 @@ from streamalloc import collector
 from streamalloc.errors import InternalError
 from streamalloc.facts import LIMIT_DEFAULTS
 from streamalloc.ir.graph import Graph
-from streamalloc.runtime_emu.bounds import lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.runtime_emu.kernel import (
     PARK,
@@ -282,7 +281,7 @@ def _result(dev: EmulatedDevice, table: CostTable, stream_report: dict[str, int 
         records=_done(program, dev.end, SEND, syncs), waits=_done(program, dev.end, RECV, syncs),
         lost_records=sum(ev.lost for events in dev.sync for ev in events),
         unconsumed=unconsumed, stream_pool=stream_report, variables=loaded,
-        bounds=lower_bounds(program, table), steps=dev.steps, wall_s=wall)
+        steps=dev.steps, wall_s=wall)
 
 
 def _matched(program: Program, dev: EmulatedDevice, syncs: list[int]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from streamalloc.runtime_emu.bounds import LowerBounds
+from streamalloc.runtime_emu.bounds import LowerBounds, lower_bounds
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.kernel import Event, Process, Waitable
 from streamalloc.runtime_emu.program import NOTIFY_SPACE, RECV, SEND, TASK, Program
@@ -47,9 +47,14 @@ class EmulationResult:
     unconsumed: tuple[tuple[int, int], ...]
     stream_pool: Mapping[str, int | str]
     variables: Mapping[str, Any] | None
-    bounds: LowerBounds
     steps: int
     wall_s: float
+
+    @property
+    def bounds(self) -> LowerBounds:
+        """The program's lower bounds on any plan's makespan, computed when asked: a search
+        emulates hundreds of plans and reads none of them."""
+        return lower_bounds(self.program, self.table)
 
     @property
     def status(self) -> str:

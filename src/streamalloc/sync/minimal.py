@@ -147,6 +147,11 @@ class _Sweep:
 
     def _choose(self, row: np.ndarray, incoming: list[tuple[int, str]], acts: list[str]) -> None:
         """Keep the pairs into v that no other direct predecessor of v implies."""
+        if len(incoming) == 1 and not acts:  # most nodes: only the program predecessor can
+            x, u = incoming[0]  # imply the pair, read without building arrays
+            if row[self.col[self.streams[u]]] < self.pos[u]:
+                self.keep.add(x)
+            return
         latest: dict[int, tuple[int, str]] = {}
         for x, u in incoming:  # per source stream only the latest source can matter
             c = self.col[self.streams[u]]

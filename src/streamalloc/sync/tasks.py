@@ -65,7 +65,11 @@ CountTable = dict[str, tuple[int, int, int]]
 # Per graph (by its node table): the split and the plan ask for every task's units several times.
 _COUNTS: Recent[CountTable] = Recent(4)
 _T_UNITS: Recent[tuple[list[str], list[int]]] = Recent(4)
+_UNITS_BY_NAME: Recent[dict[str, int]] = Recent(4)  # the same by name, for rows out of T-order
 _EXPLICIT: Recent[Mapping[str, tuple[int, int]]] = Recent(4)
+# the own units of the streamless nodes asked for: a search synchronizes hundreds of plans of
+# one graph with the same streamless nodes
+_OWN_UNITS: Recent[dict[str, int]] = Recent(4)
 _SHARED_COUNTS: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
 
@@ -102,8 +106,11 @@ def _node_row_units(graph: Graph, rows: Rows) -> list[int]:
         column = np.zeros(len(keep), np.int64)
         column[np.frombuffer(keep, np.bool_)] = units
         return column.tolist()
-    by_name = dict(zip(names, units, strict=True))
-    return [by_name.get(name, 0) if k else 0 for name, k in zip(rows.names, keep, strict=True)]
+    by_name = _UNITS_BY_NAME.get_or_make(id(graph.by_name), (graph.by_name,),
+                                         lambda: dict(zip(names, units, strict=True)))
+    column = np.fromiter(map(by_name.get, rows.names, repeat(0)), np.int64, len(keep))
+    column[~np.frombuffer(keep, np.bool_)] = 0  # made rows: 0, whatever their names
+    return column.tolist()
 
 
 def _count_table(graph: Graph) -> CountTable:
@@ -177,9 +184,17 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
     node (a root-graph RTS label node, 2.6 of the logical spec) before it counts tasks."""
     if INVALID not in rows.streams:  # most models
         return
+    own = _OWN_UNITS.get_or_make(id(graph.by_name), (graph.by_name,), dict)
     table = _table(graph)
     for row in list(compress(range(len(rows.streams)), map(INVALID.__eq__, rows.streams))):
-        if row in rows.made or _counts(graph, rows.names[row], table)[0] > 0:
+        if row in rows.made:
+            rows.set_stream(row, 0)
+            continue
+        name = rows.names[row]
+        units = own.get(name)
+        if units is None:
+            units = own[name] = _counts(graph, name, table)[0]
+        if units > 0:
             rows.set_stream(row, 0)
 
 
