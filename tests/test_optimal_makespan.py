@@ -38,13 +38,20 @@ from streamalloc.optimal import (
 from streamalloc.optimal.bounds import graph_sync_aware_bound, sync_aware_bound
 from streamalloc.optimal.cliques import jackson
 from streamalloc.optimal.critical import critical_chain, improvements
-from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluate import (
+    Measured,
+    assignment_of,
+    chains_of_assignment,
+    evaluate,
+    task_dag,
+)
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found
 from streamalloc.optimal.list_schedule import list_schedule_chains
 from streamalloc.optimal.makespan_starts import affordable
 from streamalloc.optimal.moves import Branches
 from streamalloc.optimal.numbering import critical_first
+from streamalloc.optimal.options import TIME_SCALE
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -372,6 +379,28 @@ def test_the_critical_stream_gets_the_first_id(tmp_path: Path) -> None:
     assert slow is not None and fast is not None
     assert slow.makespan_us == pytest.approx(4.0 + 42.0 + 12.0 + 1.0 + 4.0)
     assert fast.makespan_us == pytest.approx(42.0 + 12.0 + 1.0 + 4.0)
+
+
+def test_numbering_takes_a_start_run_before_from_the_outcomes_kept(tmp_path: Path) -> None:
+    """`numbered` compares plans it runs itself, except a start the first numbering ran before:
+    that run's outcome is read from the outcomes kept (here a made-up one, faster than any
+    run, so the test sees it was read, not run again); the other numbering still runs it."""
+    graph = _loaded(tmp_path, "narrowbeforewide", NARROW_BEFORE_WIDE)
+    dag, by_first = _setup(graph)
+    index = {n: i for i, n in enumerate(dag.names)}
+    apart = [0] * dag.size
+    apart[index["m"]] = 1
+    start = (chains_of_assignment(apart), None)
+    critical = replace(by_first, numbering=critical_first(dag, [1] * dag.size))
+    fast = critical.outcome(apart)
+    assert fast is not None
+    kept = {start: Measured(1, 1.0)}
+    _, _, chosen, makespan = makespan_search.numbered(dag, [start], 10**9, [by_first, critical],
+                                                      kept)
+    assert chosen is by_first and makespan == math.ceil(1.0 * TIME_SCALE)
+    _, _, chosen, makespan = makespan_search.numbered(dag, [start], 10**9, [by_first, critical],
+                                                      {})
+    assert chosen is critical and makespan == math.ceil(fast.makespan_us * TIME_SCALE)
 
 
 def test_zero_time_tasks_on_the_chain_leave_room_in_the_clique(tmp_path: Path) -> None:

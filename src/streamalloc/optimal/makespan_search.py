@@ -21,7 +21,7 @@ from streamalloc.optimal.evaluate import (
     chains_of_assignment,
     rule_guard,
 )
-from streamalloc.optimal.evaluator import Evaluator, evaluation_count
+from streamalloc.optimal.evaluator import Evaluator, evaluation_count, measured_outcome
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.makespan_budget import budget_ends, within_bar, within_budget
 from streamalloc.optimal.makespan_starts import (
@@ -144,12 +144,14 @@ def _floor_us(evaluator: Evaluator) -> float:
     return round(makespan_bound(evaluator.graph, evaluator.baseline.plan, evaluator.costs), 3)
 
 
-def numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Evaluator]
+def numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Evaluator],
+             measured: dict[Found, Measured | None]
              ) -> tuple[tuple[tuple[int, ...], ...], Order | None, Evaluator, int]:
     """The streams and order of `found` (the start, then the search's bests) and the
     numbering of their ids (`evaluators`, by first node first) that run fastest, verified and
     within the event budget, with that makespan; the start by first node when none is under
-    `limit`.
+    `limit`. `measured`: the outcomes the first evaluator ran before (the starts': on a
+    100k-node graph each run takes seconds).
     The search numbers by first node (numbered otherwise it takes other paths, longer on T5
     and a GE dump), so a best it found earlier may run faster numbered critical first; ties go
     to the latest found and the first numbering."""
@@ -157,12 +159,13 @@ def numbered(dag: TaskDag, found: list[Found], limit: int, evaluators: list[Eval
     budget = evaluators[0].options.event_budget
     for chains, order in reversed(found):
         numbered_as: list[tuple[tuple[int, ...], ...]] = []
-        for evaluator in evaluators:
+        for k, evaluator in enumerate(evaluators):
             ids = evaluator.numbering(chains)
             if ids in numbered_as:  # the same plan: it runs as it did (ties keep the first)
                 continue
             numbered_as.append(ids)
-            outcome = evaluator.outcome(assignment_of(dag, chains), order)
+            outcome = measured_outcome(evaluator, measured, (chains, order)) if k == 0 \
+                else evaluator.outcome(assignment_of(dag, chains), order)
             if outcome is None or (budget is not None and outcome.events > budget):
                 continue
             makespan = math.ceil(outcome.makespan_us * TIME_SCALE)
@@ -220,7 +223,7 @@ def fastest_plan(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...]
                                     evaluator=evaluator, share=BUDGET_END_SHARE)]
     chains, order, evaluator, limit = numbered(
         dag, [(chains, order), *bests], limit,
-        [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))])
+        [evaluator, replace(evaluator, numbering=critical_first(dag, data.durations))], known)
     if limit > evaluator.limit() and evaluator.options.event_budget is not None:
         chains, order, limit = within_bar(graph, dag, hint, constraints, evaluator) \
             or (chains, order, limit)
