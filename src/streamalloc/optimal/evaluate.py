@@ -95,12 +95,16 @@ def optimal_allocation(graph: Graph, baseline: Allocation, dag: TaskDag,
     ids = _stream_ids(dag, chains, constraints)
     main = max(ids, default=-1) + 1
     shift = main - baseline.main_stream_num
-    unstreamed, provenance = _unstreamed(baseline, shift)
-    nodes = dict(unstreamed)  # the baseline's order; the streamed nodes overwritten in place
+    unstreamed, provenance, attached = _unstreamed(baseline)
+    nodes = dict(unstreamed)  # the baseline's order; the nodes that change overwritten in place
+    if shift:
+        for name in attached:
+            nodes[name] = NodeStream(INVALID, "initial",
+                                     tuple(a + shift for a in nodes[name].attached))
     for k, chain in enumerate(chains):
         for v in chain:
             name = dag.names[v]
-            nodes[name] = NodeStream(ids[k], "solver", unstreamed[name].attached)
+            nodes[name] = NodeStream(ids[k], "solver", nodes[name].attached)
     result = replace(baseline, mode="optimal", rules=rules.name, rules_digest=rules.digest,
                      nodes=MappingProxyType(nodes), main_stream_num=main,
                      total_stream_num=baseline.total_stream_num + shift,
@@ -115,21 +119,22 @@ def optimal_allocation(graph: Graph, baseline: Allocation, dag: TaskDag,
     return result
 
 
-_UNSTREAMED: Recent[tuple[dict[str, NodeStream], Mapping[str, tuple[()]]]] = Recent(4)
+Unstreamed = tuple[dict[str, NodeStream], Mapping[str, tuple[()]], tuple[str, ...]]
+_UNSTREAMED: Recent[Unstreamed] = Recent(4)
 
 
-def _unstreamed(baseline: Allocation, shift: int
-                ) -> tuple[dict[str, NodeStream], Mapping[str, tuple[()]]]:
+def _unstreamed(baseline: Allocation) -> Unstreamed:
     """Every node of the baseline as a plan without streams places it (the streamed nodes
-    are then overwritten), its attached streams moved by `shift`, and the nodes' empty
-    provenance: the same for every plan of a search with as many streams, so made once (a
-    search builds an allocation per evaluation: a tenth of its time on Inception v2 went into
-    these maps)."""
-    def make() -> tuple[dict[str, NodeStream], Mapping[str, tuple[()]]]:
-        nodes = {name: NodeStream(INVALID, "initial", tuple(a + shift for a in node.attached))
+    are then overwritten), with the baseline's attached streams; the nodes' empty provenance;
+    the nodes with attached streams (few: a plan with another number of streams moves them).
+    The same for every plan of a search, so made once (a search builds an allocation per
+    evaluation: a tenth of its time on Inception v2 went into these maps)."""
+    def make() -> Unstreamed:
+        nodes = {name: NodeStream(INVALID, "initial", node.attached)
                  for name, node in baseline.nodes.items()}
-        return nodes, MappingProxyType(dict.fromkeys(nodes, ()))
-    return _UNSTREAMED.get_or_make(("unstreamed", id(baseline), shift), (baseline,), make)
+        return (nodes, MappingProxyType(dict.fromkeys(nodes, ())),
+                tuple(name for name, node in nodes.items() if node.attached))
+    return _UNSTREAMED.get_or_make(("unstreamed", id(baseline)), (baseline,), make)
 
 
 def _stream_ids(dag: TaskDag, chains: tuple[tuple[int, ...], ...],

@@ -119,10 +119,11 @@ def gantt_png(result: EmulationResult, *, width: float = 14.0,
         ax.broken_barh(spans, (row - 0.4, 0.8), **style)
     chain = _chain_outline(ax, result, row_of)
     crosses = _failure_marks(ax, result, row_of, right)
+    bounds = result.bounds  # (computed when read)
     lines: tuple[tuple[str, float, Any], ...] = (
         ("makespan", makespan, "-"),
-        ("critical path", result.bounds.critical_path_us, "--"),
-        ("work / units", result.bounds.work_over_units_us, ":"))
+        ("critical path", bounds.critical_path_us, "--"),
+        ("work / units", bounds.work_over_units_us, ":"))
     for _, value, dash in lines:
         ax.axvline(value, color="black", linestyle=dash, linewidth=0.8)
 

@@ -27,8 +27,8 @@ def _us(value: float) -> float:
 
 def report_dict(result: EmulationResult) -> dict[str, Any]:
     """The report as a JSON-able dict (formats.md section 7 plus extra keys)."""
-    program, makespan = result.program, result.makespan_us
-    streams = {}
+    program, makespan, bounds = result.program, result.makespan_us, result.bounds  # (bounds:
+    streams = {}  # computed when read)
     for sid in program.stream_ids:
         busy = result.busy_us(sid)
         streams[str(sid)] = {"busy_us": _us(busy), "idle_us": _us(max(0.0, makespan - busy)),
@@ -37,8 +37,8 @@ def report_dict(result: EmulationResult) -> dict[str, Any]:
         "format": REPORT_FORMAT, "graph": program.graph, "makespan_us": _us(makespan),
         "status": result.status, "streams": streams,
         "event_records": result.records[0], "event_waits": result.waits[0],
-        "lower_bounds": {"critical_path_us": _us(result.bounds.critical_path_us),
-                         "work_over_units_us": _us(result.bounds.work_over_units_us)},
+        "lower_bounds": {"critical_path_us": _us(bounds.critical_path_us),
+                         "work_over_units_us": _us(bounds.work_over_units_us)},
         "tasks": program.task_count(),
         "notify_records": result.records[1], "notify_waits": result.waits[1],
         "engines": {name: {"units": row["units"], "tasks": row["tasks"],
