@@ -14,6 +14,9 @@ solver's plan misses one.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,6 +215,28 @@ def test_ge_mode_streams_over_the_limit_across_subgraphs_are_merged_within_it(
     assert emulate(graph, document).status == "ok"
     assert "streamalloc.max_streams" in solver["baseline_over_limit"]
     assert solver["makespan_us"] < solver["baseline_makespan_us"]
+
+
+def test_several_workers_on_a_model_the_limits_make_infeasible(tmp_path: Path) -> None:
+    """A graph with While and If nodes under 3 stream slots: ge mode's plan (4 streams) hints
+    a model that keeps each stream in one graph and has no solution within the limit. With 2
+    workers, OR-Tools aborted the process on that model and hint (exit 134, no message); the
+    hint is now left out there, and the polished baseline is written, as with one worker. In
+    a child process, since the failure is an abort."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(3353), sort_keys=False), encoding="utf-8")
+    out = tmp_path / "plan.json"
+    run = subprocess.run([sys.executable, "-m", "streamalloc", "allocate", str(path), "--mode",
+                          "optimal", "--set", "streamalloc.max_streams=3", "--set",
+                          "streamalloc.max_events=5", "--time-limit", "0.2", "--seed", "3",
+                          "--workers", "2", "-o", str(out)], check=False, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(out.read_text(encoding="utf-8"))
+    assert document["solver"]["status"] == "INFEASIBLE"
+    assert document["event_count"] <= 5
+    assert verify_plan(load_graph(path).with_options(
+        {"streamalloc.max_streams": "3", "streamalloc.max_events": "5"}), document).exit_code == 0
 
 
 def test_the_polish_brings_ge_modes_streams_within_the_event_limit() -> None:

@@ -216,7 +216,8 @@ def hint_objective(data: SolveInput) -> float | None:
 def _hint(model: Model) -> None:
     """The baseline's streams as the search's first solution, every variable hinted (the
     caller gives chains of candidate arcs within the capacity, so the hint is feasible unless
-    the baseline is over a device limit: CP-SAT then repairs it)."""
+    the baseline is over a device limit: one worker then repairs it, several search without
+    it, `solver.run.solve`)."""
     data = model.data
     follows = {pair for chain in data.hint for pair in itertools.pairwise(chain)}
     head = {v: chain[0] for chain in data.hint for v in chain}
