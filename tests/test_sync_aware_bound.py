@@ -25,7 +25,7 @@ from streamalloc.optimal.bounds import (
     makespan_bound,
     sync_aware_bound,
 )
-from streamalloc.optimal.cliques import _grown, _swapped
+from streamalloc.optimal.cliques import DENSE_BITS, _grown, _swapped, bits_of
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.split_join import least_gap
@@ -201,3 +201,15 @@ def test_the_least_gap_between_a_split_and_its_join() -> None:
     assert least_gap(10.0, 1.0, 1.0, 1.0) == pytest.approx(11.0)
     assert least_gap(5.0, 5.0, 1.0, 1.0) == pytest.approx(8.0)
     assert least_gap(5.0, 3.0, 0.0, 0.0) == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("count", [0, 1, DENSE_BITS, DENSE_BITS + 1, 700])
+def test_bits_of_reads_sparse_and_dense_masks_alike(count: int) -> None:
+    """The tids of a mask, ascending, whether read bit by bit or through numpy (above
+    DENSE_BITS set bits), on masks of 700 and 3,000 tasks with bit 0 and the top bit set."""
+    rng = random.Random(count)
+    for size in (700, 3000):
+        inner = rng.sample(range(1, size - 1), count - 2) if count >= 2 else []
+        tids = sorted([*inner, *([0, size - 1] if count >= 2 else [size - 1] * count)])
+        assert bits_of(sum(1 << t for t in tids)) == tids
+

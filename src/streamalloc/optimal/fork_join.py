@@ -130,10 +130,9 @@ class _Join:
         GELU: x * 0.5 beside the x^3 ... tanh chain, all on the 32 cores). Counted for the
         forks at most SERIAL_SPAN tasks before j (far ones have large M, and a cost to match).
         The latest such start over the forks whose path could beat `known`."""
-        dist = self._distances()
         best = known
-        for f, length in dist.items():
-            if self._branches(f, dist) < 2:
+        for f, (length, branches) in self._distances().items():
+            if branches < 2:
                 continue
             end = self.head[f] + self.time[f]
             near = self.position[self.j] - self.position[f] <= SERIAL_SPAN
@@ -156,17 +155,22 @@ class _Join:
                 total += self.time[t]
         return total
 
-    def _distances(self) -> dict[int, float]:
-        """Per task before j, the longest time from its end to j's start over the tasks
-        between them."""
-        dist: dict[int, float] = {}
-        for x in sorted(bits_of(self.before[self.j]), key=lambda t: -self.position[t]):
-            dist[x] = max((0.0 if s == self.j else self.time[s] + dist[s]
-                           for s in self.succs[x] if s == self.j or s in dist), default=0.0)
+    def _distances(self) -> dict[int, tuple[float, int]]:
+        """Per task before j (latest first), the longest time from its end to j's start over
+        the tasks between them, and how many of its successors reach j (or are j): one walk
+        over j's ancestors gives both."""
+        j, time, position = self.j, self.time, self.position
+        dist: dict[int, tuple[float, int]] = {}
+        for x in sorted(bits_of(self.before[j]), key=lambda t: -position[t]):
+            longest, branches = 0.0, 0
+            for s in self.succs[x]:
+                if s == j:
+                    branches += 1
+                elif s in dist:
+                    branches += 1
+                    longest = max(longest, time[s] + dist[s][0])
+            dist[x] = (longest, branches)
         return dist
-
-    def _branches(self, f: int, dist: dict[int, float]) -> int:
-        return sum(1 for s in self.succs[f] if s == self.j or s in dist)
 
 
 def closure(order: Sequence[int], preds: Sequence[Sequence[int]] | dict[int, list[int]]
