@@ -24,7 +24,7 @@ from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_chains, list_schedule_in_order
 from streamalloc.optimal.options import TIME_SCALE, OptimalOptions
 from streamalloc.optimal.order import Orders
-from streamalloc.optimal.packing import Packing, packing, streams_of_packing
+from streamalloc.optimal.packing import LP_MAX_INTERVALS, Packing, packing, streams_of_packing
 from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import default_cost_table
@@ -215,3 +215,33 @@ def test_a_packing_takes_at_most_its_share_and_half_a_second(
     share = min(time_limit * makespan_starts.PACKING_SHARE, makespan_starts.PACKING_MOST)
     assert limits and all(limit == pytest.approx(share) for limit in limits)
     assert max(limits) <= 0.5
+
+
+@pytest.mark.parametrize("count", [LP_MAX_INTERVALS, LP_MAX_INTERVALS + 1])
+def test_a_packing_of_many_intervals_runs_without_the_lp(monkeypatch: pytest.MonkeyPatch,
+                                                          count: int) -> None:
+    """Pairs of AI Core tasks, each pair a dependency: up to LP_MAX_INTERVALS intervals CP-SAT
+    packs with its LP relaxation (linearization level 1, its default), above without it; the
+    packing keeps the dependencies and the units either way."""
+    names = [f"t{i}" for i in range(count)]
+    dag = TaskDag.build(names, [(names[i], names[i + 1]) for i in range(0, count - 1, 2)],
+                        ["g"] * count)
+    tasks: list[NodeTask] = [("AIcoreEngine", 1.0 + i % 3, 16) for i in range(count)]
+    levels: list[int] = []
+    solve = packing_module.interruptible_solve
+
+    def recorded(solver: object, cp: object) -> object:
+        levels.append(solver.parameters.linearization_level)  # type: ignore[attr-defined]
+        return solve(solver, cp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(packing_module, "interruptible_solve", recorded)
+    packed = packing(dag, tasks, COSTS, time_limit=0.05, seed=0)
+    assert levels == [1 if count <= LP_MAX_INTERVALS else 0]
+    assert all(packed.starts[i + 1] >= packed.ends[i] for i in range(0, count - 1, 2))
+    events = sorted([(t, 16) for t in packed.starts] + [(t, -16) for t in packed.ends],
+                    key=lambda e: (e[0], e[1]))
+    used = 0
+    for _, delta in events:
+        used += delta
+        assert used <= 32
+

@@ -32,6 +32,10 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.run import PRESOLVE_MIN_TIME, configured_solver, interruptible_solve
 
 Chains = tuple[tuple[int, ...], ...]
+LP_MAX_INTERVALS = 700  # above, CP-SAT packs without its LP relaxation, whose wall time its
+# deterministic clock barely counts: the GPT-2 small training step's 1,257 intervals took 3.7 s
+# for 0.75 deterministic s with it, 1.4 s without, for the same packing (the ResNet-50 step's 783
+# the same packing too); below, the LP changes which of equal packings some models get
 
 
 class Packing(NamedTuple):
@@ -86,6 +90,8 @@ def packing(dag: TaskDag, tasks: Sequence[NodeTask], costs: CostTable, *, time_l
     solver.parameters.interleave_search = False
     # as for the streams' model (`solver.model`): presolve alone overruns short limits
     solver.parameters.cp_model_presolve = time_limit >= PRESOLVE_MIN_TIME
+    if sum(len(intervals) for intervals, _ in demands.values()) > LP_MAX_INTERVALS:
+        solver.parameters.linearization_level = 0
     status = interruptible_solve(solver, cp)
     starts = hint if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) else \
         [solver.value(s) for s in start]
