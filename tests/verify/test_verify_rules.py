@@ -15,6 +15,8 @@ import pytest
 from streamalloc.cli import main
 from streamalloc.rules import builtin_rules
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "graphs"
+
 CHAIN = "\n".join(["format: streamalloc.graph/v1", "name: chain", "nodes:",
                    "  - {name: d, type: Data}"]
                   + [f"  - {{name: n{i}, type: Relu, inputs: [{'d' if i == 0 else f'n{i-1}'}], "
@@ -101,3 +103,25 @@ def test_a_plan_that_breaks_a_rule_is_exit_5(tmp_path: Path,
     out = capsys.readouterr().out
     assert "rule: rule 'apart' (separate-streams, rule set 'apart') does not hold" in out
     assert "h shares stream" in out
+
+
+def test_a_fallback_under_free_rules_verifies_with_ges_rules(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An optimal plan under --rules free that keeps its ge-mode baseline (no plan within an
+    event budget of 0 under full concurrency) was made with GE's rules, which it records:
+    verify checks it without --rules, and with --rules free says how to."""
+    graph = EXAMPLES / "train_step.yaml"
+    plan = tmp_path / "plan.json"
+    assert main(["allocate", str(graph), "--mode", "optimal", "--rules", "free",
+                 "--concurrency", "full", "--objective", "makespan", "--event-budget", "0",
+                 "--time-limit", "0.3", "-o", str(plan)]) == 0
+    document = json.loads(plan.read_text(encoding="utf-8"))
+    assert document["solver"]["status"] == "FALLBACK"
+    assert document["rules"]["name"] == "ge-static-multi-stream"
+    capsys.readouterr()
+    assert main(["verify", str(graph), str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(graph), str(plan), "--rules", "free"]) == 3
+    assert "it is shipped: verify without --rules, or with --rules ge-static-multi-stream" \
+        in capsys.readouterr().err
+

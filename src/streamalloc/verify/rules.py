@@ -21,9 +21,13 @@ def plan_rule_set(view: PlanView, given: str | None) -> RuleSet | None:
     if given:
         rules = rule_set(given)
         if rules.digest != ref.digest:
+            # an optimal plan that kept its ge-mode baseline under --rules free was made with
+            # GE's shipped rules: name the way to check it
+            way = f"it is shipped: verify without --rules, or with --rules {ref.name}" \
+                if _shipped(ref.name, ref.digest) else "give the rule file the plan was made with"
             raise InputError(f"{view.source}: the plan was made with rule set {ref.name!r} "
                              f"({ref.digest}), but {given} is rule set {rules.name!r} "
-                             f"({rules.digest}); give the rule file the plan was made with")
+                             f"({rules.digest}); {way}")
         return rules
     if ref.name not in builtin_names():
         raise InputError(f"{view.source}: the plan was made with rule set {ref.name!r}, which is "
@@ -33,6 +37,10 @@ def plan_rule_set(view: PlanView, given: str | None) -> RuleSet | None:
         raise InputError(f"{view.source}: the plan's rule set {ref.name!r} ({ref.digest}) is not "
                          f"the shipped one ({rules.digest}); give its file with --rules FILE")
     return rules
+
+
+def _shipped(name: str, digest: str) -> bool:
+    return name in builtin_names() and rule_set(name).digest == digest
 
 
 def check_rules(graph: Graph, view: PlanView, rules: RuleSet, log: ViolationLog) -> None:
