@@ -27,8 +27,9 @@ def _us(value: float) -> float:
 
 def report_dict(result: EmulationResult) -> dict[str, Any]:
     """The report as a JSON-able dict (formats.md section 7 plus extra keys)."""
-    program, makespan, bounds = result.program, result.makespan_us, result.bounds  # (bounds:
-    streams = {}  # computed when read)
+    # the bounds are computed when read: once
+    program, makespan, bounds = result.program, result.makespan_us, result.bounds
+    streams = {}
     for sid in program.stream_ids:
         busy = result.busy_us(sid)
         streams[str(sid)] = {"busy_us": _us(busy), "idle_us": _us(max(0.0, makespan - busy)),
