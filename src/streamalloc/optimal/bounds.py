@@ -69,8 +69,8 @@ from streamalloc.sync.result import SyncPlan
 
 _BOUNDS: Recent[tuple[float, tuple[SegmentRun[str], ...]]] = Recent(4)
 SYNC_AWARE_MAX_TASKS = 2_000  # graph tasks: its cliques and fork-joins grow faster than linearly
-# (a 2,000-node generated graph: 2.6 s, 10k: 45 s; the real models of bench/ about 1 s at most
-# but Inception v1, 4.7 s: its series floors)
+# (a 2,000-node generated graph: 1.6-2.6 s, 10k: 45 s; the real models of bench/ about 1 s at
+# most but Inception v1, 1.3 s: its series floors)
 
 
 @dataclass(frozen=True, slots=True)
