@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamalloc.api import plan, with_options
 from streamalloc.errors import LimitExceeded
@@ -19,6 +21,7 @@ from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.runtime_emu.emulator import emulate
+from streamalloc.sync.model import in_n_order
 from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
 
@@ -90,6 +93,27 @@ def test_final_ids_follow_sender_name_order(tmp_path: Path) -> None:
         {"name": "alpha", "type": "Relu", "inputs": ["m"], "stream_id": 1},
         {"name": "z2", "type": "Relu", "inputs": ["alpha"], "stream_id": 0}])
     assert pairs(preset(g)) == [(0, "alpha", "z2"), (1, "zeta", "m")]
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None)
+@given(names=st.lists(st.text(st.characters(exclude_categories=["Cs"]), max_size=4)))
+def test_n_order_is_byte_order_in_utf8(names: list[str]) -> None:
+    """N-order sorts names byte-wise in UTF-8 (spec 4.1); Python's string order is that order
+    (code points), which `in_n_order` relies on instead of encoding every name."""
+    assert in_n_order(names) == sorted(names, key=lambda n: n.encode("utf-8"))
+
+
+def test_final_ids_follow_sender_name_order_beyond_ascii(tmp_path: Path) -> None:
+    """4.1 with names past ASCII: the sender "é" (UTF-8 C3 A9) comes before "😀"
+    (F0 9F 98 80) and after "z"."""
+    g = graph_of(tmp_path, [
+        {"name": "😀", "type": "Relu", "stream_id": 0},
+        {"name": "m", "type": "Relu", "inputs": ["😀"], "stream_id": 1},
+        {"name": "é", "type": "Relu", "inputs": ["m"], "stream_id": 1},
+        {"name": "n", "type": "Relu", "inputs": ["é"], "stream_id": 0},
+        {"name": "z", "type": "Relu", "inputs": ["n"], "stream_id": 0},
+        {"name": "w", "type": "Relu", "inputs": ["z"], "stream_id": 1}])
+    assert pairs(preset(g)) == [(0, "z", "w"), (1, "é", "n"), (2, "😀", "m")]
 
 
 def test_notify_mode_uses_notifies_for_cross_stream_sync(tmp_path: Path) -> None:

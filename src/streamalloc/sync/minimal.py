@@ -102,7 +102,13 @@ class _Sweep:
 
     def topological(self) -> list[str] | None:
         """The linked nodes in an order H allows (each stream in T-order), None when H has a
-        cycle. The other nodes have no predecessor in H: they never hold a chain back."""
+        cycle. The other nodes have no predecessor in H: they never hold a chain back. Where
+        every activator precedes the node it starts in T-order, T-order is one (pairs and
+        program order always point forward in it); the reach rows, and so the pairs kept, are
+        the same in any order H allows."""
+        ids = self.model.ids
+        if all(ids[a] < ids[v] for v, acts in self.activators.items() for a in acts):
+            return [name for name in self.model.order if name in self.pos]
         chains: dict[int, deque[str]] = defaultdict(deque)
         for name in self.model.order:
             if name in self.pos:

@@ -159,8 +159,9 @@ Rows = TaskTable | TaskColumns  # a task order, immutable or a stage's own
 
 
 def in_n_order(names: Iterable[str]) -> list[str]:
-    """Node names sorted in N-order (byte-wise)."""
-    return sorted(names, key=lambda n: n.encode("utf-8"))
+    """Node names sorted in N-order (byte-wise in UTF-8, which orders strings as their code
+    points do: Python's own order, without encoding every name)."""
+    return sorted(names)
 
 
 class SyncMaps(msgspec.Struct):
