@@ -45,7 +45,7 @@ SEGMENT_TIME = 2.5  # deterministic seconds a segment's solve may take: Inceptio
 # modules are solved to optimality, the slowest in 0.05 (with the LP, 2.2; stopped at 0.2
 # then, its floor stayed 19.8 us under its optimum, 26.5: the bound 280.2 us, not 286.9)
 SERIES_TIME = 5.0  # deterministic seconds all segments' solves may take together (Inception
-# v1: 0.16, 2.5x less wall time than with the LP's 3.1)
+# v1: 0.16; 3.1 with the LP, for 2.5x the wall time)
 SEGMENTS = 16  # distinct segments solved (equal ones are solved once: BERT's 11 layers)
 ALL_SYNC_TASKS = 8  # segments up to this many tasks give every Send and Recv stream time;
 # larger ones only a fork's Sends and a join's Recvs (a weaker floor, a smaller model: with
