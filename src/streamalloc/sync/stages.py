@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from functools import partial
 from itertools import repeat
 
 import msgspec
@@ -223,20 +222,22 @@ def _phase_a_tasks(ctx: SyncInputs, plan: SyncState, namer: Namer) -> TaskColumn
     inserts: list[tuple[int, Task]] = []
     for row in sorted(map(model.ids.__getitem__, synced)):  # T-order
         name, stream = names[row], streams[row]
-        made = partial(_made, namer, (name, model.node(name).graph))
-        after = made("Send", [*_ids(main_events, name, stream, send=True),
-                              *attached[(name, True)]])
-        after += made("Send_Notify", _ids(notifies, name, stream, send=True))
-        before = made("Recv", [*_ids(main_events, name, stream, send=False),
-                               *attached[(name, False)]])
-        before += made("Recv_Notify", _ids(notifies, name, stream, send=False))
+        peer = (name, model.node(name).graph)
+        # the Sends, then the Recvs, each in the order of the lists above: the namer numbers
+        # them as they are made
+        after = [sync_task(namer, "Send", x, stream, peer)
+                 for m in main_events for x in m.send.get(name, ())]
+        after += [sync_task(namer, "Send", x, on, peer) for x, on in attached.get((name, True), ())]
+        after += [sync_task(namer, "Send_Notify", x, stream, peer)
+                  for m in notifies for x in m.send.get(name, ())]
+        before = [sync_task(namer, "Recv", x, stream, peer)
+                  for m in main_events for x in m.recv.get(name, ())]
+        before += [sync_task(namer, "Recv", x, on, peer)
+                   for x, on in attached.get((name, False), ())]
+        before += [sync_task(namer, "Recv_Notify", x, stream, peer)
+                   for m in notifies for x in m.recv.get(name, ())]
         inserts += [*zip(repeat(row), before), *zip(repeat(row + 1), after)]
     return columns.inserted(inserts)
-
-
-def _ids(maps: list[SyncMaps], name: str, stream: int, *, send: bool) -> list[tuple[int, int]]:
-    """(id, stream) of a node's sends (receives) in these maps, in order."""
-    return [(x, stream) for m in maps for x in (m.send if send else m.recv).get(name, ())]
 
 
 def _attached_by_node(records: tuple[AttachedSync, ...]
@@ -246,11 +247,6 @@ def _attached_by_node(records: tuple[AttachedSync, ...]
     for record in sorted(records, key=lambda r: r.explicit):
         found[(record.node, record.send)].append((record.id, record.stream))
     return found
-
-
-def _made(namer: Namer, peer: tuple[str, str], kind: str, ids: list[tuple[int, int]]
-          ) -> list[Task]:
-    return [sync_task(namer, kind, x, stream, peer) for x, stream in ids]
 
 
 class AttachedResources(msgspec.Struct, frozen=True):
