@@ -244,4 +244,3 @@ def test_a_packing_of_many_intervals_runs_without_the_lp(monkeypatch: pytest.Mon
     for _, delta in events:
         used += delta
         assert used <= 32
-

@@ -212,4 +212,3 @@ def test_bits_of_reads_sparse_and_dense_masks_alike(count: int) -> None:
         inner = rng.sample(range(1, size - 1), count - 2) if count >= 2 else []
         tids = sorted([*inner, *([0, size - 1] if count >= 2 else [size - 1] * count)])
         assert bits_of(sum(1 << t for t in tids)) == tids
-
