@@ -234,6 +234,9 @@ def test_several_workers_on_a_model_the_limits_make_infeasible(tmp_path: Path) -
     assert run.returncode == 0, run.stderr
     document = json.loads(out.read_text(encoding="utf-8"))
     assert document["solver"]["status"] == "INFEASIBLE"
+    # the summary says the status is CP-SAT's about its model, not about the plan written
+    assert "solver: INFEASIBLE (CP-SAT found no plan of its model; phase hint+polish)" \
+        in run.stdout
     assert document["event_count"] <= 5
     assert verify_plan(load_graph(path).with_options(
         {"streamalloc.max_streams": "3", "streamalloc.max_events": "5"}), document).exit_code == 0

@@ -157,10 +157,17 @@ def _names(nodes: Sequence[str], name: str) -> str:
                                          if len(others) > _SHOWN else "")
 
 
+SOLVED = ("OPTIMAL", "FEASIBLE", "FALLBACK")  # the other statuses are CP-SAT's answers where
+# it found no plan of its model (`UNKNOWN`, `INFEASIBLE`, ...): the plan written is the
+# search's without it, which the summary says
+
+
 def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     """The optimal mode's outcome against its baseline (the plan's `solver` block); the wall
     time is printed here and never written into the plan."""
-    status = str(block["status"]) + (f" (phase {block['phase']})" if block.get("phase") else "")
+    notes = ([] if block["status"] in SOLVED else ["CP-SAT found no plan of its model"]) \
+        + ([f"phase {block['phase']}"] if block.get("phase") else [])
+    status = str(block["status"]) + (f" ({'; '.join(notes)})" if notes else "")
     reason = f" ({block['reason']})" if block.get("reason") else ""
     gap = "" if block.get("gap") is None else f", model gap {block['gap']:.4f}"
     floor = block.get("events_bound")
