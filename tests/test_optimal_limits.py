@@ -28,6 +28,7 @@ from test_optimal import control_flow_graph
 from test_schemas import valid
 
 from streamalloc import api
+from streamalloc.cli import main
 from streamalloc.commands.compare import CompareSettings, compare
 from streamalloc.commands.sweep import sweep, sweep_table
 from streamalloc.errors import LimitExceeded
@@ -240,6 +241,19 @@ def test_several_workers_on_a_model_the_limits_make_infeasible(tmp_path: Path) -
     assert document["event_count"] <= 5
     assert verify_plan(load_graph(path).with_options(
         {"streamalloc.max_streams": "3", "streamalloc.max_events": "5"}), document).exit_code == 0
+
+
+def test_explain_says_when_cp_sat_found_no_plan_of_its_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The graph above under 3 stream slots, one worker: `explain` gives CP-SAT's status with
+    the same words as the summary line."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(3353), sort_keys=False), encoding="utf-8")
+    assert main(["explain", str(path), "n1", "--mode", "optimal", "--set",
+                 "streamalloc.max_streams=3", "--set", "streamalloc.max_events=5",
+                 "--time-limit", "0.2"]) == 0
+    assert "; status INFEASIBLE, CP-SAT found no plan of its model, phase hint+polish)" \
+        in capsys.readouterr().out
 
 
 def test_the_polish_brings_ge_modes_streams_within_the_event_limit() -> None:

@@ -117,7 +117,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     from streamalloc import api
-    from streamalloc.report.allocation_report import explain_node
+    from streamalloc.report.allocation_report import explain_node, status_notes
     check_optimal_flags(args)
     if args.mode != "optimal":
         graph, allocation = _allocated(args)
@@ -129,9 +129,10 @@ def run_explain(args: argparse.Namespace) -> int:
         options = optimal_options(args)
         plan, report = api.optimal_plan(graph, given, options)
         allocation = plan.allocation
+        status = ", ".join([f"status {report.status}",
+                            *status_notes(report.status, report.phase)])
         solver = (f"--objective {options.objective}, --concurrency {options.concurrency}; "
-                  f"status {report.status}" + (f", phase {report.phase}" if report.phase else ""),
-                  solver_constraints(graph, given))
+                  f"{status}", solver_constraints(graph, given))
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node, solver))

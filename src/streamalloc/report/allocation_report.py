@@ -159,14 +159,20 @@ def _names(nodes: Sequence[str], name: str) -> str:
 
 SOLVED = ("OPTIMAL", "FEASIBLE", "FALLBACK")  # the other statuses are CP-SAT's answers where
 # it found no plan of its model (`UNKNOWN`, `INFEASIBLE`, ...): the plan written is the
-# search's without it, which the summary says
+# search's without it
+
+
+def status_notes(status: str, phase: str | None) -> list[str]:
+    """What the summary and `explain` say beside the solver's status: that CP-SAT found no
+    plan of its model (for its answers but SOLVED), and the phase that made the streams."""
+    return ([] if status in SOLVED else ["CP-SAT found no plan of its model"]) \
+        + ([f"phase {phase}"] if phase else [])
 
 
 def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     """The optimal mode's outcome against its baseline (the plan's `solver` block); the wall
     time is printed here and never written into the plan."""
-    notes = ([] if block["status"] in SOLVED else ["CP-SAT found no plan of its model"]) \
-        + ([f"phase {block['phase']}"] if block.get("phase") else [])
+    notes = status_notes(str(block["status"]), block.get("phase"))
     status = str(block["status"]) + (f" ({'; '.join(notes)})" if notes else "")
     reason = f" ({block['reason']})" if block.get("reason") else ""
     gap = "" if block.get("gap") is None else f", model gap {block['gap']:.4f}"
