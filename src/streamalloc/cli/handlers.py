@@ -132,7 +132,7 @@ def run_explain(args: argparse.Namespace) -> int:
         status = ", ".join([f"status {report.status}",
                             *status_notes(report.status, report.phase)])
         solver = (f"--objective {options.objective}, --concurrency {options.concurrency}; "
-                  f"{status}", solver_constraints(graph, given))
+                  + status, solver_constraints(graph, given))
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node, solver))
