@@ -332,11 +332,10 @@ def test_sync_aware_bound_holds_for_every_plan_tried(squeezenet: Graph) -> None:
     plans = [evaluator.baseline.plan.to_json(),
              allocate_optimal(squeezenet, builtin_rules("free"), OPTIONS)[0].to_json()]
     for chains in (list_schedule_chains(squeezenet, dag, costs, 2024), (tuple(range(dag.size)),)):
-        outcome = evaluator.verified(assignment_of(dag, chains))
-        assert outcome is not None
-        plans.append(outcome.plan.to_json())
+        plans.append(evaluator.synchronized(assignment_of(dag, chains)).to_json())
     bound = graph_sync_aware_bound(squeezenet, costs)
     for document in plans:
+        verify_plan(squeezenet, document).raise_for_failure()
         run = emulate(squeezenet, document)
         assert run.status == "ok"
         assert max(run.bounds.critical_path_us, run.bounds.work_over_units_us) \

@@ -25,7 +25,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.critical import Reorder, Search, _score, critical_chain
-from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluate import Measured, assignment_of, evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_in_order
 from streamalloc.optimal.moves import Branches
@@ -38,6 +38,7 @@ from streamalloc.verify import verify_plan
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 OPTIONS = OptimalOptions(objective="makespan", time_limit=0.5)
+LIMITED_EVENTS = 60  # random plans of Inception v1 on 2, 3 and 8 streams fall either side
 PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
 
@@ -115,7 +116,9 @@ def test_the_list_schedules_order_is_kept_and_topological() -> None:
     # some stream runs a task before one that comes earlier in T-order
     assert any(list(chain) != sorted(chain) for chain in chains)
     outcome = evaluator.outcome(assignment_of(dag, chains), order)
-    assert outcome is not None  # synchronized in that order, verified on the graph
+    assert outcome is not None  # synchronized in that order
+    document = evaluator.synchronized(assignment_of(dag, chains), order).to_json()
+    assert verify_plan(graph, document).ok  # on the graph, in its own T-order
 
 
 def _ancestors(graph: Graph, name: str) -> set[str]:
@@ -153,13 +156,55 @@ def test_a_plan_in_another_order_verifies_on_the_users_graph(blocked: Graph) -> 
     t_order = evaluator.outcome(streams)
     order = orders.before(orders.start, "q1", "s")
     assert order == ("x", "q1", "s", "q2", "j", "out")
-    first = evaluator.verified(streams, order)  # verified on `blocked`, in its own T-order
+    first = evaluator.outcome(streams, order)
     assert t_order is not None and first is not None
-    document = first.plan.to_json()
+    document = evaluator.synchronized(streams, order).to_json()
     assert [n for n in document["streams"]["0"] if n in blocked.by_name] == ["q1", "s", "j", "out"]
     assert verify_plan(blocked, document).ok
     assert emulate(blocked, document).makespan_us == pytest.approx(first.makespan_us)
     assert first.makespan_us < t_order.makespan_us - 20  # q2 no longer waits for s
+
+
+def test_an_outcome_is_that_of_the_plan_verified() -> None:
+    """The searches' outcomes skip the verifier (the driver verifies the plan it writes): on
+    random streams in random orders they are the events and the makespan of the plan that
+    verifies, and None exactly where the verifier finds the plan over a device limit."""
+    graph = load_graph(LIGHT / "light_inception_v1.onnx")
+    evaluator = _evaluator(graph)
+    limited = graph.with_options({"streamalloc.max_events": str(LIMITED_EVENTS)})
+    capped = Evaluator(limited, evaluator.dag, evaluator.baseline, OPTIONS, evaluator.costs,
+                       orders=Orders.of(limited))
+    dag, orders, rng = evaluator.dag, evaluator.orders, random.Random(7)
+    assert orders is not None
+    within = set()
+    for _ in range(8):
+        width = rng.choice((2, 3, 8))
+        streams = [rng.randrange(width) for _ in range(dag.size)]
+        order = orders.following(_random_topological(evaluator, rng))
+        plan = evaluator.synchronized(streams, order)
+        document = plan.to_json()
+        verify_plan(graph, document).raise_for_failure()
+        assert evaluator.outcome(streams, order) == Measured(
+            plan.event_count + plan.notify_count, emulate(graph, document).makespan_us)
+        fits = verify_plan(limited, document).ok
+        assert (capped.outcome(streams, order) is not None) == fits
+        within.add(fits)
+    assert within == {True, False}
+
+
+def _random_topological(evaluator: Evaluator, rng: random.Random) -> list[str]:
+    """The streamed nodes in a random topological order."""
+    dag = evaluator.dag
+    missing = [len(p) for p in dag.preds]
+    ready, placed = [v for v in range(dag.size) if not missing[v]], []
+    while ready:
+        v = ready.pop(rng.randrange(len(ready)))
+        placed.append(dag.names[v])
+        for w in dag.succs[v]:
+            missing[w] -= 1
+            if not missing[w]:
+                ready.append(w)
+    return placed
 
 
 def test_the_search_runs_a_task_before_its_unrelated_blocker(blocked: Graph) -> None:

@@ -116,9 +116,7 @@ def test_a_segment_runs_as_the_bound_solved_it(attention: Graph) -> None:
                         (run.starts[i] > run.starts[j])
     # the output projection followed the last MatMul on its stream, and still does
     assert streams[index["l0_d"]] == streams[index["l0_o"]]
-    outcome = evaluator.verified(streams, order)
-    assert outcome is not None
-    plan = outcome.plan
+    plan = evaluator.synchronized(streams, order)
     assert verify_plan(attention, plan.to_json()).ok
     assert emulate(attention, plan.to_json()).makespan_us == pytest.approx(faster / TIME_SCALE,
                                                                            abs=0.1)
@@ -183,10 +181,9 @@ def test_segment_plans_of_fork_join_chains(tmp_path: Path, seed: int) -> None:
         assert (found, faster) == with_segment_plans(dag, start, makespan, runs=runs,
                                                      evaluator=evaluator,
                                                      allowed=lambda _: True)
-        outcome = evaluator.verified(assignment_of(dag, found[0]), found[1])
-        assert outcome is not None
-        assert verify_plan(graph, outcome.plan.to_json()).ok
-        result = emulate(graph, outcome.plan.to_json())
+        plan = evaluator.synchronized(assignment_of(dag, found[0]), found[1])
+        assert verify_plan(graph, plan.to_json()).ok
+        result = emulate(graph, plan.to_json())
         assert result.status == "ok"
         assert math.ceil(result.makespan_us * TIME_SCALE) == faster
     plan, _ = allocate_optimal(graph, builtin_rules("free"),

@@ -227,3 +227,23 @@ def test_each_engine_with_a_tenth_of_the_work_aside_is_an_assignment_to_batch() 
     single = _step(updates=False)
     single_dag = task_dag(single, api.allocate(single, mode="preset"))
     assert fewest_events.engines_aside(single, single_dag, [1.0] * single_dag.size) == []
+
+
+def test_each_assignment_and_start_is_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice after the search meets the assignments `aside_first` batched (the heavy
+    engines aside) again: their orders are reused, not simulated again."""
+    graph = api.with_options(training_step(load_graph(LIGHT / "light_squeezenet.onnx")),
+                             PARALLEL)
+    runs: dict[tuple[object, ...], int] = {}
+    simulate = fewest_events.waits_batched
+
+    def counted(assignment: Assignment, *, urgent_first: bool,
+                latest: list[float] | None = None) -> WaitsRun:
+        key = (tuple(assignment.streams), urgent_first, None if latest is None else tuple(latest))
+        runs[key] = runs.get(key, 0) + 1
+        return simulate(assignment, urgent_first=urgent_first, latest=latest)
+
+    monkeypatch.setattr(fewest_events, "waits_batched", counted)
+    _, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.2))
+    assert report.phase.startswith("one-stream+engine+waits")  # (the choice after the search)
+    assert runs and max(runs.values()) == 1

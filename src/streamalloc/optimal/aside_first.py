@@ -24,7 +24,7 @@ from streamalloc.optimal.fewest_events import (
     fewest_or_grouped,
     orders_batching_waits,
 )
-from streamalloc.optimal.found import Found, Search
+from streamalloc.optimal.found import Chains, Found, Search
 from streamalloc.optimal.order import Orders
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
@@ -34,9 +34,10 @@ PHASE = "one-stream+engine+waits"
 
 def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                 evaluator: Evaluator, *, events_floor: int | None,
-                measured: dict[Found, Measured | None]) -> Search | None:
+                measured: dict[Found, Measured | None], batched: dict[Chains, list[Found]]
+                ) -> Search | None:
     """The plan described above where it reaches the bounds, else None (its runs stay in
-    `measured`)."""
+    `measured`, its orders in `batched`, for the choice after the search)."""
     options = evaluator.options
     if events_floor is None or options.objective != "events" or options.concurrency != "ge" \
             or dag.size > WAITS_NODES:
@@ -49,7 +50,7 @@ def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     candidates = orders_batching_waits(
         dag, [(chains, None) for chains in engines_aside(graph, dag, times)
               if not breaks(graph, dag, constraints, assignment_of(dag, chains))],
-        evaluator, times, measured)
+        evaluator, times, measured, batched=batched)
     found = fewest_or_grouped(graph, dag, candidates, evaluator, measured, within_us=within_us,
                               most=most, constraints=constraints, enough=events_floor)
     if found is None:

@@ -14,7 +14,7 @@ from streamalloc.optimal.evaluate import Measured, assignment_of, breaks, chains
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.filled import filled, rebalanced
-from streamalloc.optimal.found import Found
+from streamalloc.optimal.found import Chains, Found
 from streamalloc.optimal.grouped import LARGE_SHARE, grouped
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Order, Orders
@@ -58,7 +58,8 @@ WAITS_NODES = 5000  # streamed nodes; above, no orders batching waits: on a 100k
 def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
            constraints: list[Constraint], evaluator: Evaluator, limit: int, spare: float,
            within_us: float, most: int | None, durations: Sequence[int],
-           measured: dict[Found, Measured | None] | None = None
+           measured: dict[Found, Measured | None] | None = None,
+           batched: dict[Chains, list[Found]] | None = None
            ) -> tuple[Found, str | None, int | None]:
     """The plan to write: the fewest events, then the fastest, within `within_us` and `most`
     events, of the polished streams and, under the events objective (not in windows, where a
@@ -70,12 +71,14 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     polished and the baseline's streams in the orders that batch their waits (the ResNet-50
     training step under the parallel options: 98 -> 49 events); and the phase that made it
     (None: the polish of the search's streams; one that starts with "+": the search's phase
-    followed by it), and its events where they were measured."""
+    followed by it), and its events where they were measured. `measured` and `batched`: the
+    outcomes and orders batching waits found before (`aside_first`)."""
     candidates = list(polished)
-    batched: list[Found] = []
+    waited: list[Found] = []
     hinted: list[Found] = []
     aside: list[Found] = []
-    measured = {} if measured is None else measured  # (outcomes run before: `aside_first`)
+    measured = {} if measured is None else measured
+    batched = {} if batched is None else batched
     if evaluator.options.objective == "events" and (
             dag.size <= WAITS_NODES or not windowed(dag, evaluator.options)):
         evaluator = replace(evaluator, orders=Orders.of(graph))
@@ -85,14 +88,16 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
                            if not breaks(graph, dag, constraints, assignment_of(dag, chains))]
         if dag.size <= WAITS_NODES:
             times = [evaluator.tasks[name][1] for name in dag.names]
-            batched = orders_batching_waits(dag, polished, evaluator, times, measured)
-            hinted = orders_batching_waits(dag, [hint], evaluator, times, measured)
+            waited = orders_batching_waits(dag, polished, evaluator, times, measured,
+                                           batched=batched)
+            hinted = orders_batching_waits(dag, [hint], evaluator, times, measured,
+                                           batched=batched)
             aside = orders_batching_waits(dag, [(chains, None) for chains
                                           in engines_aside(graph, dag, times)
                                           if not breaks(graph, dag, constraints,
                                                         assignment_of(dag, chains))],
-                                    evaluator, times, measured)
-            candidates += batched + hinted + aside
+                                          evaluator, times, measured, batched=batched)
+            candidates += waited + hinted + aside
     # an assignment found twice (the polish kept the baseline's streams) is run once; its
     # phase is the first list's
     unique = list(dict.fromkeys(candidates))
@@ -107,14 +112,14 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
             "hint+polish", None
     outcome = measured[best]
     events = None if outcome is None else outcome.events
-    made = _made(best, polished, batched, hinted, aside)
+    made = _made(best, polished, waited, hinted, aside)
     if evaluator.options.objective == "events" and dag.size <= WAITS_NODES \
             and events is not None:
         better = grouped_near(graph, dag, unique, evaluator, measured, within_us=within_us,
                               most=most, events=events, constraints=constraints)
         if better is not None:
             source, best, events = better
-            made = (_made(source, polished, batched, hinted, aside) or "+polish") + "+grouped"
+            made = (_made(source, polished, waited, hinted, aside) or "+polish") + "+grouped"
     return best, made, events
 
 
@@ -264,32 +269,48 @@ def engines_aside(graph: Graph, dag: TaskDag, times: Sequence[float]
 
 
 def orders_batching_waits(dag: TaskDag, found: list[Found], evaluator: Evaluator,
-                          times: Sequence[float], measured: dict[Found, Measured | None]
-                          ) -> list[Found]:
+                          times: Sequence[float], measured: dict[Found, Measured | None], *,
+                          batched: dict[Chains, list[Found]] | None = None) -> list[Found]:
     """Each distinct assignment of `found` in the orders that batch its streams' waits
     (`optimal/waits.py`): a first run without latest starts, then runs that wait while
     WAITS_SLACK shares of what the first left of the makespan limit last; each with the most
     urgent node first and in T-order (`times`: the emulator's task time of each node). The
-    first runs' outcomes go into `measured`."""
+    first runs' outcomes go into `measured`; `batched`: each assignment's orders found before
+    with the same evaluator and times, where those found here go (the choice after the
+    search meets `aside_first`'s assignments again: on the DenseNet-121 training step their
+    simulations were half of 232)."""
     orders = evaluator.orders
     if orders is None:
         return []
     latency = evaluator.costs.event_record_us + evaluator.costs.event_wait_us
+    batched = {} if batched is None else batched
     result: list[Found] = []
     for chains in dict.fromkeys(chains for chains, _ in found):
-        streams = Assignment(dag, assignment_of(dag, chains), times, latency)
-        for urgent_first in (True, False):
-            first = waits_batched(streams, urgent_first=urgent_first)
-            order = orders.following([dag.names[v] for v in first.placed])
-            result.append((chains, order))
-            outcome = measured_outcome(evaluator, measured, (chains, order))
-            if outcome is None:
-                continue
-            left = evaluator.limit_us() - outcome.makespan_us
-            for share in WAITS_SLACK:
-                latest = latest_starts(streams, first, first.makespan + share * left)
-                run = waits_batched(streams, urgent_first=urgent_first, latest=latest)
-                result.append((chains, orders.following([dag.names[v] for v in run.placed])))
+        if chains not in batched:
+            streams = Assignment(dag, assignment_of(dag, chains), times, latency)
+            batched[chains] = _batched(chains, streams, orders, evaluator, measured)
+        result += batched[chains]
+    return list(dict.fromkeys(result))
+
+
+def _batched(chains: Chains, streams: Assignment, orders: Orders, evaluator: Evaluator,
+             measured: dict[Found, Measured | None]) -> list[Found]:
+    """`chains` (whose `streams` the simulation runs) in the orders `orders_batching_waits`
+    describes."""
+    dag = streams.dag
+    result: list[Found] = []
+    for urgent_first in (True, False):
+        first = waits_batched(streams, urgent_first=urgent_first)
+        order = orders.following([dag.names[v] for v in first.placed])
+        result.append((chains, order))
+        outcome = measured_outcome(evaluator, measured, (chains, order))
+        if outcome is None:
+            continue
+        left = evaluator.limit_us() - outcome.makespan_us
+        for share in WAITS_SLACK:
+            latest = latest_starts(streams, first, first.makespan + share * left)
+            run = waits_batched(streams, urgent_first=urgent_first, latest=latest)
+            result.append((chains, orders.following([dag.names[v] for v in run.placed])))
     return list(dict.fromkeys(result))
 
 

@@ -7,15 +7,15 @@ from dataclasses import dataclass
 
 from streamalloc.optimal.order import Order
 
-Found = tuple[tuple[tuple[int, ...], ...], Order | None]  # streams; execution order (None: the
-# graph's)
+Chains = tuple[tuple[int, ...], ...]  # the streamed nodes (dag indices) of each stream
+Found = tuple[Chains, Order | None]  # streams; execution order (None: the graph's)
 
 
 @dataclass(frozen=True)
 class Search:
     """The streams found, CP-SAT's report on its model, and which phases made them."""
 
-    chains: tuple[tuple[int, ...], ...]
+    chains: Chains
     status: str
     objective: float | None
     bound: float | None

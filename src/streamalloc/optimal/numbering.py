@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from streamalloc.optimal.found import Chains
 from streamalloc.solver.dag import TaskDag
 
-Chains = tuple[tuple[int, ...], ...]
 Numbering = Callable[[Chains], Chains]  # the chains in the order of their stream ids
 
 

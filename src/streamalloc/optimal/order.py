@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 
 from streamalloc.ir.graph import Graph
@@ -73,7 +74,7 @@ class Orders:
         them, such as the list schedule's) and every other node as soon as its producers
         ran; ties go to the graph's order."""
         rank = {name: i for i, name in enumerate(sequence)}
-        position = {name: i for i, name in enumerate(self.start)}
+        position, succs = self._positions, self._succs
         missing = {name: len(preds) for name, preds in self.preds.items()}
         ready = [(rank.get(name, -1), position[name], name)
                  for name, count in missing.items() if not count]
@@ -82,11 +83,25 @@ class Orders:
         while ready:
             name = heapq.heappop(ready)[2]
             order.append(name)
-            for succ in self.graph.root.successors(name):
+            for succ in succs[name]:
                 missing[succ] -= 1
                 if not missing[succ]:
                     heapq.heappush(ready, (rank.get(succ, -1), position[succ], succ))
         return tuple(order)
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        """Each node's place in the graph's order."""
+        return {name: i for i, name in enumerate(self.start)}
+
+    @cached_property
+    def _succs(self) -> dict[str, list[str]]:
+        """Each node's consumers, once per edge as `preds` lists them."""
+        succs: dict[str, list[str]] = {name: [] for name in self.preds}
+        for name, preds in self.preds.items():
+            for p in preds:
+                succs[p].append(name)
+        return succs
 
     def graph_in(self, order: Order | None) -> Graph:
         """The graph with its root in `order` (itself for its own order)."""

@@ -25,13 +25,13 @@ from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
+from streamalloc.optimal.found import Chains
 from streamalloc.optimal.options import TIME_SCALE
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.node_tasks import NodeTask
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.run import PRESOLVE_MIN_TIME, configured_solver, interruptible_solve
 
-Chains = tuple[tuple[int, ...], ...]
 LP_MAX_INTERVALS = 700  # above, CP-SAT packs without its LP relaxation, whose wall time its
 # deterministic clock barely counts: the GPT-2 small training step's 1,257 intervals took 3.7 s
 # for 0.75 deterministic s with it, 1.4 s without, for the same packing (the ResNet-50 step's 783

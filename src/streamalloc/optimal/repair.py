@@ -40,6 +40,7 @@ from streamalloc.optimal.evaluate import (
     chains_of_assignment,
     placement_of,
 )
+from streamalloc.optimal.found import Chains
 from streamalloc.rules.check import broken
 from streamalloc.rules.constraints import (
     Constraint,
@@ -53,8 +54,6 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.events import schedule_length
 
 MAX_STREAMS = 64  # the packings' starts have 7-11 streams, the list schedules' hundreds
-
-Chains = tuple[tuple[int, ...], ...]
 
 
 def within_rules(graph: Graph, dag: TaskDag, chains: Chains, constraints: Sequence[Constraint],

@@ -17,7 +17,7 @@ from streamalloc.optimal.chain_model import solved, windowed
 from streamalloc.optimal.evaluate import Measured, Outcome
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import chosen
-from streamalloc.optimal.found import Found, Search
+from streamalloc.optimal.found import Chains, Found, Search
 from streamalloc.optimal.makespan_search import faster_chains, fastest_plan
 from streamalloc.optimal.model_input import (
     main_stream_limit,
@@ -40,7 +40,8 @@ MAKESPAN_SOLVER_SHARE = 0.05  # of --time-limit for CP-SAT under the makespan ob
 @dataclass(frozen=True)
 class _Run:
     """What the phases after the model share: the graph, its DAG and rules, the probe, the
-    events bound, the main stream limit and the outcomes already run (`aside_first`)."""
+    events bound, the main stream limit, the outcomes already run and the orders batching
+    waits already found (`aside_first`)."""
 
     graph: Graph
     dag: TaskDag
@@ -49,6 +50,7 @@ class _Run:
     events_floor: int | None
     stream_limit: int
     measured: dict[Found, Measured | None]
+    batched: dict[Chains, list[Found]]
 
 
 def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint], *,
@@ -80,9 +82,9 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
                          f"limit or split by task capacity, and the model is not solved "
                          f"above {MAX_SOLVER_NODES} streamed nodes")
-    run = _Run(graph, dag, constraints, evaluator, events_floor, stream_limit, {})
+    run = _Run(graph, dag, constraints, evaluator, events_floor, stream_limit, {}, {})
     early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
-                        measured=run.measured)
+                        measured=run.measured, batched=run.batched)
     if early is not None:
         return early
     data = solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
@@ -150,7 +152,7 @@ def _finished(run: _Run, modelled: Search, earlier: tuple[tuple[tuple[int, ...],
                                 (hint, order), constraints=run.constraints,
                                 evaluator=evaluator, limit=limit, spare=spare,
                                 within_us=within_us, most=most, durations=data.durations,
-                                measured=run.measured)
+                                measured=run.measured, batched=run.batched)
     if best not in kept or best[0] in polished:
         phase = made if made and not made.startswith("+") else phase + (made or "+polish")
     status, objective, bound = modelled.status, modelled.objective, modelled.bound

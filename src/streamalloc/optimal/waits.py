@@ -104,6 +104,11 @@ class _Simulation:
         # shrink: a stream's knowledge only grows)
         self.free: dict[int, list[tuple[float, int]]] = {s: [] for s in ids}
         self.waiting: dict[int, dict[int, list[int]]] = {s: {} for s in ids}
+        # the waiting nodes' latest starts and ready times, as heaps whose entries go stale
+        # (the node ran, or its ready time fell) and are dropped when on top: a stream that
+        # runs a free node then need not scan what waits
+        self.latest_heap: dict[int, list[tuple[float, int]]] = {s: [] for s in ids}
+        self.ready_heap: dict[int, list[tuple[float, int]]] = {s: [] for s in ids}
         self.ready_at = [0.0] * dag.size  # a waiting node's: its unknown producers' last end
         self.free_at = dict.fromkeys(ids, 0.0)
         self.known: dict[int, dict[int, int]] = {s: {} for s in ids}
@@ -168,6 +173,9 @@ class _Simulation:
         if unknown:
             self.waiting[s][v] = unknown
             self.ready_at[v] = max(self.finish[p] for p in unknown)
+            heapq.heappush(self.ready_heap[s], (self.ready_at[v], v))
+            if self.latest is not None:
+                heapq.heappush(self.latest_heap[s], (self.latest[v], v))
         else:
             heapq.heappush(self.free[s], self.key(v))
 
@@ -184,23 +192,37 @@ class _Simulation:
     def step(self, s: int, now: float) -> int | None:
         """Run a node of stream `s` at `now`, or look again later (None)."""
         unknown, ready_at = self.waiting[s], self.ready_at
-        due = min((self.latest[v] for v in unknown), default=float("inf")) \
+        due = self.earliest(self.latest_heap[s], s, stale_at=None) \
             if self.latest is not None else None
         urgent = due is not None and due <= now + _EPS
         if self.free[s] and not urgent:  # a free node runs unless a done wait is urgent
             return self.start(s, heapq.heappop(self.free[s])[1], now, [])
+        first = self.earliest(self.ready_heap[s], s, stale_at=ready_at)
+        if self.free[s] and first > now + _EPS:
+            return self.start(s, heapq.heappop(self.free[s])[1], now, [])
+        if first > now + _EPS:
+            self.wake(s, first)
+            return None
         waiting = list(unknown)
         done = [v for v in waiting if ready_at[v] <= now + _EPS]
-        if self.free[s] and not done:
-            return self.start(s, heapq.heappop(self.free[s])[1], now, [])
-        if not done:
-            self.wake(s, min(ready_at[v] for v in waiting))
-            return None
         if due is not None and not urgent:  # wait for more producers while the slack lasts
             self.wake(s, min([due, *(ready_at[v] for v in waiting if ready_at[v] > now)]))
             return None
         v = max(done, key=lambda u: (ready_at[u], self.rank[u], -u))
         return self.start(s, v, now + self.latency, unknown.pop(v))
+
+    def earliest(self, heap: list[tuple[float, int]], s: int,
+                 stale_at: Sequence[float] | None) -> float:
+        """The least key of `heap` among stream `s`'s waiting nodes (inf: none), its stale
+        entries popped: a node no longer waiting, or (`stale_at`: the nodes' current keys)
+        whose key changed."""
+        waiting = self.waiting[s]
+        while heap:
+            key, v = heap[0]
+            if v in waiting and (stale_at is None or stale_at[v] == key):
+                return key
+            heapq.heappop(heap)
+        return float("inf")
 
     def start(self, s: int, v: int, at: float, waited: list[int]) -> int:
         known = self.known[s]
@@ -217,7 +239,10 @@ class _Simulation:
                     heapq.heappush(self.free[s], self.key(w))
                 elif len(left) < len(producers):
                     waiting[w] = left
-                    self.ready_at[w] = max(self.finish[p] for p in left)
+                    ready = max(self.finish[p] for p in left)
+                    if ready != self.ready_at[w]:
+                        self.ready_at[w] = ready
+                        heapq.heappush(self.ready_heap[s], (ready, w))
         self.position[v] = self.count[s]
         self.count[s] += 1
         self.clock[v] = {**known, s: self.position[v]}
