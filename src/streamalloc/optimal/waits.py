@@ -21,9 +21,10 @@ stream that is free runs:
 What a stream knows done is a vector clock: per stream, the last node known to run before.
 `latest_starts` schedules a run back from a target makespan: its nodes in the order each stream
 ran them, and their dependencies. The search's emulated checks decide which order is kept; the
-simulation only proposes. Each step scans the stream's nodes that wait for producers (those
-it can run without a wait come from a heap), so a run costs up to O(nodes x width): the
-search runs it up to `fewest_events.WAITS_NODES` streamed nodes.
+simulation only proposes. The nodes a stream can run without a wait come from a heap, and so
+do the earliest latest start and ready time of those that wait; a step that waits scans the
+waiting ones, so a run costs up to O(nodes x width): the search runs it up to
+`fewest_events.WAITS_NODES` streamed nodes.
 """
 
 from __future__ import annotations
