@@ -2,7 +2,7 @@
 emulator (layer L9, docs/architecture.md).
 
 `options` (settings, the plan's `solver` block), `evaluate` (the streamed-node DAG, plans of
-stream assignments and their verified, emulated outcome), `nimble` (Nimble's setting without
+stream assignments and their emulated outcome), `nimble` (Nimble's setting without
 rules: its fewest events, then fewest streams), `search` (CP-SAT or the exact chains, then the
 polish), `driver` (baseline, search, fallback).
 """

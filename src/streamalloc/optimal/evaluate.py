@@ -37,7 +37,7 @@ from streamalloc.verify import verify_plan
 
 @dataclass(frozen=True)
 class Measured:
-    """What the searches keep of a verified, emulated plan: its events (and notifies) and
+    """What the searches keep of an emulated plan: its events (and notifies) and
     makespan, not the plan (tens of MB on a 100k-node graph, for each of dozens of starts)."""
 
     events: int

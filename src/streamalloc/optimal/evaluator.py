@@ -1,4 +1,4 @@
-"""The searches' probe: the verified, emulated plan of a stream assignment, and how many
+"""The searches' probe: the emulated plan of a stream assignment, and how many
 such runs fit in a share of --time-limit."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ STREAM_US = 77  # included) and this per physical stream: the fit (relative erro
 
 @dataclass(frozen=True)
 class Evaluator:
-    """The verified, emulated plan of a stream assignment (makespan in schedule units), its
+    """The emulated plan of a stream assignment (makespan in schedule units), its
     streams numbered by `numbering`, synchronized in an execution order (`orders`: the search
     may change it; None: always the graph's T-order)."""
 

@@ -215,7 +215,7 @@ def repaired(graph: Graph, dag: TaskDag, start: Found, constraints: list[Constra
 def outcomes_of(graph: Graph, dag: TaskDag, candidates: list[Found],
                 constraints: list[Constraint], evaluator: Evaluator, *,
                 measured: dict[Found, Measured | None] | None = None) -> list[Measured | None]:
-    """Each candidate's verified, emulated plan (`measured`: those already run, and where
+    """Each candidate's emulated outcome (`measured`: those already run, and where
     those run here go); None where it breaks a rule or a device limit."""
     known: dict[Found, Measured | None] = {} if measured is None else measured
     return [None if breaks(graph, dag, constraints, assignment_of(dag, chains))
