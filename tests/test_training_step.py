@@ -237,9 +237,10 @@ def test_cli_train_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     model.write_text(dump_yaml(small_model()), encoding="utf-8")
     out = tmp_path / "step.yaml"
     assert main(["train-step", str(model), "-o", str(out), "--aicpu-ops", "0"]) == 0
-    printed = capsys.readouterr().out
-    assert printed == (f"wrote {out}: graph mlp_train, 27 nodes: AIcoreEngine 17, DNN_HCCL 3, "
-                       "DNN_VM_GE_LOCAL 7\n")
+    printed = capsys.readouterr()
+    assert printed.out == (f"wrote {out}: graph mlp_train, 27 nodes: AIcoreEngine 17, "
+                           "DNN_HCCL 3, DNN_VM_GE_LOCAL 7\n")
+    assert printed.err == ""
     assert dump_yaml(load_graph(out)) == dump_yaml(training_step(small_model(), aicpu_ops=0))
 
     bucketed = tmp_path / "step.json"
@@ -253,6 +254,28 @@ def test_cli_train_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "nope.onnx" in capsys.readouterr().err and not missing.exists()
     assert main(["train-step", str(model), "-o", str(missing), "--bucket", "0"]) == 2
     assert not missing.exists()
+
+
+def test_cli_train_step_says_when_the_model_has_no_weights(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A partitioned subgraph of a GE dump receives its weights as PlaceHolders, which take a
+    new value every step: its step has gradients but no weights, so no AllReduce, and the
+    command says why."""
+    b = GraphBuilder("part")
+    b.add_node("x", "PlaceHolder", outputs=_desc(2, 8))
+    b.add_node("w", "PlaceHolder", outputs=_desc(8, 16))
+    b.add_node("mm", "MatMul", inputs=[DataInput("x"), DataInput("w")], outputs=_desc(2, 16))
+    b.add_node("end", "End", inputs=[DataInput("mm")])
+    model = tmp_path / "part.yaml"
+    model.write_text(dump_yaml(b.build()), encoding="utf-8")
+    out = tmp_path / "step.yaml"
+    assert main(["train-step", str(model), "-o", str(out), "--aicpu-ops", "0"]) == 0
+    step = load_graph(out)
+    assert "grad/mm" in step.root.index
+    assert not any(n.type == "HcomAllReduce" for n in step.root.nodes)
+    assert capsys.readouterr().err == (
+        "note: no weights (float constants that a node with a gradient reads), so the step "
+        "has no AllReduce; the model's inputs are all per-step values (2 PlaceHolder)\n")
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

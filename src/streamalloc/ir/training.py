@@ -45,6 +45,7 @@ with a model node gets a `_1`, `_2`, ... suffix.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -135,6 +136,16 @@ class _Forward:
         self.weights[node.name] = tuple(
             r for slot, r in refs if r.src in self.constant and slot not in skip
             and _is_float(self.desc(r)))
+
+
+def per_step_inputs(graph: Graph) -> dict[str, int]:
+    """The root's inputs that take a new value every step (Data, GetNext, PlaceHolder...),
+    counted by type: a partitioned subgraph of a GE dump receives its weights as PlaceHolders,
+    so its step has no weights."""
+    counts = Counter(node.type for node in graph.root.nodes
+                     if all(ref is None for ref in node.inputs) and node.type not in _CONST_TYPES
+                     and node.type not in _SINK_TYPES)
+    return dict(sorted(counts.items()))
 
 
 def _analyse(graph: Graph) -> _Forward:
