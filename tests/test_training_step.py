@@ -275,7 +275,7 @@ def test_cli_train_step_says_when_the_model_has_no_weights(
     assert not any(n.type == "HcomAllReduce" for n in step.root.nodes)
     assert capsys.readouterr().err == (
         "note: no weights (float constants that a node with a gradient reads), so the step "
-        "has no AllReduce; the model's inputs are all per-step values (2 PlaceHolder)\n")
+        "has no AllReduce; the model's per-step inputs: 2 PlaceHolder\n")
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

@@ -243,7 +243,7 @@ def run_train_step(args: argparse.Namespace) -> int:
     if not any(name.startswith("update/") for name in graph.root.index):
         inputs = ", ".join(f"{count} {kind}" for kind, count in per_step_inputs(model).items())
         print("note: no weights (float constants that a node with a gradient reads), so the "
-              f"step has no AllReduce; the model's inputs are all per-step values ({inputs})",
+              f"step has no AllReduce; the model's per-step inputs: {inputs}",
               file=sys.stderr)
     return 0
 
