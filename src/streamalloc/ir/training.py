@@ -116,8 +116,7 @@ class _Forward:
         if node.type in _SINK_TYPES:
             return
         if not refs:
-            # Const, Variable: constant; Data, GetNext, PlaceHolder...: a new value every step
-            (self.constant if node.type in _CONST_TYPES else self.varying).add(node.name)
+            (self.varying if _per_step(node) else self.constant).add(node.name)
             return
         if all(r.src in self.constant for _, r in refs) and node.engine in _FOLDING_ENGINES \
                 and not node.subgraphs:
@@ -139,13 +138,16 @@ class _Forward:
 
 
 def per_step_inputs(graph: Graph) -> dict[str, int]:
-    """The root's inputs that take a new value every step (Data, GetNext, PlaceHolder...),
-    counted by type: a partitioned subgraph of a GE dump receives its weights as PlaceHolders,
-    so its step has no weights."""
-    counts = Counter(node.type for node in graph.root.nodes
-                     if all(ref is None for ref in node.inputs) and node.type not in _CONST_TYPES
-                     and node.type not in _SINK_TYPES)
-    return dict(sorted(counts.items()))
+    """The root's inputs that take a new value every step, counted by type: a partitioned
+    subgraph of a GE dump receives its weights as PlaceHolders, so its step has no weights."""
+    return dict(sorted(Counter(n.type for n in graph.root.nodes if _per_step(n)).items()))
+
+
+def _per_step(node: Node) -> bool:
+    """An input of the model (no data inputs) whose value is new every step: Data, GetNext,
+    PlaceHolder...; Const and Variable are constants."""
+    return all(ref is None for ref in node.inputs) and node.type not in _CONST_TYPES \
+        and node.type not in _SINK_TYPES
 
 
 def _analyse(graph: Graph) -> _Forward:
