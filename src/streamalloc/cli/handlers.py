@@ -232,7 +232,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_train_step(args: argparse.Namespace) -> int:
     from streamalloc import api
-    from streamalloc.ir.training import per_step_inputs, training_step
+    from streamalloc.ir.training import UPDATE_PREFIX, per_step_inputs, training_step
     model = read_graph(args.model, args)
     graph = training_step(model, allreduce=args.allreduce, bucket=args.bucket,
                           aicpu_ops=args.aicpu_ops, seed=args.seed)
@@ -240,7 +240,7 @@ def run_train_step(args: argparse.Namespace) -> int:
     engines = Counter(n.engine for n in graph.all_nodes())
     print(f"wrote {args.output}: graph {graph.name}, {graph.node_count()} nodes: "
           + ", ".join(f"{engine} {count}" for engine, count in sorted(engines.items())))
-    if not any(name.startswith("update/") for name in graph.root.index):
+    if not any(name.startswith(UPDATE_PREFIX) for name in graph.root.index):
         inputs = ", ".join(f"{count} {kind}" for kind, count in per_step_inputs(model).items())
         print("note: no weights (float constants that a node with a gradient reads), so the "
               f"step has no AllReduce; the model's per-step inputs: {inputs}",

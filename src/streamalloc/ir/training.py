@@ -61,6 +61,7 @@ ALLREDUCE_MODES = ("per-gradient", "bucketed")
 DEFAULT_BUCKET = 16
 AICPU_ENGINE = "DNN_VM_AICPU_ASCEND"
 AICPU_TYPES = ("NonZero", "Unique", "Where")
+UPDATE_PREFIX = "update/"  # a weight's optimizer node: a step has one per weight
 
 _CONST_TYPES = frozenset({"Const", "Constant", "Variable", "VariableV2", "ConstPlaceHolder",
                           "FileConstant"})
@@ -243,7 +244,7 @@ class _Step:
 
     def update(self, weight: DataInput, reduced: DataInput) -> None:
         self.updates.append(self.add(
-            f"update/{_weight_name(weight)}", "ApplyGradientDescent",
+            f"{UPDATE_PREFIX}{_weight_name(weight)}", "ApplyGradientDescent",
             [weight, DataInput(self.learning_rate), reduced], [self.forward.desc(weight)]))
 
 

@@ -72,13 +72,11 @@ class Evaluator:
         searches' runs are (the driver verifies the plan it writes: a candidate's check
         was a fifth of each outcome on the DenseNet-121 training step); None when it is over
         a device limit."""
-        try:
-            plan = self.synchronized(streams, order)
-            result = emulate(self.graph, emulated_form(plan), costs=self.costs,
-                             tasks=self.tasks)
-        except AllocationInfeasible:
+        result = self.run(streams, order, budgeted=False)
+        if result is None:
             return None
-        return Measured(plan.event_count + plan.notify_count, result.makespan_us)
+        return Measured(result.program.event_count + result.program.notify_count,
+                        result.makespan_us)
 
     def makespan(self, streams: Sequence[int], order: Order | None = None) -> int:
         """Emulated makespan of the unverified run (infinite over the task capacity): the

@@ -204,10 +204,9 @@ class _Simulation:
         if first > now + _EPS:
             self.wake(s, first)
             return None
-        waiting = list(unknown)
-        done = [v for v in waiting if ready_at[v] <= now + _EPS]
+        done = [v for v in unknown if ready_at[v] <= now + _EPS]
         if due is not None and not urgent:  # wait for more producers while the slack lasts
-            self.wake(s, min([due, *(ready_at[v] for v in waiting if ready_at[v] > now)]))
+            self.wake(s, min([due, *(ready_at[v] for v in unknown if ready_at[v] > now)]))
             return None
         v = max(done, key=lambda u: (ready_at[u], self.rank[u], -u))
         return self.start(s, v, now + self.latency, unknown.pop(v))
