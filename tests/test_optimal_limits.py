@@ -487,6 +487,25 @@ def test_compare_goes_on_past_a_graph_ge_fails_on() -> None:
     assert frontier_plot(document)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_compare_goes_on_past_input_ge_rejects(tmp_path: Path) -> None:
+    """Single-stream mode with a stream label is GE's error E10055 (exit 3 for `allocate`):
+    in `compare` the graph's rows say NO_PLAN with that error, and the other graph is
+    compared (the whole command once stopped at exit 3)."""
+    rejected = tmp_path / "single_labelled.yaml"
+    rejected.write_text(
+        "format: streamalloc.graph/v1\nname: r\noptions: {ge.enableSingleStream: 'true'}\n"
+        "nodes:\n- {name: d, type: Data}\n"
+        "- {name: a, type: Relu, inputs: [d], attrs: {_stream_label: L}}\n", encoding="utf-8")
+    settings = CompareSettings(("ge", "optimal"), None, {}, OptimalOptions(time_limit=0.2))
+    document = compare([str(rejected), str(LAYERS)], settings)
+    failed = [r for r in document["rows"] if r["input"] == rejected.stem]
+    assert [r["status"] for r in failed] == ["NO_PLAN"] * 2
+    assert all("E10055" in r["reason"] and r["events"] is None for r in failed)
+    assert [r["events"] is not None for r in document["rows"] if r["input"] == LAYERS.stem] \
+        == [True, True]
+    valid("compare", document)
+
+
 def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> None:
     """A result, not a failure: the row says NO_PLAN with the reason and no plan figures, and
     the other rows and the frontier go on (at slack 50% a plan fits)."""

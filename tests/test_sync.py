@@ -325,3 +325,40 @@ def test_malformed_event_multiplexing_is_an_input_error(tmp_path: Path) -> None:
     model = SyncModel.of(g, {"a": (), "b": ()})
     with pytest.raises(InputError, match="SendTo;<peer>;<id>"):
         multiplex_events(model, SyncMaps(counter=1), threshold=0)
+
+
+@pytest.mark.parametrize(("chain", "named"), [
+    ([], "consumer 'b' on stream 1"),
+    ([{"name": "x", "type": "Reshape", "inputs": ["n"], "stream_id": -1}],  # task-less, no
+     "consumer 'b' on stream 1"),                                          # stream: passes on
+])
+def test_a_stream_less_node_with_tasks_and_a_neighbour_elsewhere_is_infeasible(
+        tmp_path: Path, chain: list[dict[str, Any]], named: str) -> None:
+    """B7 puts a stream-less node that issues tasks on stream 0 after the events are made: with
+    a consumer on stream 1 nothing would order the two (the verifier's 'not ordered'), so the
+    sync layer says why instead of writing that plan."""
+    from streamalloc.errors import AllocationInfeasible
+
+    last = chain[-1]["name"] if chain else "n"
+    g = graph_of(tmp_path, [
+        {"name": "d", "type": "Data"},
+        {"name": "n", "type": "Squeeze", "inputs": ["d"], "stream_id": -1, "task_count": 1},
+        *chain,
+        {"name": "b", "type": "Relu", "inputs": [last], "stream_id": 1},
+        {"name": "a", "type": "Relu", "inputs": ["d"], "stream_id": 0}])
+    with pytest.raises(AllocationInfeasible, match=f"node 'n' .* issues 1 task.*{named}"):
+        preset(g)
+
+
+def test_a_stream_less_node_with_tasks_among_stream_0_nodes_is_homed(tmp_path: Path) -> None:
+    """The same node with its consumer on stream 0 runs there, in T-order, and verifies (its
+    producer has no stream: GE synchronizes no stream-less consumer of a streamed node)."""
+    g = graph_of(tmp_path, [
+        {"name": "d", "type": "Data"},
+        {"name": "a", "type": "Relu", "inputs": ["d"], "stream_id": 0},
+        {"name": "n", "type": "Squeeze", "inputs": ["d"], "stream_id": -1, "task_count": 1},
+        {"name": "b", "type": "Relu", "inputs": ["n", "a"], "stream_id": 0},
+        {"name": "c", "type": "Relu", "inputs": ["d"], "stream_id": 1}])
+    result = preset(g)
+    assert [t for t in result.streams[0] if t in "anb"] == ["a", "n", "b"]
+    assert verify_plan(g, result.to_json()).ok

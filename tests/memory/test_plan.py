@@ -130,6 +130,19 @@ def test_bad_variables_are_input_errors(node: Spec) -> None:
     assert "'v'" in str(err.value)
 
 
+def test_an_undescribed_broadcast_output_names_the_file_node_and_field(tmp_path: Path) -> None:
+    """GE sizes a variable's broadcast from the broadcast node's output too: without that
+    output's description the error names the file, the node and what to add."""
+    path = tmp_path / "bcast.yaml"
+    path.write_text("format: streamalloc.graph/v1\nname: g\nnodes:\n"
+                    "- {name: w, type: Variable, outputs: [{shape: [4], dtype: float32}]}\n"
+                    "- {name: b, type: HcomBroadcast, inputs: [w]}\n", encoding="utf-8")
+    with pytest.raises(VarGraphError) as err:
+        variable_plan(load_graph(path))
+    assert str(err.value).startswith(f"{path}: node 'b' (HcomBroadcast) broadcasts variable 'w'")
+    assert "an `outputs` entry 0 with a shape and dtype" in str(err.value)
+
+
 def test_bad_device_memory_option() -> None:
     g = build([{"name": "v", "type": "Variable", "outputs": [F32_4]}],
               {"streamalloc.device_memory_size": "lots"})

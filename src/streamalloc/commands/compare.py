@@ -27,7 +27,7 @@ from typing import Any
 import msgspec.structs
 
 from streamalloc import api
-from streamalloc.errors import AllocationInfeasible, LimitExceeded, UsageError
+from streamalloc.errors import AllocationInfeasible, InputError, LimitExceeded, UsageError
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
 from streamalloc.optimal.bounds import graph_makespan_bound
@@ -44,6 +44,9 @@ from streamalloc.verify import verify_plan
 
 MODES = ("ge", "ge-minimal", "optimal")
 NO_PLAN = "NO_PLAN"  # the optimal mode found no plan within the device limits
+# GE's error cases on a graph that loaded: infeasible, or input GE rejects (single-stream mode
+# with a stream label, E10055); its rows say NO_PLAN and why, and the other graphs go on
+GE_FAILURES = (AllocationInfeasible, InputError)
 _PLAN_FIGURES = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
                  "chain_sync_us", "critical_path_us", "work_over_units_us")
 FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
@@ -204,7 +207,7 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     try:
         reference: int | None = nimble_min_events(
             task_dag(graph, api.allocate(graph, _ge_rules(settings))))
-    except AllocationInfeasible:  # one of GE's error cases: each mode's row says which
+    except GE_FAILURES:  # one of GE's error cases: each mode's row says which
         reference = None
     runs = []
     for mode in settings.modes:
@@ -214,7 +217,7 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
         return []
     program = next((p for _, p in runs if p is not None), None)
     if program is None:
-        with contextlib.suppress(AllocationInfeasible):  # GE fails: no program, no bound
+        with contextlib.suppress(*GE_FAILURES):  # GE fails: no program, no bound
             program = _measured(without_device_limits(graph), "ge", settings)[1]
     bound = None if program is None else round(graph_makespan_bound(
         graph, _costs(settings), lambda: program), 3)  # the optimal mode's, when it ran
@@ -239,8 +242,9 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
     status OVER_LIMIT and the limit as its reason (GE's figures still tell what the optimal
     mode had to beat); the optimal mode, which finds no plan within them, gives status
     NO_PLAN, its reason, and null for the figures of a plan. Where GE fails on the graph
-    (one of its error cases), so does every mode, which gives NO_PLAN and GE's error: the
-    other graphs go on."""
+    (one of its error cases: infeasible, or input GE rejects, such as single-stream mode with
+    a stream label), so does every mode, which gives NO_PLAN and GE's error: the other graphs
+    go on (a graph that does not load stops the run before)."""
     began = time.perf_counter()
     program: Program | None
     try:
@@ -251,7 +255,7 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
                 raise
             row, program = _measured(without_device_limits(graph), mode, settings)
             row.update(status="OVER_LIMIT", reason=str(exc))
-    except AllocationInfeasible as exc:
+    except GE_FAILURES as exc:
         row, program = {**dict.fromkeys(_PLAN_FIGURES), "status": NO_PLAN, "gap": None,
                         "events_bound": None, "reason": str(exc)}, None
     return {**row, "wall_s": round(time.perf_counter() - began, 3)}, program

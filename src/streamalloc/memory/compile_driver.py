@@ -273,18 +273,22 @@ def _trans_chain(run: _AttrRun, node: Node) -> None:
             _assign_chain(run, consumer, address, 0)
 
 
-def _size(tensor: TensorDesc | None, where: str) -> int:
+def _size(tensor: TensorDesc | None, where: str, missing: str) -> int:
     if tensor is None:
-        fail(Status.FAILED, f"{where} does not exist", VarGraphError)
+        fail(Status.FAILED, f"{where}, {missing}", VarGraphError)
     raw = raw_tensor_bytes(desc_from_tensor(tensor, where))
     return round_compile_size(raw or 0)
 
 
 def _broadcast(run: _AttrRun, var: Node, node: Node, idx: int, address: int) -> None:
     where = f"broadcast {node.name!r}"
-    in_size = _size(input_desc(run.graph, node, idx), f"{where} input {idx}")
-    out_size = _size(node.outputs[idx] if idx < len(node.outputs) else None,
-                     f"{where} output {idx}")
+    reads = f"node {node.name!r} ({node.type}) broadcasts variable {var.name!r} on input {idx}"
+    in_size = _size(input_desc(run.graph, node, idx), reads,
+                    "and GE sizes it from that input, which the graph does not describe: give "
+                    "the input, or its producer's output, a shape and dtype")
+    out_size = _size(node.outputs[idx] if idx < len(node.outputs) else None, reads,
+                     f"and GE sizes it from output {idx} too, which the graph does not describe: "
+                     f"give node {node.name!r} an `outputs` entry {idx} with a shape and dtype")
     if in_size != out_size:
         fail(Status.FAILED, f"{where}: input {idx} has {in_size} bytes but output {idx} has "
                             f"{out_size}", VarGraphError)

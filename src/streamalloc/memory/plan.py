@@ -134,6 +134,19 @@ def variable_plan(graph: Graph, *, session: int = 0, graph_id: int = 0,
     to 128 GiB as in GE (spec 6.1). Raises VarGraphError (exit 3) for nodes GE cannot size and
     VarMemoryExhausted (exit 4) when the variables do not fit.
     """
+    try:
+        return _variable_plan(graph, session, graph_id, include_const=include_const,
+                              device_memory_size=device_memory_size, pool=pool)
+    except VarGraphError as exc:  # the passes name the node; the file is the graph's
+        source = graph.source or graph.name
+        if exc.detail.startswith(source):
+            raise
+        raise VarGraphError(exc.status, f"{source}: {exc.detail}") from exc
+
+
+def _variable_plan(graph: Graph, session: int, graph_id: int, *, include_const: bool,
+                   device_memory_size: int | None, pool: VarManagerPool | None
+                   ) -> VariablePlan:
     manager = (pool or plan_pool(graph)).get(session)
     manager.init(0, session, 0, 0)
     manager.set_mem_manager(EmulatedMemory(rdma_pool_size=PLAN_RDMA_POOL))

@@ -23,6 +23,7 @@ import msgspec
 import numpy as np
 
 from streamalloc.arrays import sorted_distinct
+from streamalloc.errors import AllocationInfeasible
 from streamalloc.facts import INVALID, SYNC_UNITS, is_hccl
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.recent import Recent
@@ -181,11 +182,14 @@ def task_units(graph: Graph, task: Task, table: CountTable | None = None) -> dic
 
 def home_streamless(graph: Graph, rows: TaskColumns) -> None:
     """A task without a stream that issues tasks goes on stream 0 (5.4, B7): GE moves such a
-    node (a root-graph RTS label node, 2.6 of the logical spec) before it counts tasks."""
+    node (a root-graph RTS label node, 2.6 of the logical spec) before it counts tasks. GE
+    synchronized the graph before, when the node had no stream, so no event orders it with a
+    neighbour on another stream: AllocationInfeasible then, since that plan would race."""
     if INVALID not in rows.streams:  # most models
         return
     own = _OWN_UNITS.get_or_make(id(graph.by_name), (graph.by_name,), dict)
     table = _table(graph)
+    homed: list[str] = []
     for row in list(compress(range(len(rows.streams)), map(INVALID.__eq__, rows.streams))):
         if row in rows.made:
             rows.set_stream(row, 0)
@@ -196,6 +200,44 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
             units = own[name] = _counts(graph, name, table)[0]
         if units > 0:
             rows.set_stream(row, 0)
+            homed.append(name)
+    if homed:
+        _check_homed(graph, rows, homed)
+
+
+def _check_homed(graph: Graph, rows: TaskColumns, homed: Sequence[str]) -> None:
+    """Raise AllocationInfeasible when a node `home_streamless` put on stream 0 has a producer
+    or consumer on another stream, directly or through nodes without a stream (which pass
+    orderings on, as the verifier reads them): nothing orders the two."""
+    stream_of = dict(zip(rows.names, rows.streams, strict=True))
+
+    def producers(name: str) -> list[str]:
+        node = graph.by_name[name]
+        return [*(edge.src for edge in node.data_sources()), *node.control_inputs]
+
+    def consumers(name: str) -> tuple[str, ...]:
+        return graph.graph(graph.by_name[name].graph).successors(name)
+
+    for name in homed:
+        for role, step in (("producer", producers), ("consumer", consumers)):
+            seen, todo = {name}, list(step(name))
+            while todo:
+                other = todo.pop()
+                if other in seen:
+                    continue
+                seen.add(other)
+                stream = stream_of.get(other, INVALID)
+                if stream == INVALID:
+                    todo += step(other)
+                elif stream != 0:
+                    node = graph.by_name[name]
+                    raise AllocationInfeasible(
+                        f"node {name!r} ({node.type}, engine {node.engine}) has no stream but "
+                        f"issues {_counts(graph, name)[0]} task(s); GE puts such a node on "
+                        f"stream 0 after synchronizing (B7), so no event orders it with its "
+                        f"{role} {other!r} on stream {stream}. A node GE gives no stream (its "
+                        "engine's, or a root-graph label node) should issue no tasks: check "
+                        "its task_count")
 
 
 # A task's (stream, units) pairs, by stream, for the tasks with more than one stream (attached
