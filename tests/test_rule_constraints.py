@@ -244,6 +244,60 @@ def test_a_stream_ge_opened_for_a_reshape_is_not_opened_by_its_ai_cpu_consumer(
     assert set(over.nodes) == {"n9", "n11"}
 
 
+def test_a_stream_whose_opener_moves_after_an_allreduce_is_not_opened_by_its_reuser(
+        tmp_path: Path) -> None:
+    """Found by a fuzz run. The AI CPU {n15, n16} continues the AI Core stream of MatMul n12,
+    its predecessor (AI CPU attaches, spec 2.4.3); under ge.hcomParallel allreduce-parallel
+    then moves n12 and n16, the AllReduce's consumers, to a new stream, so n15 is the first
+    node left on it. With n52's own AI CPU stream, AI CPU nodes sit on two streams under a cap
+    of 1 in GE's own plan, and ge mode failed its own rule check (exit 3)."""
+    path = tmp_path / "moved.yaml"
+    path.write_text(
+        "format: streamalloc.graph/v1\nname: g\noptions: {ge.hcomParallel: '1'}\nnodes:\n"
+        "  - {name: n4, type: HcomAllReduce, attrs: {fusion: 1}}\n"
+        "  - {name: n12, type: MatMul, inputs: [n4]}\n"
+        "  - {name: n15, type: DropOutGenMask}\n"
+        "  - {name: n16, type: DropOutGenMask, inputs: [n15, n12]}\n"
+        "  - {name: n52, type: DropOutGenMask}\n")
+    graph = load_graph(path)
+    allocation = allocate_ge(graph)
+    assert allocation.stream("n15") != allocation.stream("n52")
+    assert allocation.stream("n12") == allocation.stream("n16") != allocation.stream("n15")
+    (cap,) = [c for c in rule_constraints(default_rule_set(graph), graph)
+              if isinstance(c, StreamCap) and c.engine == "DNN_VM_AICPU_ASCEND"]
+    assert cap.cap == 1 and cap.nodes == ("n52",)
+    assert broken([cap], graph, placement_of(allocation)) == []
+
+
+def test_subgraphs_in_a_cycle_get_ranks_of_their_own() -> None:
+    """GE merges the clusters of one user label without its path check (spec 1.6.3), so the
+    HCCL n23 and the Squeeze n51 (label U) form one subgraph with the AI Core {n31, n34}
+    between them: a cycle. Kahn's algorithm once left both unranked (rank 0, as the first
+    subgraph), so a stream's later reuser passed for its opener; every subgraph now has a
+    rank of its own and one after the cycle ranks after it."""
+    from streamalloc.ir import AttrValue, GraphBuilder
+    from streamalloc.ir.graph import DataInput
+    from streamalloc.rules.constraint_inputs import Inputs
+    from streamalloc.rules.loader import default_rule_set as ge_rules
+    builder = GraphBuilder("g")
+    label = {"_user_stream_label": AttrValue("string", "U")}
+    builder.add_node("d", "Data")
+    builder.add_node("n23", "HcomBroadcast", inputs=[DataInput("d")], attrs=label)
+    builder.add_node("n31", "Conv2D", inputs=[DataInput("n23")])
+    builder.add_node("n34", "BatchMatMul", inputs=[DataInput("n31")])
+    builder.add_node("n51", "Squeeze", inputs=[DataInput("n34")], control_inputs=["n23"],
+                     attrs=label)
+    builder.add_node("after", "ResizeV2", inputs=[DataInput("n51"), DataInput("n31")])
+    graph = builder.build()
+    inputs = Inputs.of(ge_rules(graph), graph)
+    subgraphs = inputs.partitions["g"].subgraphs
+    assert any(sg.index in subgraphs[s].preds for sg in subgraphs for s in sg.preds)  # cycle
+    order = inputs.opening_orders["g"]
+    ranks = {n: order[n] for n in ("n23", "n31", "n51", "after")}
+    assert sorted({order[n] for sg in subgraphs for n in sg.nodes}) == list(range(len(subgraphs)))
+    assert ranks["after"] > max(ranks["n23"], ranks["n31"])
+
+
 USER_KINDS = ("stream-label", "same-stream", "separate-streams", "dedicated-stream", "pin-stream")
 MATCHES = ({"type": "Relu"}, {"type": ["MatMul", "NonZero"]}, {"engine": "DNN_HCCL"},
            {"name": "^r[0-3]$"}, {"name": "^r[4-9]"}, {"attr": "_parallel_group"},

@@ -293,3 +293,27 @@ def test_docs_explain_the_default_priority() -> None:
         text = doc.read_text()
         assert "priority 0" in text and "node-stream-update" in text
         assert "does not hold" in text and "decides no node" in text, doc
+
+
+def test_a_user_label_rule_that_splits_a_user_label_group_names_both_rules(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Found by a fuzz run with the shipped attention_stream.yaml: its stream label on
+    layer1/attn38 labels the subgraph that the user label 'U' merged it into with n39, so n39
+    leaves the other node of 'U' (GE's user-stream-label). The message once blamed
+    node-stream-update and told the user to reorder a built-in rule; it names the user's rule
+    and the node it changed instead."""
+    graph = tmp_path / "labels.yaml"
+    graph.write_text(
+        "format: streamalloc.graph/v1\nname: g\nnodes:\n"
+        "  - {name: n27, type: ConvBnBiasHost, attrs: {_user_stream_label: U}}\n"
+        "  - {name: layer1/attn38, type: ResizeV2, attrs: {_user_stream_label: U}}\n"
+        "  - {name: n39, type: MatMul, inputs: [layer1/attn38], attrs: {_user_stream_label: U}}\n",
+        encoding="utf-8")
+    policy = Path(__file__).parents[1] / "examples" / "rules" / "attention_stream.yaml"
+    code, out, err = run(capsys, "allocate", str(graph), "--rules", str(policy))
+    assert code == 3 and out == ""
+    assert "rules 'user-stream-label' (user-stream-label, <builtin ge-static-multi-stream>:" in err
+    assert f"'attention-label' (stream-label, {policy}:8) cannot both hold" in err
+    assert "changed layer1/attn38 (stream label 'attn', user label 'U'), which GE's partition " \
+        "put with n39 in subgraph g/sg1" in err
+    assert "Order" not in err

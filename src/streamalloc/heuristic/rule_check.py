@@ -39,8 +39,10 @@ def check_rules(graph: Graph, rules: RuleSet, allocation: Allocation,
 
 
 def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Broken]) -> str:
-    """Which rule does not hold, which later rule placed the offending nodes, what to do; when
-    that rule is another user rule, that the two cannot both hold (naming both, file:line)."""
+    """Which rule does not hold, which later rule placed the offending nodes, what to do. When
+    that rule is a user rule, or a user rule after it changed a node GE's partition put with
+    them, that the two cannot both hold (naming both, file:line): reordering a rule does not
+    help there, changing the user's does."""
     first = problems[0]
     rule = rules.rule(first.rule)
     order = rules.run_order()
@@ -51,24 +53,52 @@ def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Brok
         or _placed_later(_all_nodes(first), allocation, order, mine)
     deciders = sorted({allocation.nodes[n].rule for n in first.nodes if n in allocation.nodes})
     text = f"{rule.origin}: rule {rule.name!r} ({rule.kind}) does not hold: {first.message}"
-    if later:
-        culprit = rules.rule(next(iter(later.values())))
-        moved = [n for n, r in later.items() if r == culprit.name]
-        if culprit.kind in USER_KINDS and rule.kind in USER_KINDS:
-            text = (f"rules {rule.name!r} ({rule.kind}, {rule.origin}) and {culprit.name!r} "
-                    f"({culprit.kind}, {culprit.origin}) cannot both hold: {first.message}; "
-                    f"{culprit.name!r} runs after {rule.name!r} and placed {', '.join(moved)}. "
-                    "Change the match of one of them or disable one")
-        else:
-            ge = f" (GE's {culprit.spec.ge_pass})" if culprit.spec.ge_pass else ""
-            text += (f"; rule {culprit.name!r}{ge} runs after it and placed "
-                     f"{', '.join(moved)}. Order {rule.name!r} after it (a priority above "
-                     f"{culprit.priority}, or after: [{culprit.name}]) or disable it")
+    culprit = rules.rule(next(iter(later.values()))) if later else None
+    moved = [n for n, r in later.items() if culprit is not None and r == culprit.name]
+    user: tuple[Rule, str] | None = None
+    if culprit is not None and culprit.kind in USER_KINDS:
+        user = (culprit, f"placed {', '.join(moved)}")
+    elif (found := _user_rule_after(rules, first.nodes, allocation, order, mine)) is not None:
+        user = (rules.rule(found[0]), f"changed {found[1]}")
+    if user is not None:
+        other, did = user
+        text = (f"rules {rule.name!r} ({rule.kind}, {rule.origin}) and {other.name!r} "
+                f"({other.kind}, {other.origin}) cannot both hold: {first.message}; "
+                f"{other.name!r} runs after {rule.name!r} and {did}. Change the match of one "
+                "of them or disable one")
+    elif culprit is not None:
+        ge = f" (GE's {culprit.spec.ge_pass})" if culprit.spec.ge_pass else ""
+        text += (f"; rule {culprit.name!r}{ge} runs after it and placed {', '.join(moved)}. "
+                 f"Order {rule.name!r} after it (a priority above {culprit.priority}, or "
+                 f"after: [{culprit.name}]) or disable it")
     elif deciders:
         text += f"; the nodes were placed by {', '.join(deciders)}"
     if len(problems) > 1:
         text += f" ({len(problems) - 1} more constraint(s) broken)"
     return text
+
+
+def _user_rule_after(rules: RuleSet, nodes: tuple[str, ...], allocation: Allocation,
+                     order: Mapping[str, int], mine: int) -> tuple[str, str] | None:
+    """The last user rule (`USER_KINDS`) after position `mine` that touched one of `nodes` or
+    a node of their engine subgraphs (a stream label on one node labels the subgraph GE merged
+    it into: a user label merges across engines), and what it touched; None without one. A
+    user rule is what the user can change, whichever GE pass then placed the nodes."""
+    scopes = {t.scope: n for n in reversed(nodes) for t in allocation.provenance.get(n, ())
+              if t.scope.startswith("subgraph ")}  # -> the first of `nodes` in it
+    mates = {n: scope for n, touches in allocation.provenance.items() for t in touches
+             if (scope := t.scope) in scopes}
+    found: tuple[int, str, str] | None = None
+    for name in sorted({*nodes, *mates}):
+        for touch in allocation.provenance.get(name, ()):
+            at = order.get(touch.note.rule, -1)
+            if at > mine and rules.rule(touch.note.rule).kind in USER_KINDS \
+                    and (found is None or at > found[0]):
+                where = "" if name in nodes else \
+                    (f", which GE's partition put with {scopes[mates[name]]} in "
+                     f"{mates[name]}")
+                found = (at, touch.note.rule, f"{name} ({touch.note.reason}){where}")
+    return None if found is None else found[1:]
 
 
 def _placed_later(nodes: tuple[str, ...], allocation: Allocation, order: Mapping[str, int],

@@ -131,7 +131,7 @@ class Inputs:
                     continue
                 key = (graph, sg.engine_name)
                 caps[key] = sg.max_parallel_num
-                if _heir(partition, sg):
+                if _heir(partition, sg, self.moved):
                     continue
                 found[key] += [n for n in sg.nodes if n not in left_out] \
                     if not left_out.isdisjoint(sg.nodes) else sg.nodes
@@ -178,40 +178,49 @@ class Inputs:
                      for (_, engine, _), members in groups.items())
 
 
-def _heir(partition: GraphPartition, sg: EngineSubgraph) -> bool:
-    """May `sg` continue on the stream GE opened for a skip-engine predecessor (spec 2.4.3,
-    steps 1, 2 and 5: an attach engine after an unlabelled, not independent skip engine of its
-    scheduler)? The skip-engine pass (2.9) then takes that predecessor's nodes off the stream
-    (a Reshape that issues no task), and `sg`'s nodes are the first left on a stream their
-    engine did not open. They never count as its openers: an AI CPU op after a Reshape, under
-    an AI CPU cap of 2, is on the third stream of AI CPU nodes in GE's own plan. Step 4 (the
-    predecessor's other consumers of its own engine) is left out: a cap then counts a stream
-    too few, never one too many."""
+def _heir(partition: GraphPartition, sg: EngineSubgraph, moved: frozenset[str]) -> bool:
+    """May `sg` continue on a stream whose opener a later pass takes off it (spec 2.4.3: an
+    attach engine reuses the stream of an unlabelled, not independent predecessor of its
+    scheduler)? Either a skip-engine predecessor (steps 1, 2 and 5), whose nodes the
+    skip-engine pass (2.9) takes off the stream (a Reshape that issues no task), or one whose
+    nodes all move later (`moved`: an AllReduce's consumers under ge.hcomParallel). `sg`'s
+    nodes are then the first left on a stream their engine did not open, and never count as
+    its openers: an AI CPU op after a Reshape, under an AI CPU cap of 2, is on the third
+    stream of AI CPU nodes in GE's own plan. Step 4 (the predecessor's other consumers of its
+    own engine) is left out: a cap then counts a stream too few, never one too many."""
     if not sg.engine.attach:
         return False
     subgraphs = partition.subgraphs
-    return any(p.engine.skip_assign_stream and not p.engine.independent and not p.stream_label
+    return any(not p.engine.independent and not p.stream_label
                and p.engine.scheduler_id == sg.engine.scheduler_id
+               and (p.engine.skip_assign_stream or moved.issuperset(p.nodes))
                for p in map(subgraphs.__getitem__, sg.preds))
 
 
 def _subgraph_ranks(compute: ComputeGraph, partition: GraphPartition) -> Columns[str, int]:
     """Kahn's algorithm over the subgraphs' predecessors, the lowest L-order index first; per
     node of the graph in G-order, its subgraph's rank (-1 outside every subgraph): columns,
-    which `rules.check` reads in that order without a lookup per node."""
+    which `rules.check` reads in that order without a lookup per node. Where no subgraph is
+    ready but some are left, the subgraphs form a cycle (GE merges clusters of one user label
+    without its path check, spec 1.6.3): the lowest index left goes next."""
     subgraphs = partition.subgraphs
     missing = [len(sg.preds) for sg in subgraphs]
     ready = [sg.index for sg in subgraphs if not sg.preds]
     heapq.heapify(ready)
-    rank_of = [0] * len(subgraphs)
+    rank_of = [-1] * len(subgraphs)
     rank = 0
-    while ready:
+    left = iter(range(len(subgraphs)))  # the lowest index not ranked yet, when a cycle stalls
+    while rank < len(subgraphs):
+        if not ready:
+            heapq.heappush(ready, next(i for i in left if rank_of[i] < 0))
         index = heapq.heappop(ready)
+        if rank_of[index] >= 0:  # a cycle's member pushed again when its last pred came
+            continue
         rank_of[index] = rank
         rank += 1
         for succ in subgraphs[index].succs:
             missing[succ] -= 1
-            if not missing[succ]:
+            if not missing[succ] and rank_of[succ] < 0:
                 heapq.heappush(ready, succ)
     rank_of.append(-1)  # owner -1 (outside) reads the last entry
     return Columns(list(compute.index), list(map(rank_of.__getitem__, partition.owner_at)))
