@@ -317,3 +317,22 @@ def test_a_user_label_rule_that_splits_a_user_label_group_names_both_rules(
     assert "changed layer1/attn38 (stream label 'attn', user label 'U'), which GE's partition " \
         "put with n39 in subgraph g/sg1" in err
     assert "Order" not in err
+
+
+def test_compaction_is_never_the_pass_that_undid_a_rule(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Found by a fuzz run: LoadBalance's mini-DAG pass puts the AllReduce back with its
+    consumer after the shipped allreduce_own_stream.yaml gave it a stream of its own; the
+    message named compaction, which only renumbered the stream after it."""
+    graph = tmp_path / "load_balance.yaml"
+    graph.write_text(
+        "format: streamalloc.graph/v1\nname: g\n"
+        "options: {ge.autoMultistreamParallelMode: 'LoadBalance:3'}\nnodes:\n"
+        "  - {name: n2, type: HcomAllReduce, task_count: 2}\n"
+        "  - {name: n7, type: TransData, inputs: [n2], task_count: 5}\n", encoding="utf-8")
+    policy = Path(__file__).parents[1] / "examples" / "rules" / "allreduce_own_stream.yaml"
+    code, _, err = run(capsys, "allocate", str(graph), "--rules", str(policy))
+    assert code == 3
+    assert "rule 'allreduce-dedicated' (dedicated-stream) does not hold" in err
+    assert "rule 'mini-dag' (GE's MiniDAGStreamPass) runs after it and placed n2" in err
+    assert "compact" not in err

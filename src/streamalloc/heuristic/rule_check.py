@@ -45,7 +45,10 @@ def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Brok
     help there, changing the user's does."""
     first = problems[0]
     rule = rules.rule(first.rule)
-    order = rules.run_order()
+    # compaction only renumbers streams, which keeps every constraint (a pin runs after it):
+    # its touches never undo a rule
+    order = {name: at for name, at in rules.run_order().items()
+             if rules.rule(name).kind != "compact"}
     mine = order[rule.name]
     # per offending node (the rule's own nodes come first), the last rule after this one that
     # touched it: the pass that undid the rule
