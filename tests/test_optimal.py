@@ -306,3 +306,33 @@ def test_a_graph_beyond_the_solver_keeps_the_baseline_and_says_why(
     assert "streamed nodes, over the solver's 20" in report.reason
     assert report.events_final == report.baseline_events
     verify_plan(graph, plan.to_json()).raise_for_failure()
+
+
+ACTIVATED = """
+format: streamalloc.graph/v1
+name: act_once
+nodes:
+  - {name: data, type: Data}
+  - {name: m, type: Relu, inputs: [data]}
+  - {name: act, type: StreamActive, control_inputs: [m], attrs: {_active_label_list: [lab]}}
+  - {name: s, type: Relu, inputs: [m], control_inputs: [act], attrs: {_stream_label: lab}}
+  - {name: out, type: NetOutput, inputs: [s]}
+"""
+
+
+@pytest.mark.parametrize(("rules", "objective"), [(None, "events"), (FREE, "makespan")])
+def test_a_stream_its_activator_waits_for_is_never_chosen(
+        tmp_path: Path, rules: object, objective: str) -> None:
+    """Found by a fuzz run: StreamActive act starts the stream of label lab, after m. A
+    search that put m on s's stream made act wait for a stream it starts, and the emulated
+    run, which stops there, looked short; the driver's check then rejected the plan (exit
+    5). Such runs now count as infeasible, so the plan written verifies and runs."""
+    graph = graph_of(tmp_path, ACTIVATED)
+    plan, report = allocate_optimal(graph, rules,  # type: ignore[arg-type]
+                                    OptimalOptions(objective=objective, time_limit=0.3))
+    document = plan.to_json()
+    assert verify_plan(graph, document).ok
+    assert emulate(graph, document).status == "ok"
+    streams = {n: document["nodes"][n]["stream"] for n in ("m", "act", "s")}
+    assert streams["m"] != streams["s"] != streams["act"]
+    assert report.status in {"OPTIMAL", "FEASIBLE"}

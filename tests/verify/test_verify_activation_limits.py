@@ -182,8 +182,21 @@ def test_plan_task_units_and_huge_streams_win() -> None:
     assert messages(verify_plan(graph, p), "limit-tasks") == [
         "stream 1 holds 30 task units, with the 7 profiling units 37, over the limit of 27 "
         "(graph option streamalloc.max_task_per_stream); split the stream"]
+    # only stream 0 in single-stream mode is huge (sync spec 5.2): a plan cannot exempt
+    # another from the limit by listing it (found by a fuzz run)
     p["huge_streams"] = [1]
-    assert verify_plan(graph, p).ok
+    report = verify_plan(graph, p)
+    assert report.exit_code == 5 and report.kinds() == {"huge-stream", "limit-tasks"}
+    assert messages(report, "huge-stream") == [
+        "huge_streams lists stream 1, but only stream 0 of a graph in single-stream mode "
+        "(ge.enableSingleStream) is huge; it is held to max_task_per_stream"]
+    single = limited("streamalloc.max_task_per_stream: 27, streamalloc.max_task_per_huge_stream: "
+                     '99, ge.enableSingleStream: "true"')
+    one = plan(single, {0: ["a", "b", "c"]}, tasks={"0": 30})
+    one["huge_streams"] = []  # GE's estimate found it small enough: a normal stream
+    assert messages(verify_plan(single, one), "limit-tasks")
+    one["huge_streams"] = [0]
+    assert verify_plan(single, one).ok
 
 
 def test_single_stream_mode_makes_stream_0_huge() -> None:

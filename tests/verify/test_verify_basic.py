@@ -126,6 +126,15 @@ def _renumber(p: dict[str, Any], ident: int) -> None:
         event["id"] = ident
 
 
+def _off_stream(name: str) -> Mutation:
+    """The node off every stream list, its entry without a stream (found by a fuzz run: the
+    verifier passed its orderings on as for a node without work, and accepted the plan)."""
+    def mutate(p: dict[str, Any]) -> None:
+        p["streams"] = {s: [t for t in tasks if t != name] for s, tasks in p["streams"].items()}
+        p["nodes"][name].update(stream=-1, physical_stream=-1)
+    return mutate
+
+
 MUTATIONS: list[tuple[str, Mutation, str, str]] = [
     ("gap in event ids", _set(("event_count",), 2), "event-id-gap", "event id 1 has no Send"),
     ("id beyond count", lambda p: _renumber(p, 3), "event-id-range",
@@ -143,6 +152,9 @@ MUTATIONS: list[tuple[str, Mutation, str, str]] = [
      "node relu2 has physical stream 1 but is in no stream list"),
     ("stream-less node listed", lambda p: p["streams"]["0"].insert(0, "data"),
      "streamless-node-listed", "node data has physical_stream -1"),
+    ("a node with work taken off its stream", _off_stream("relu1"), "streamless-work",
+     "node relu1 issues 3 task unit(s) (engine AIcoreEngine's default) but has "
+     "physical_stream -1: its work never runs"),
     ("unknown task", lambda p: p["streams"]["0"].append("mystery"), "unknown-task",
      "mystery (stream 0, position 2) is neither"),
     ("stream gap", _set(("physical_stream_count",), 3), "stream-gap",

@@ -21,7 +21,8 @@ from streamalloc.verify import verify_plan
 
 @st.composite
 def dags(draw: st.DrawFn) -> tuple[Graph, dict[str, int]]:
-    """A random DAG (some control edges, some stream-less nodes) and a stream per node."""
+    """A random DAG (some control edges, some stream-less nodes without tasks) and a stream
+    per node."""
     n = draw(st.integers(2, 10))
     k = draw(st.integers(1, 4))
     b = GraphBuilder("p")
@@ -32,10 +33,12 @@ def dags(draw: st.DrawFn) -> tuple[Graph, dict[str, int]]:
         ctrl = draw(st.booleans()) and len(preds) > 1
         inputs = [DataInput(f"n{j}") for j in (preds[:-1] if ctrl else preds)] or \
             [DataInput("src")]
+        stream = draw(st.integers(-1, k - 1)) if i % 4 == 3 else draw(st.integers(0, k - 1))
+        # a stream-less node issues no task (one that does must run on a stream)
         b.add_node(f"n{i}", "Relu", inputs=inputs,
-                   control_inputs=[f"n{preds[-1]}"] if ctrl else [])
-        stream_of[f"n{i}"] = draw(st.integers(-1, k - 1)) if i % 4 == 3 else \
-            draw(st.integers(0, k - 1))
+                   control_inputs=[f"n{preds[-1]}"] if ctrl else [],
+                   task_count=0 if stream < 0 else None)
+        stream_of[f"n{i}"] = stream
     return b.build(), stream_of
 
 

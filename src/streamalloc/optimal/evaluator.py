@@ -93,16 +93,18 @@ class Evaluator:
             budgeted: bool = True, lifted: bool = False) -> EmulationResult | None:
         """The emulated run of an assignment's plan, unverified (the search's probe; None
         over a device limit or, when `budgeted`, over the makespan objective's event
-        budget); `lifted`: with the stream, event and notify limits lifted."""
+        budget, and for a run that does not finish: a stream activated by a node that waits
+        for it deadlocks); `lifted`: with the stream, event and notify limits lifted."""
         budget = self.options.event_budget if budgeted else None
         try:
             plan = self.synchronized(streams, order, lifted=lifted)
             if budget is not None and plan.event_count + plan.notify_count > budget:
                 return None
-            return emulate(self.lifted if lifted else self.graph, emulated_form(plan),
-                           costs=self.costs, tasks=self.tasks)
+            result = emulate(self.lifted if lifted else self.graph, emulated_form(plan),
+                             costs=self.costs, tasks=self.tasks)
         except AllocationInfeasible:
             return None
+        return result if result.status == "ok" else None
 
     def synchronized(self, streams: Sequence[int], order: Order | None = None, *,
                      lifted: bool = False) -> SyncPlan:

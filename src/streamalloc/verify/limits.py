@@ -105,10 +105,17 @@ def check_limits(ctx: Context, limits: Limits) -> None:
 
 
 def _huge_streams(ctx: Context) -> frozenset[int]:
-    if ctx.plan.huge_streams is not None:
-        return frozenset(ctx.plan.huge_streams)
+    """The plan's huge streams that may be huge: only stream 0 in single-stream mode (sync spec
+    5.2); any other is reported and held to the normal limit."""
     single = ctx.graph.option("ge.enableSingleStream") == "true"
-    return frozenset({0}) if single else frozenset()
+    if ctx.plan.huge_streams is None:
+        return frozenset({0}) if single else frozenset()
+    allowed = {0} if single else set()
+    for stream in sorted(set(ctx.plan.huge_streams) - allowed):
+        ctx.log.add("huge-stream", f"huge_streams lists stream {stream}, but only stream 0 of a "
+                    "graph in single-stream mode (ge.enableSingleStream) is huge; it is held "
+                    "to max_task_per_stream")
+    return frozenset(set(ctx.plan.huge_streams) & allowed)
 
 
 class _Units:
@@ -143,6 +150,12 @@ def node_units(graph: Graph, node: Node) -> int:
     value = node.attr(key) if key is not None else None
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value + (1 if node.type in ("Recv", "RecvMem") else 0)
+    return own_units(graph, node)
+
+
+def own_units(graph: Graph, node: Node) -> int:
+    """Units of a graph node's own task records: its task_count, else its engine's default
+    (a node of an engine that issues none, such as GE-local, has 0)."""
     if node.task_count is not None:
         return node.task_count
     engine = graph.engines.get(node.engine)

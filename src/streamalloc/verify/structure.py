@@ -12,6 +12,7 @@ from collections.abc import Collection
 import numpy as np
 
 from streamalloc.verify.context import Context
+from streamalloc.verify.limits import own_units
 
 # At most this many missing ids are listed; a count far beyond the listed streams or ids (a plan
 # claiming 10^9 streams) costs time in proportion to what the plan lists, not to the count.
@@ -81,6 +82,7 @@ def check_node_entries(ctx: Context) -> None:
                         "every node of the graph and its subgraphs needs one (use -1 for none)")
         else:
             _check_placement(ctx, name)
+    _check_streamless_work(ctx)
     if np.count_nonzero(has_entry) < len(entries):
         for name in entries:
             if name not in ctx.nodes:
@@ -121,6 +123,21 @@ def _check_placement(ctx: Context, name: str) -> None:
     elif ctx.table.place(gid)[0] != entry.physical_stream:
         ctx.log.add("node-on-wrong-stream", f"node {name} has physical stream "
                     f"{entry.physical_stream} but is listed as {ctx.table.describe(gid)}")
+
+
+def _check_streamless_work(ctx: Context) -> None:
+    """A node that issues tasks runs on some stream: one with physical_stream -1 and units of
+    its own would never run (its consumers would pass its ordering on as if it had none)."""
+    c = ctx.columns
+    for i in np.flatnonzero(c.has_entry & (c.physical < 0)).tolist():
+        node = ctx.order[i]
+        units = own_units(ctx.graph, node)
+        if units > 0:
+            why = "its task_count" if node.task_count is not None else \
+                f"engine {node.engine}'s default"
+            ctx.log.add("streamless-work", f"node {node.name} issues {units} task unit(s) "
+                        f"({why}) but has physical_stream -1: its work never runs; list it on "
+                        "a stream")
 
 
 def _check_one_logical_per_physical(ctx: Context) -> None:
