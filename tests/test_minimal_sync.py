@@ -33,6 +33,7 @@ from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
+from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
 
@@ -390,3 +391,34 @@ def test_random_activation_minimal_never_exceeds_ge(graph: Graph) -> None:
         assert total(minimal) <= total(ge)
     else:
         assert set(report.counts) <= {"dependency"} | set(ge_report.counts)
+
+
+LABEL_TWICE = yaml_graph("""
+name: act_two_branches
+options: {ge.streamMaxParallelNum: "AIcoreEngine:4"}
+nodes:
+  - {name: data, type: Data}
+  - {name: ma, type: Relu, inputs: [data], cost_us: 1}
+  - {name: acta, type: StreamActive, control_inputs: [ma], attrs: {_active_label_list: [lab]}}
+  - {name: mb, type: Relu, inputs: [data], cost_us: 50}
+  - {name: actb, type: StreamActive, control_inputs: [mb], attrs: {_active_label_list: [lab]}}
+  - {name: s, type: Add, inputs: [ma, mb], control_inputs: [acta, actb],
+     attrs: {_stream_label: lab}}
+  - {name: out, type: NetOutput, inputs: [s]}
+""")
+
+
+def test_a_label_two_activators_start_keeps_its_events_under_minimal_sync() -> None:
+    """Found by a fuzz run: acta and actb both start the stream of `lab`, so it runs after
+    the first of them. GE leaves out a pair into it when any activator follows the producer
+    (rule 5, and its "by activation" elimination), which races: its plan fails the verifier
+    and ge mode writes nothing. Minimal sync leaves one out only when every activator
+    follows the producer, and credits no activation to a stream two activators start, so its
+    plan verifies and runs."""
+    allocation = api.allocate(LABEL_TWICE)
+    ge = api.synchronize(LABEL_TWICE, allocation, "ge")
+    assert not verify_plan(LABEL_TWICE, ge.to_json()).ok
+    minimal = api.synchronize(LABEL_TWICE, allocation, "minimal").to_json()
+    assert verify_plan(LABEL_TWICE, minimal).ok
+    assert emulate(LABEL_TWICE, minimal).status == "ok"
+    assert ("actb", "s") in {(e["send"], e["recv"]) for e in minimal["events"]}

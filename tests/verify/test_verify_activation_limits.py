@@ -107,6 +107,35 @@ nodes:
     assert verify_plan(graph, p).kinds() == {"deadlock"}
 
 
+# Two activators that both run start relu3's stream: act1 after relu1, act2 after relu2.
+TWO_ACTIVATORS = yaml_graph("""
+name: two
+nodes:
+  - {name: data, type: Data}
+  - {name: relu1, type: Relu, inputs: [data]}
+  - {name: act1, type: StreamActive, control_inputs: [relu1]}
+  - {name: relu2, type: Relu, inputs: [data]}
+  - {name: act2, type: StreamActive, control_inputs: [relu2]}
+  - {name: relu3, type: Add, inputs: [relu1, relu2]}
+""")
+
+
+def test_a_stream_two_activators_start_runs_after_the_first_of_them() -> None:
+    """Found by a fuzz run: the stream starts when act1 or act2 has run, whichever is first,
+    so only what precedes both is ordered before relu3. The verifier once waited for both and
+    accepted the plan GE's "by activation" elimination makes (no event from relu2), which the
+    emulator ran with relu3 before relu2."""
+    p = plan(TWO_ACTIVATORS, {0: ["relu1", "act1"], 1: ["relu2", "act2"], 2: ["relu3"]},
+             activations={"act1": [2], "act2": [2]})
+    report = verify_plan(TWO_ACTIVATORS, p)
+    assert sorted(m.split(" is not")[0] for m in messages(report, "dependency")) == [
+        "data edge relu1 -> relu3", "data edge relu2 -> relu3"]
+    # with relu1 and relu2 before both activators, the activation orders them
+    p = plan(TWO_ACTIVATORS, {0: ["relu1", "relu2", "act1", "act2"], 1: ["relu3"]},
+             activations={"act1": [1], "act2": [1]})
+    assert verify_plan(TWO_ACTIVATORS, p).ok
+
+
 def test_activator_mistakes() -> None:
     p = plan(ACTIVE, {0: ["relu1", "act"], 1: ["relu2"]},
              activations={"act": [0, 7], "data": [1], "nobody": [1]})

@@ -47,7 +47,7 @@ SyncStage = Pass[SyncInputs, SyncState]
 
 def sync_stages(strategy: str = "ge") -> tuple[SyncStage, ...]:
     """The stages in run order; `strategy` is the elimination ("ge" or "minimal")."""
-    return (Activate(), Insert(), Eliminate(strategy), Renumber(), MultiDimsReuse(),
+    return (Activate(), Insert(strategy), Eliminate(strategy), Renumber(), MultiDimsReuse(),
             Multiplex(), AttachedDependencies(), Switch(), LoopActivation(), AttachedEvents(),
             SyncTasks(), AttachedResources(), Split(), CheckLimits())
 

@@ -31,14 +31,17 @@ class _Insertion(msgspec.Struct, frozen=True):
     streams: Mapping[str, int]
     activated_labels: Mapping[str, tuple[str, ...]]
     maps: SyncMaps
+    every_activator: bool
 
 
 def insert_cross_stream_pairs(model: SyncModel, streams: Mapping[str, int],
                               activated_labels: Mapping[str, tuple[str, ...]],
-                              maps: SyncMaps) -> None:
+                              maps: SyncMaps, *, every_activator: bool = False) -> None:
     """All cross-stream pairs of the model into `maps` (`activated_labels`: label -> the nodes
-    activating it, spec 6.1)."""
-    ins = _Insertion(model, streams, activated_labels, maps)
+    activating it, spec 6.1). `every_activator`: rule 5 leaves a pair out only when every
+    activator of the consumer's label follows the producer on its stream (minimal sync), not
+    any of them as GE does, which races when another activator started the stream before."""
+    ins = _Insertion(model, streams, activated_labels, maps, every_activator)
     by_name = model.graph.by_name
     computes = {compute.name: compute for compute in model.graph.graphs()}
     for node in _may_feed_another_stream(model, streams):
@@ -90,8 +93,9 @@ def _activated_after(ins: _Insertion, u: Node, v: Node) -> bool:
     if not label or label not in ins.activated_labels:
         return False
     ids = ins.model.ids
-    return any(ins.model.node(a).graph == u.graph and ins.streams[a] == ins.streams[u.name]
+    follows = (ins.model.node(a).graph == u.graph and ins.streams[a] == ins.streams[u.name]
                and ids[u.name] <= ids[a] for a in ins.activated_labels[label])
+    return all(follows) if ins.every_activator else any(follows)
 
 
 def _boundary_pairs(ins: _Insertion) -> None:

@@ -183,11 +183,12 @@ class _Sweep:
 
 def activation_edges(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,
                      activation: Activation, *, later: bool = True) -> dict[str, list[str]]:
-    """First node of an activated stream -> the activators it starts after, as the verifier
-    credits them: never the loop activator (it restarts streams; the first iteration starts
-    with the model); the activators no later in T-order than the stream's first node, or, when
-    there are none, the later ones (`later`): a stream in an activation list runs only once
-    activated."""
+    """First node of an activated stream -> the activator it starts after, as the verifier
+    credits it: never the loop activator (it restarts streams; the first iteration starts with
+    the model); the activator no later in T-order than the stream's first node, or, when there
+    is none, the later one (`later`): a stream in an activation list runs only once activated.
+    A stream with two such activators starts at the first of them to run, which orders only
+    what precedes both: no edge then (its pairs stay)."""
     first: dict[int, str] = {}
     for name in model.order:
         if streams[name] != INVALID:
@@ -202,8 +203,8 @@ def activation_edges(model: SyncModel, streams: Mapping[str, int], labels: Label
             f = first.get(s)
             if f is not None and s != own:
                 found[f][0 if model.ids[a] < model.ids[f] else 1].append(a)
-    return {f: earlier or (late if later else []) for f, (earlier, late) in found.items()
-            if earlier or later}
+    chosen = {f: earlier or (late if later else []) for f, (earlier, late) in found.items()}
+    return {f: activators for f, activators in chosen.items() if len(activators) == 1}
 
 
 def _final_lists(model: SyncModel, streams: Mapping[str, int], labels: LabelActivation,

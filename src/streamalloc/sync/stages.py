@@ -65,14 +65,18 @@ class Activate(msgspec.Struct, frozen=True):
 
 
 class Insert(msgspec.Struct, frozen=True):
-    """A6 (spec 2.1-2.3): one pair per cross-stream edge, subgraph boundaries included."""
+    """A6 (spec 2.1-2.3): one pair per cross-stream edge, subgraph boundaries included;
+    `strategy` "minimal" leaves out a pair to a label stream only when every activator of
+    the label follows the producer (`insert_cross_stream_pairs`'s `every_activator`)."""
 
+    strategy: str = "ge"
     name = "insert"
 
     def apply(self, ctx: SyncInputs, plan: SyncState) -> PassResult[SyncState]:
         """The pairs, numbered in insertion order."""
         pairs = SyncMaps()
-        insert_cross_stream_pairs(ctx.model, plan.streams, plan.labels.activated_labels, pairs)
+        insert_cross_stream_pairs(ctx.model, plan.streams, plan.labels.activated_labels, pairs,
+                                  every_activator=self.strategy == "minimal")
         return outcome(plan, replace(plan, pairs=pairs))
 
 

@@ -1,9 +1,11 @@
 """Stream activation: who starts which stream, as happens-before edges (sync spec 6).
 
-A stream listed in `stream_activations` starts only after its activators (all of them: GE's
-several activators of one stream are the exclusive branches of a switch, of which one runs,
-and that one orders its own branch); a stream nobody activates starts with the model. Two
-kinds of activation restart streams instead of starting them and give no edge:
+A stream listed in `stream_activations` starts when the first of its activators has run, so
+only what happens before every one of them happens before its tasks (the meet of their
+clocks, `happens_before.sweep`'s `first_of`): two activators that both run start the stream at
+the earlier one, and an event GE leaves out because the later one follows the producer leaves
+a race (found by a fuzz run); a stream nobody activates starts with the model. Two kinds of
+activation restart streams instead of starting them and give no edge:
 
 * the loop activator (`is_loop_active`, sync spec 6.4) restarts the loop streams for the
   next iteration; the first iteration's streams start with the model;

@@ -56,15 +56,19 @@ class SweepResult(msgspec.Struct, frozen=True):
 
 
 def sweep(lengths: Sequence[int], waits: Mapping[int, Sequence[int]],
-          queries: Sequence[tuple[int, int]] | np.ndarray) -> SweepResult:
-    """Run the sweep over streams of `lengths` tasks; `queries` are (u, v) gid pairs."""
+          queries: Sequence[tuple[int, int]] | np.ndarray,
+          first_of: Mapping[int, Sequence[int]] | None = None) -> SweepResult:
+    """Run the sweep over streams of `lengths` tasks; `queries` are (u, v) gid pairs.
+    `first_of`: task -> tasks of which the first to end lets it run (a stream's activators):
+    it runs after all of them in the sweep's order, but only what happens before each of
+    them happens before it (the meet of their clocks)."""
     pairs = np.asarray(queries, dtype=np.int64).reshape(-1, 2)
     u, v = pairs[:, 0], pairs[:, 1]
     owner = np.repeat(np.arange(len(lengths)), lengths)
     # on one stream, u happens before v when it is listed first: only the others need clocks
     # (most dependencies of a plan join two tasks of one stream)
     across = np.flatnonzero(owner[u] != owner[v]) if len(u) else np.zeros(0, np.int64)
-    result = _Sweep(lengths, waits, u[across], v[across]).run()
+    result = _Sweep(lengths, waits, first_of or {}, u[across], v[across]).run()
     answers = u <= v
     answers[across] = result.answers
     return SweepResult(answers, result.cycles, result.done, result.blocked_tasks)
@@ -72,22 +76,23 @@ def sweep(lengths: Sequence[int], waits: Mapping[int, Sequence[int]],
 
 class _Sweep:
     def __init__(self, lengths: Sequence[int], waits: Mapping[int, Sequence[int]],
-                 u: np.ndarray, v: np.ndarray) -> None:
+                 first_of: Mapping[int, Sequence[int]], u: np.ndarray, v: np.ndarray) -> None:
         self.lengths = list(lengths)
         self.base = [0]
         for n in self.lengths:
             self.base.append(self.base[-1] + n)
         self.owner = np.repeat(np.arange(len(self.lengths)), self.lengths)
-        self.waits = waits
+        self.waits, self.first_of = waits, first_of
         # the waiting tasks of each stream, as positions in ascending order
         self.stops: list[list[int]] = [[] for _ in self.lengths]
-        for gid in sorted(waits):
+        for gid in sorted({*waits, *first_of}):
             k = int(self.owner[gid])
             self.stops[k].append(gid - self.base[k])
         self.next_stop = [0] * len(self.lengths)
         self.pos = [0] * len(self.lengths)
         self.rows = [np.full(len(self.lengths), -1, dtype=np.int32) for _ in self.lengths]
-        self.segments = _Segments(self.base, self.stops, self.owner, waits, u=u, v=v)
+        self.segments = _Segments(self.base, self.stops, self.owner,
+                                  [*waits.values(), *first_of.values()], u=u, v=v)
         self.parked: list[list[tuple[int, int]]] = [[] for _ in self.lengths]
         self.blocked_on: dict[int, int] = {}
 
@@ -116,8 +121,8 @@ class _Sweep:
     def _join(self, k: int, gid: int) -> bool:
         """Merge the clocks of the tasks `gid` waits for into stream k's row, or park the
         stream on the first one not done."""
-        srcs = self.waits[gid]
-        for src in srcs:
+        srcs, firsts = self.waits.get(gid, ()), self.first_of.get(gid, ())
+        for src in (*srcs, *firsts):
             j = int(self.owner[src])
             if src - self.base[j] >= self.pos[j]:
                 heapq.heappush(self.parked[j], (src - self.base[j], k))
@@ -125,12 +130,19 @@ class _Sweep:
                 return False
         row = self.rows[k].copy()  # rows are never changed once made: snapshots share them
         for src in srcs:
-            j = int(self.owner[src])
-            np.maximum(row, self.segments.row_of(src), out=row)
-            row[j] = max(row[j], src - self.base[j])
+            np.maximum(row, self._known(src), out=row)
+        if firsts:
+            np.maximum(row, np.minimum.reduce([self._known(src) for src in firsts]), out=row)
         self.rows[k] = row
         self.segments.close(gid, row)
         return True
+
+    def _known(self, src: int) -> np.ndarray:
+        """What happens before a task that waits for `src`: its segment's row and `src`."""
+        j = int(self.owner[src])
+        row = self.segments.row_of(src).copy()
+        row[j] = max(row[j], src - self.base[j])
+        return row
 
     def _wake(self, k: int) -> list[int]:
         """The streams parked on tasks of stream k that are now done."""
@@ -162,7 +174,7 @@ class _Segments:
     the tasks that wait for one of its tasks until the last of them has read it."""
 
     def __init__(self, base: list[int], stops: list[list[int]], owner: np.ndarray,
-                 waits: Mapping[int, Sequence[int]], *, u: np.ndarray, v: np.ndarray) -> None:
+                 waits: Sequence[Sequence[int]], *, u: np.ndarray, v: np.ndarray) -> None:
         firsts = {b for b, n in zip(base[:-1], np.diff(base).tolist(), strict=True) if n}
         starts = sorted({b + p for b, s in zip(base[:-1], stops, strict=True) for p in s} | firsts)
         self.starts = np.array(starts, dtype=np.int64)
@@ -174,7 +186,7 @@ class _Segments:
         self.by_segment = np.argsort(of_v, kind="stable")
         self.bounds = np.searchsorted(of_v[self.by_segment], np.arange(len(starts) + 1))
         self.readers = Counter(int(s) for s in self._segment(
-            np.fromiter((src for srcs in waits.values() for src in srcs), np.int64)))
+            np.fromiter((src for srcs in waits for src in srcs), np.int64)))
         self.kept: dict[int, np.ndarray] = {}
         self.answers = np.zeros(len(u), bool)
 

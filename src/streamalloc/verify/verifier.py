@@ -51,14 +51,13 @@ def _verify(graph: Graph, view: PlanView, rules: RuleSet | None, cap: int) -> Ve
     check_ids(ctx, ends)
     waits = pair_waits(ctx, ends)
     check_entries(ctx, ends)
-    for task, activators in activation_waits(ctx).items():
-        waits[task].extend(activators)
+    activated = activation_waits(ctx)
     check_limits(ctx, limits)
     if rules is not None:
         from streamalloc.verify.rules import check_rules  # the rules package: only for these
         check_rules(graph, view, rules, ctx.log)
     deps = graph_dependencies(graph, ctx.order, ctx.t_index, ctx.columns.has_task)
-    result = _order(ctx, waits, deps)
+    result = _order(ctx, waits, activated, deps)
     stats = VerifyStats(
         tasks=ctx.table.total, streams=len(view.streams),
         events=sum(1 for space, _ in ends if space == "event"),
@@ -67,10 +66,13 @@ def _verify(graph: Graph, view: PlanView, rules: RuleSet | None, cap: int) -> Ve
     return log.report(graph.name, view.source, stats)
 
 
-def _order(ctx: Context, waits: Mapping[int, list[int]], deps: Dependencies) -> int:
-    """Deadlocks and dependency ordering; returns how many dependencies were undecidable."""
+def _order(ctx: Context, waits: Mapping[int, list[int]], activated: Mapping[int, list[int]],
+           deps: Dependencies) -> int:
+    """Deadlocks and dependency ordering; returns how many dependencies were undecidable.
+    `activated`: a stream's first task -> its activators, the first of which starts it."""
     u, v = ctx.columns.gid[deps.src], ctx.columns.gid[deps.dst]
-    result = sweep([len(names) for names in ctx.table.lists], waits, np.stack([u, v], axis=1))
+    result = sweep([len(names) for names in ctx.table.lists], waits, np.stack([u, v], axis=1),
+                   first_of=activated)
     for cycle in result.cycles:
         _report_cycle(ctx, cycle, result)
     decided = result.done[u] & result.done[v]
