@@ -2,7 +2,8 @@
 
 Vertices are the tasks (stream k, position i), numbered globally (gid). Edges: program order
 on each stream (i -> i+1) and cross edges given as `waits`: task -> the tasks it waits for
-(a Recv waits for its Send, a stream's first task for its activators).
+(a Recv waits for its Send); and `first_of`: task -> the tasks the first of which lets it run
+(a stream's first task and its activators), whose clocks meet instead of joining.
 
 The sweep runs the streams like a scheduler that never guesses: a stream advances while its
 head task has every awaited task done; a blocked stream parks on the task it waits for and
@@ -26,6 +27,9 @@ segment whose records are not yet waited for.
 >>> r = sweep([2, 2], {2: [1]}, [(0, 3), (3, 0)])   # stream 1 waits for task 1 of stream 0
 >>> r.answers.tolist(), r.cycles
 ([True, False], ())
+>>> # task 3 starts after task 1 or task 2, whichever ends first; task 2 waits for task 0
+>>> sweep([2, 1, 1], {2: [0]}, [(0, 3), (1, 3), (2, 3)], first_of={3: [1, 2]}).answers.tolist()
+[True, False, False]
 """
 
 from __future__ import annotations
