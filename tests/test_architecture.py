@@ -52,7 +52,7 @@ LAYERS = (
 # Imports within one layer that are allowed: (importer, imported module or a prefix of it).
 SIBLINGS = frozenset({
     ("outputs", "errors"), ("outputs", "json_text"), ("plan_fields", "errors"),
-    ("plan_fields", "json_text"),
+    ("plan_fields", "json_text"), ("plan_fields", "schemas.parts"),
     ("passes", "errors"), ("schemas", "errors"), ("schemas", "validation"),
     ("memory", "report.table"),
     ("api", "optimal"), ("api", "graph_checks"),

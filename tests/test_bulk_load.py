@@ -54,7 +54,8 @@ def test_unknown_graph_names_the_first_row() -> None:
 
 @pytest.mark.parametrize(("rows", "message"), [
     ([row("a", "Data"), row("b", "Relu", "a:-1"), row("c", "Relu", "zz")],
-     r"m\.yaml:2: node 'b' input 0 \(a:-1\): node 'a' has outputs 0\.\.-1, not -1"),
+     r"m\.yaml:2: node 'b' input 0 \(a:-1\): node 'a' has no described outputs, and a port runs "
+     r"0\.\.2147483647, not -1"),
     ([row("a", "Data"), row("c", "Relu", "zz"), row("b", "Relu", "a:-1")],
      r"m\.yaml:2: node 'c' input 0 \(zz:0\) in graph 'g': no node named 'zz'"),
     ([row("a", "Data"), row("c", "Relu", "zz"), ("d", "Relu", "NOPE", (), (), None, (), (),

@@ -251,6 +251,141 @@ def test_a_dimension_beyond_int64_is_exit_3(capsys: pytest.CaptureFixture[str],
     assert "is greater than the maximum of 9223372036854775807" in one_error(err)
 
 
+@pytest.mark.parametrize(("text", "said"), [
+    ("[" * 100_000 + "]" * 100_000, "arrays or objects nested too deeply"),
+    ('{"format": "streamalloc.graph/v1", "name": "g", "nodes": [], "x": ' + "9" * 5000 + "}",
+     "Exceeds the limit (4300 digits) for integer string conversion"),
+])
+def test_json_python_cannot_hold_is_exit_3(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                           text: str, said: str) -> None:
+    """Found by a fuzz run: json's recursion limit and Python's limit on an integer's digits
+    escaped as internal errors (exit 1)."""
+    path = tmp_path / "deep.json"
+    path.write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 3
+    assert one_error(err).startswith(f"streamalloc: error: {path}:1:1: malformed JSON: {said}")
+
+
+def test_a_control_character_in_yaml_is_one_line_with_its_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Found by a fuzz run: YAML's reader error spread over two lines and gave an offset."""
+    path = tmp_path / "nul.yaml"
+    path.write_text("format: streamalloc.graph/v1\nname: g\nnodes:\n- {name: a\0, type: Relu}\n",
+                    encoding="utf-8")
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 3
+    assert one_error(err) == f"streamalloc: error: {path}:4: malformed YAML: control " \
+        "characters are not allowed (byte 0x00)"
+
+
+def test_a_plan_stream_id_beyond_the_id_range_is_exit_3(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    graph = graph_file(tmp_path)
+    plan = tmp_path / "plan.json"
+    assert run(capsys, "allocate", graph, "-o", str(plan))[0] == 0
+    document = json.loads(plan.read_text(encoding="utf-8"))
+    document["streams"]["99999999999999999999"] = []
+    plan.write_text(json.dumps(document), encoding="utf-8")
+    code, _, err = run(capsys, "verify", graph, str(plan))
+    assert code == 3
+    assert "field streams key '99999999999999999999': expected a stream id key such as " \
+        '"0", at most 2147483647' in one_error(err)
+
+
+def test_a_rule_set_extending_a_name_too_long_for_a_file_is_exit_3(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rules = tmp_path / "r.yaml"
+    rules.write_text(f"format: streamalloc.rules/v1\nname: r\nextends: {'x' * 300}\n"
+                     "rules: []\n", encoding="utf-8")
+    code, _, err = run(capsys, "rules", "check", str(rules))
+    assert code == 3
+    assert f"{rules}:3: extends '{'x' * 300}': neither a shipped rule set" in one_error(err)
+    assert "File name too long" in err
+    rules.write_text('format: streamalloc.rules/v1\nname: r\nextends: "a\\0b"\nrules: []\n',
+                     encoding="utf-8")
+    code, _, err = run(capsys, "rules", "check", str(rules))
+    assert code == 3 and "(embedded null byte)" in one_error(err)
+
+
+SMALL = "format: streamalloc.graph/v1\nname: g\nnodes:\n- {name: d, type: Data}\n"
+
+
+@pytest.mark.parametrize("case", [
+    ("nan_cost.yaml", SMALL + "- {name: a, type: Relu, inputs: [d], cost_us: .nan}\n",
+     ["emulate"], 3, "{f}:5: node 'a' field 'cost_us': nan is not a finite number"),
+    ("huge_cost.yaml", SMALL + "- {name: a, type: Relu, inputs: [d], cost_us: 1.0e+300}\n",
+     ["allocate"], 3, "{f}:5: node 'a' field 'cost_us': 1e+300 is greater than the maximum"),
+    ("desc_attr.yaml", SMALL + "- {name: a, type: Relu, attrs: {x: {type: tensor_desc, "
+     "value: zz}}}\n", ["show"], 3, "{f}:5: node 'a' attribute 'x': "),
+    ("slack.yaml", SMALL, ["allocate", "--mode", "optimal", "--makespan-slack", "nan"], 2,
+     "--makespan-slack nan: expected a number >= 0"),
+    ("port.yaml", SMALL + '- {name: a, type: Relu, inputs: ["d:99999999999999999999"]}\n',
+     ["show"], 3, "{f}:5: node 'a' input 0 (d:99999999999999999999): node 'd' has no "
+     "described outputs, and a port runs 0..2147483647, not 99999999999999999999"),
+])
+def test_values_python_cannot_compute_with_are_refused(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        case: tuple[str, str, list[str], int, str]) -> None:
+    """Found by a fuzz run: NaN and 1e300 passed the schema's bounds and crashed the trace or
+    the solver's integers (exit 1), as did an attribute value of the wrong form. Each case:
+    file name, text, command, exit code, what the one error line says."""
+    name, text, argv, code, said = case
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    got, _, err = run(capsys, argv[0], str(path), *argv[1:])
+    assert got == code
+    assert said.format(f=path) in one_error(err)
+
+
+def test_a_cost_table_with_nan_or_not_utf8_is_exit_3(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    shipped = (ROOT / "src" / "streamalloc" / "runtime_emu" / "costs.yaml").read_text("utf-8")
+    nan = tmp_path / "nan.yaml"
+    nan.write_text(shipped.replace("launch_us: ", "launch_us: .nan #", 1), encoding="utf-8")
+    code, _, err = run(capsys, "emulate", TRAIN, "--cost", str(nan))
+    assert code == 3 and "device.launch_us: expected a number >= 0, at most 1e+15, found nan" \
+        in one_error(err)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(shipped.encode() + "# caf\u00e9\n".encode("latin-1"))
+    code, _, err = run(capsys, "emulate", TRAIN, "--cost", str(latin))
+    assert code == 3 and f"{latin}: cannot read the cost table: 'utf-8' codec" in one_error(err)
+
+
+def test_a_sweep_spec_with_nan_or_too_many_points_is_exit_3(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(f"format: streamalloc.sweep-spec/v1\ngraphs: [{TRAIN}]\nmodes: [optimal]\n"
+                    "solver: {makespan_slack: .nan}\n", encoding="utf-8")
+    code, _, err = run(capsys, "sweep", str(spec))
+    assert code == 3 and "field solver.makespan_slack: expected a finite number, found nan" \
+        in one_error(err)
+    axes = "".join(f"  o{i}: ['a', 'b']\n" for i in range(40))
+    spec.write_text(f"format: streamalloc.sweep-spec/v1\ngraphs: [{TRAIN}]\nmodes: [ge]\n"
+                    f"options:\n{axes}", encoding="utf-8")
+    code, _, err = run(capsys, "sweep", str(spec))
+    assert code == 3 and "the spec makes 1,099,511,627,776 points, more than 1,000,000" \
+        in one_error(err)
+
+
+def test_a_path_too_long_or_an_onnx_node_without_a_type_is_exit_3(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "show", str(tmp_path / ("z" * 300 + ".yaml")))
+    assert code == 3 and "cannot read the file: [Errno 36] File name too long" in one_error(err)
+    import onnx
+    from onnx import TensorProto, helper
+    value = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("", ["x"], ["y"], name="a")], "g",
+        [value("x", TensorProto.FLOAT, [4])], [value("y", TensorProto.FLOAT, [4])]))
+    path = tmp_path / "untyped.onnx"
+    onnx.save(model, str(path))
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 3
+    assert one_error(err).endswith(f"{path}: graph 'g' node 0 ('a') has an empty op_type; "
+                                   "every ONNX node needs one")
+
+
 def test_a_synced_graph_fed_back_is_exit_3(capsys: pytest.CaptureFixture[str],
                                            tmp_path: Path) -> None:
     synced = str(tmp_path / "synced.yaml")

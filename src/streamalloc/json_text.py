@@ -133,10 +133,18 @@ def decode_json(text: str) -> Any:
     >>> decode_json('{"a": [1, 2.5, "x"], "a": null}' + long), decode_json("[NaN]" + long)
     ({'a': None}, [nan])
     """
-    if len(text) < MSGSPEC_FROM:
-        return json.loads(text)
     try:
-        # msgspec reads UTF-8, and a non-ASCII str would keep its UTF-8 copy as long as it lives
-        return msgspec.json.decode(text if text.isascii() else text.encode())
-    except (msgspec.DecodeError, UnicodeEncodeError):  # the latter: a raw lone surrogate
-        return json.loads(text)
+        if len(text) < MSGSPEC_FROM:
+            return json.loads(text)
+        try:
+            # msgspec reads UTF-8, and a non-ASCII str would keep its UTF-8 copy as long as it
+            # lives
+            return msgspec.json.decode(text if text.isascii() else text.encode())
+        except (msgspec.DecodeError, UnicodeEncodeError):  # the latter: a raw lone surrogate
+            return json.loads(text)
+    except RecursionError:  # json's decoder recurses per level of nesting
+        raise json.JSONDecodeError("arrays or objects nested too deeply", text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise json.JSONDecodeError(str(exc).split(";")[0], text, 0) from None

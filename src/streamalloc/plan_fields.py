@@ -14,6 +14,7 @@ from typing import Any
 
 from streamalloc.errors import InputError
 from streamalloc.json_text import decode_json
+from streamalloc.schemas.parts import ID_MAX
 
 PLAN_DOC = "docs/plan-format.md"
 
@@ -58,8 +59,9 @@ class PlanFields:
         return value
 
     def stream_key(self, key: Any, where: str) -> int:
-        if not (isinstance(key, str) and key.isdigit() and str(int(key)) == key):
-            raise self.fail(where, 'a stream id key such as "0"', key)
+        if not (isinstance(key, str) and key.isdigit() and len(key) <= len(str(ID_MAX))
+                and str(int(key)) == key and int(key) <= ID_MAX):
+            raise self.fail(where, f'a stream id key such as "0", at most {ID_MAX}', key)
         return int(key)
 
     def int_list(self, value: Any, where: str) -> tuple[int, ...]:

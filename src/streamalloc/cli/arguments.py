@@ -6,6 +6,7 @@ imported inside the functions, as in the handlers."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,9 +84,9 @@ def optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
              if getattr(args, field) is not None}
     for field, least in (("makespan_slack", 0), ("time_limit", 0), ("event_budget", 0),
                          ("workers", 1)):
-        if field in given and given[field] < least:
+        if field in given and (given[field] < least or not math.isfinite(given[field])):
             raise UsageError(f"{OPTIMAL_FLAGS[field]} {given[field]:g}: expected a number >= "
-                             f"{least}")
+                             f"{least}")  # NaN is none: it is neither below nor above
     if "event_budget" in given and given.get("objective", "events") != "makespan":
         raise UsageError("--event-budget bounds the events of --objective makespan (the events "
                          "objective needs the fewest already); add --objective makespan")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import itertools
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     import jsonschema
 
 SPEC_FORMAT = "streamalloc.sweep-spec/v1"
+MAX_POINTS = 1_000_000  # points one sweep may make
 DOC = "docs/sweep-format.md"
 DEFAULT_RULES = "default"  # GE's own rule set for each graph, as without --rules
 
@@ -106,6 +108,13 @@ class SweepSpec:
     solver: tuple[tuple[str, tuple[Any, ...]], ...]
     cost: str | None
 
+    def point_count(self) -> int:
+        """How many points `points` makes, without making them."""
+        solver = math.prod(len(values) for _, values in self.solver)
+        per_options = sum(solver if mode == "optimal" else 1 for mode in self.modes)
+        return len(self.graphs) * len(self.rules) * per_options * \
+            math.prod(len(values) for _, values in self.options)
+
     def points(self) -> list[SweepPoint]:
         """Every point of the cross product, in the order the spec lists."""
         found: list[SweepPoint] = []
@@ -137,9 +146,14 @@ def load_spec(path: str) -> SweepSpec:
     if error is not None:
         where = f"{path}:{line_of(document, _place(error))}"
         raise InputError(f"{where}: {_what(error)} ({DOC})")
+    for key, value in document.get("solver", {}).items():
+        for v in _listed(value):  # the schema's bounds let NaN through, and infinities count
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InputError(f"{path}:{line_of(document, ['solver', key])}: field "
+                                 f"solver.{key}: expected a finite number, found {v} ({DOC})")
     base = Path(path).resolve().parent
     located = _Located(path, document)
-    return SweepSpec(
+    spec = SweepSpec(
         path, _graphs(document["graphs"], base, located),
         _rules(document.get("rules", DEFAULT_RULES), base, located),
         tuple((k, tuple(_option(v) for v in _listed(value)))
@@ -147,6 +161,11 @@ def load_spec(path: str) -> SweepSpec:
         tuple(dict.fromkeys(_listed(document.get("modes", list(MODES))))),
         tuple((k, tuple(_listed(value))) for k, value in document.get("solver", {}).items()),
         _cost(document.get("cost"), base, located))
+    if spec.point_count() > MAX_POINTS:  # counted before the grid is made: 40 axes of 2
+        # values once ran out of memory building 2^40 points
+        raise InputError(f"{path}: the spec makes {spec.point_count():,} points, more than "
+                         f"{MAX_POINTS:,}; split it into several sweeps ({DOC})")
+    return spec
 
 
 def _what(error: jsonschema.ValidationError) -> str:

@@ -50,6 +50,10 @@ _PORTS = {str(port): port for port in range(256)}  # the port text of nearly eve
 _ENGINE, _INPUTS, _REF_PORT = attrgetter("engine"), attrgetter("inputs"), attrgetter("port")
 
 
+PORT_MAX = 2**31 - 1  # an output index is an int32 in GE (and the edge arrays' int64 must
+# hold it: a port of 20 digits loaded, then overflowed them)
+
+
 def parse_ref(text: str) -> DataInput:
     """Parse "node" or "node:k" (split on the last colon, as GE's loader does)."""
     head, sep, tail = text.rpartition(":")
@@ -268,7 +272,8 @@ class GraphBuilder:
         refs = list(filter(None, chain.from_iterable(map(_INPUTS, nodes))))
         if not (set(map(_ENGINE, nodes)).issubset(self.engines.engines)
                 and position.keys() >= set(late) and position.keys() >= controls.keys()
-                and min(map(_REF_PORT, refs), default=0) >= 0):
+                and min(map(_REF_PORT, refs), default=0) >= 0
+                and max(map(_REF_PORT, refs), default=0) <= PORT_MAX):
             return False
         described = {n.name: len(n.outputs) for n in nodes if n.outputs}
         return not described or all(ref.port < described.get(ref.src, ref.port + 1) for ref in refs)
@@ -283,11 +288,13 @@ class GraphBuilder:
             if ref is not None:
                 self._check_ref(draft, node, f"input {slot} ({ref})", ref.src, nodes)
                 producer = draft.nodes[nodes[ref.src]]
-                if ref.port < 0 or (producer.outputs and ref.port >= len(producer.outputs)):
+                if ref.port < 0 or ref.port > PORT_MAX or \
+                        (producer.outputs and ref.port >= len(producer.outputs)):
+                    has = f"outputs 0..{len(producer.outputs) - 1}" if producer.outputs else \
+                        f"no described outputs, and a port runs 0..{PORT_MAX}"
                     raise GraphLoadError(
                         f"{draft.origin_of(node.name)}: node {node.name!r} input {slot} ({ref}): "
-                        f"node {ref.src!r} has outputs 0..{len(producer.outputs) - 1}, not "
-                        f"{ref.port}")
+                        f"node {ref.src!r} has {has}, not {ref.port}")
         for src in node.control_inputs:
             self._check_ref(draft, node, f"control input {src!r}", src, nodes)
 

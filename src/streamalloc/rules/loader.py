@@ -120,10 +120,15 @@ def _base(document: Mapping[str, Any], source: str, depth: int) -> RuleSet | Non
     if parent in builtin_names():
         return _load_text(_builtin_text(parent), f"<builtin {parent}>", depth + 1)
     path = Path(source).parent / parent
-    if not path.exists():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:  # missing, a directory, a name too long, not UTF-8,
+        # a NUL in the name
+        reason = "" if isinstance(exc, FileNotFoundError) else f" ({exc})"
         raise RuleSchemaError(f"{_at(source, document, ['extends'])}: extends {parent!r}: neither "
-                              f"a shipped rule set ({', '.join(builtin_names())}) nor a file")
-    return _load_text(path.read_text(encoding="utf-8"), str(path), depth + 1)
+                              f"a shipped rule set ({', '.join(builtin_names())}) nor a "
+                              f"readable file{reason}") from None
+    return _load_text(text, str(path), depth + 1)
 
 
 def _rule(document: Mapping[str, Any], index: int, source: str) -> tuple[Rule | None, str, str]:

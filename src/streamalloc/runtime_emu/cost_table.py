@@ -7,6 +7,7 @@ replaces it with another file of the same schema. Every mistake is an `InputErro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -20,6 +21,8 @@ import yaml
 from streamalloc.errors import InputError
 from streamalloc.ir.loaders.located import line_of, load_located
 
+NUMBER_MAX = 1e15  # a finite bound on every number of a table (bytes, us, units): NaN,
+# infinities and 1e300 pass `>= 0` and broke the emulator's trace and the solver's integers
 COSTS_FORMAT = "streamalloc.costs/v1"
 # formula -> the parameters it accepts (with defaults)
 FORMULAS: Mapping[str, Mapping[str, float]] = MappingProxyType({
@@ -108,9 +111,11 @@ class _Reader:
         return value
 
     def number(self, value: Any, path: Sequence[Any], *, positive: bool = False) -> float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        ok = isinstance(value, int | float) and not isinstance(value, bool) \
+            and math.isfinite(value) and value <= NUMBER_MAX
         if not ok or value < 0 or (positive and value == 0):
-            expected = "a number > 0" if positive else "a number >= 0"
+            expected = ("a number > 0" if positive else "a number >= 0") + \
+                f", at most {NUMBER_MAX:g}"
             if isinstance(value, str) and _looks_numeric(value):
                 expected += " (YAML reads 8.0e12 as text: write 8.0e+12)"
             raise self.fail(path, expected, value)
@@ -142,8 +147,9 @@ def load_cost_table(path: str | Path) -> CostTable:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the cost table: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise InputError(f"{path}: cannot read the cost table: {reason}") from None
     return parse_cost_table(text, str(path))
 
 

@@ -27,7 +27,11 @@ def load_graph(path: str | Path, *, fold: bool = True) -> Graph:
     loaded as written either way.
     """
     path = Path(path)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL in it
+        raise GraphLoadError(f"{path}: cannot read the file: {exc}") from None
+    if not exists:
         raise GraphLoadError(f"{path}: no such file")
     if path.is_dir():
         raise GraphLoadError(f"{path}: is a directory, expected a graph file")

@@ -43,7 +43,7 @@ _NODE = {
                       "description": "role -> subgraph name, in instance order"},
         "stream_id": {"type": "integer"},
         "task_count": {"type": "integer", "minimum": 0},
-        "cost_us": {"type": "number", "minimum": 0},
+        "cost_us": {"type": "number", "minimum": 0, "maximum": 1e9},
     },
 }
 

@@ -6,6 +6,7 @@ and field, what was expected and, for keys and enums, the valid choices.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
@@ -91,6 +92,11 @@ def _parse(path: Path, text: str) -> Any:
         mark = exc.problem_mark or exc.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise GraphLoadError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by offset
+        line = text.count("\n", 0, exc.position) + 1
+        shown = f"U+{ord(exc.character):04X}" if isinstance(exc.character, str) \
+            else f"byte {exc.character:#04x}"
+        raise GraphLoadError(f"{path}:{line}: malformed YAML: {exc.reason} ({shown})") from None
     except yaml.YAMLError as exc:
         raise GraphLoadError(f"{path}: malformed YAML: {exc}") from None
 
@@ -214,7 +220,19 @@ def _full_row(node: Mapping[str, Any], here: list[Any], locate: Locate) -> NodeR
             tuple(desc_from_plain(d) for d in outputs) if outputs else (),
             tuple(desc_from_plain(d) for d in descs) if descs else (),
             tuple(node["subgraphs"].items()) if "subgraphs" in node else (),
-            get("stream_id"), get("task_count"), None if cost is None else float(cost))
+            get("stream_id"), get("task_count"), _cost(cost, node["name"], [*here, "cost_us"],
+                                                        locate))
+
+
+def _cost(cost: Any, name: str, where: list[Any], locate: Locate) -> float | None:
+    """The node's cost in us: a finite number (the schema bounds it, but NaN passes any bound,
+    and the emulator's trace and the solver's integers cannot hold it)."""
+    if cost is None:
+        return None
+    if not math.isfinite(cost):
+        raise GraphLoadError(f"{locate(where)}: node {name!r} field 'cost_us': {cost} is not a "
+                             "finite number of microseconds")
+    return float(cost)
 
 
 def _attrs(owner: Mapping[str, Any], here: list[Any], locate: Locate, what: str
@@ -223,7 +241,10 @@ def _attrs(owner: Mapping[str, Any], here: list[Any], locate: Locate, what: str
     for key, plain in (owner.get("attrs") or {}).items():
         try:
             out[str(key)] = attr_from_plain(plain)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            kind = plain.get("type") if isinstance(plain, Mapping) else None
+            form = f" (a value of type {kind!r} has its own form, docs/graph-format.md)" \
+                if isinstance(exc, AttributeError | IndexError | TypeError) and kind else ""
             raise GraphLoadError(f"{locate([*here, 'attrs', key])}: {what} attribute {key!r}: "
-                                 f"{exc}") from None
+                                 f"{exc}{form}") from None
     return out
