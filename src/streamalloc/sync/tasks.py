@@ -189,7 +189,7 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
         return
     own = _OWN_UNITS.get_or_make(id(graph.by_name), (graph.by_name,), dict)
     table = _table(graph)
-    homed: list[str] = []
+    homed: list[tuple[str, int]] = []  # (node, its units)
     for row in list(compress(range(len(rows.streams)), map(INVALID.__eq__, rows.streams))):
         if row in rows.made:
             rows.set_stream(row, 0)
@@ -200,15 +200,15 @@ def home_streamless(graph: Graph, rows: TaskColumns) -> None:
             units = own[name] = _counts(graph, name, table)[0]
         if units > 0:
             rows.set_stream(row, 0)
-            homed.append(name)
+            homed.append((name, units))
     if homed:
         _check_homed(graph, rows, homed)
 
 
-def _check_homed(graph: Graph, rows: TaskColumns, homed: Sequence[str]) -> None:
-    """Raise AllocationInfeasible when a node `home_streamless` put on stream 0 has a producer
-    or consumer on another stream, directly or through nodes without a stream (which pass
-    orderings on, as the verifier reads them): nothing orders the two."""
+def _check_homed(graph: Graph, rows: TaskColumns, homed: Sequence[tuple[str, int]]) -> None:
+    """Raise AllocationInfeasible when a node `home_streamless` put on stream 0 (with its
+    units) has a producer or consumer on another stream, directly or through nodes without a
+    stream (which pass orderings on, as the verifier reads them): nothing orders the two."""
     stream_of = dict(zip(rows.names, rows.streams, strict=True))
 
     def producers(name: str) -> list[str]:
@@ -218,7 +218,7 @@ def _check_homed(graph: Graph, rows: TaskColumns, homed: Sequence[str]) -> None:
     def consumers(name: str) -> tuple[str, ...]:
         return graph.graph(graph.by_name[name].graph).successors(name)
 
-    for name in homed:
+    for name, units in homed:
         for role, step in (("producer", producers), ("consumer", consumers)):
             seen, todo = {name}, list(step(name))
             while todo:
@@ -233,7 +233,7 @@ def _check_homed(graph: Graph, rows: TaskColumns, homed: Sequence[str]) -> None:
                     node = graph.by_name[name]
                     raise AllocationInfeasible(
                         f"node {name!r} ({node.type}, engine {node.engine}) has no stream but "
-                        f"issues {_counts(graph, name)[0]} task(s); GE puts such a node on "
+                        f"issues {units} task(s); GE puts such a node on "
                         f"stream 0 after synchronizing (B7), so no event orders it with its "
                         f"{role} {other!r} on stream {stream}. A node GE gives no stream (its "
                         "engine's, or a root-graph label node) should issue no tasks: check "

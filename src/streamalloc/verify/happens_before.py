@@ -133,16 +133,19 @@ class _Sweep:
                 self.blocked_on[k] = src
                 return False
         row = self.rows[k].copy()  # rows are never changed once made: snapshots share them
-        for src in srcs:
-            np.maximum(row, self._known(src), out=row)
-        if firsts:
+        for src in srcs:  # a join: the row itself takes the source's position
+            j = int(self.owner[src])
+            np.maximum(row, self.segments.row_of(src), out=row)
+            row[j] = max(row[j], src - self.base[j])
+        if firsts:  # a meet: each source's own row first (a copy), then their minimum
             np.maximum(row, np.minimum.reduce([self._known(src) for src in firsts]), out=row)
         self.rows[k] = row
         self.segments.close(gid, row)
         return True
 
     def _known(self, src: int) -> np.ndarray:
-        """What happens before a task that waits for `src`: its segment's row and `src`."""
+        """What happens before a task that waits for `src`: its segment's row and `src`, in
+        a row of its own (the segment's is shared)."""
         j = int(self.owner[src])
         row = self.segments.row_of(src).copy()
         row[j] = max(row[j], src - self.base[j])
