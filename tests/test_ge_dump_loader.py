@@ -394,8 +394,18 @@ def test_text_that_is_not_protobuf(tmp_path: Path) -> None:
     assert "GE dump" in load_error(write(tmp_path, "notes.txt", "hello world\n"))
 
 
-def test_protobuf_without_operators(tmp_path: Path) -> None:
-    message = load_error(write(tmp_path, "bare.txt", 'name: "g"\n'))
+@pytest.mark.parametrize("text", ['name: "g"\n', 'name: "m"\ngraph {\n  name: "root"\n}\n'])
+@pytest.mark.parametrize("use_protoc", [True, False])
+def test_protobuf_without_operators(tmp_path: Path, text: str, use_protoc: bool) -> None:
+    # A ModelDef whose graph is empty used to be blamed on GraphDef's parse ("no field graph").
+    message = load_error(write(tmp_path, "bare.txt", text), use_protoc=use_protoc)
+    assert "holds no graph with operators" in message
+
+
+def test_binary_modeldef_without_operators(tmp_path: Path) -> None:
+    model = ge_ir_pb2.ModelDef(name="m")
+    model.graph.add(name="root")
+    message = load_error(write(tmp_path, "bare.pb", model.SerializeToString()))
     assert "holds no graph with operators" in message
 
 

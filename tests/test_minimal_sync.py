@@ -393,7 +393,7 @@ def test_random_activation_minimal_never_exceeds_ge(graph: Graph) -> None:
         assert set(report.counts) <= {"dependency"} | set(ge_report.counts)
 
 
-LABEL_TWICE = yaml_graph("""
+LABEL_TWICE_TEXT = """
 name: act_two_branches
 options: {ge.streamMaxParallelNum: "AIcoreEngine:4"}
 nodes:
@@ -405,7 +405,8 @@ nodes:
   - {name: s, type: Add, inputs: [ma, mb], control_inputs: [acta, actb],
      attrs: {_stream_label: lab}}
   - {name: out, type: NetOutput, inputs: [s]}
-""")
+"""
+LABEL_TWICE = yaml_graph(LABEL_TWICE_TEXT)
 
 
 def test_a_label_two_activators_start_keeps_its_events_under_minimal_sync() -> None:
@@ -422,3 +423,24 @@ def test_a_label_two_activators_start_keeps_its_events_under_minimal_sync() -> N
     assert verify_plan(LABEL_TWICE, minimal).ok
     assert emulate(LABEL_TWICE, minimal).status == "ok"
     assert ("actb", "s") in {(e["send"], e["recv"]) for e in minimal["events"]}
+
+
+def test_ge_mode_names_the_race_of_two_activators_and_compare_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """GE's racing plan is refused with its cause, not only the verifier's list; compare gives
+    ge a NO_PLAN row saying why, and the other modes their plans."""
+    graph = tmp_path / "g.yaml"
+    graph.write_text("format: streamalloc.graph/v1\n" + LABEL_TWICE_TEXT, encoding="utf-8")
+    assert main(["allocate", str(graph), "-o", str(tmp_path / "p.json")]) == 5
+    error = capsys.readouterr().err
+    assert error.startswith("streamalloc: error: GE's plan races: several activators start one "
+                            "stream (stream 0 by acta, actb)"), error
+    assert "`--sync minimal` keeps those events" in error.splitlines()[0]
+    assert "dependency: data edge mb -> s is not ordered" in error
+    assert not (tmp_path / "p.json").exists()
+    assert main(["compare", str(graph), "--json", "--time-limit", "1"]) == 0
+    rows = {r["mode"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["ge"]["status"] == "NO_PLAN"
+    assert rows["ge"]["reason"].startswith("GE's plan races: ")
+    assert "\n" not in rows["ge"]["reason"]
+    assert rows["ge-minimal"]["events"] == 4 and rows["optimal"]["events"] == 4

@@ -279,6 +279,26 @@ def test_a_control_character_in_yaml_is_one_line_with_its_line(
         "characters are not allowed (byte 0x00)"
 
 
+@pytest.mark.parametrize("text, said", [
+    ("format: x\ndevice: [a\n", "3:1: malformed YAML: did not find expected ',' or ']'"),
+    ("format: x\n\0\n", "2: malformed YAML: control characters are not allowed (byte 0x00)"),
+    ("a: 1\n  b: 2\n", "2:4: malformed YAML: mapping values are not allowed in this context"),
+])
+@pytest.mark.parametrize("kind", ["cost", "rules", "sweep"])
+def test_malformed_yaml_of_every_user_file_is_one_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, text: str,
+        said: str) -> None:
+    """Found by a fuzz run: cost tables printed PyYAML's text over several lines, and rule files
+    and sweep specs did so for a character YAML does not allow."""
+    path = tmp_path / f"{kind}.yaml"
+    path.write_text(text, encoding="utf-8")
+    argv = {"cost": ["emulate", graph_file(tmp_path), "--cost", str(path)],
+            "rules": ["rules", "check", str(path)], "sweep": ["sweep", str(path)]}[kind]
+    code, _, err = run(capsys, *argv)
+    assert code == 3
+    assert one_error(err) == f"streamalloc: error: {path}:{said}"
+
+
 def test_a_plan_stream_id_beyond_the_id_range_is_exit_3(capsys: pytest.CaptureFixture[str],
                                                        tmp_path: Path) -> None:
     graph = graph_file(tmp_path)

@@ -61,6 +61,11 @@ class PlanVerifyError(StreamallocError):
     exit_code = 5
 
 
+class GeSyncRace(PlanVerifyError):
+    """GE's sync gave a plan that races: several activators start one stream and GE credits
+    any one of them (docs/ge-behaviour.md); the message names the streams."""
+
+
 class InternalError(StreamallocError):
     """An internal invariant broke: a bug in streamalloc, not in the input."""
 

@@ -49,6 +49,7 @@ def _allocated(args: argparse.Namespace) -> tuple[api.Graph, api.Allocation]:
 def run_allocate(args: argparse.Namespace) -> int:
     from streamalloc import api, collector
     from streamalloc.verify import verify_plan
+    from streamalloc.verify.shared_start import raise_for_ge_plan
     check_optimal_flags(args)
     given = api.load_rule_set(args.rules)
     graph = read_graph(args.graph, args, given)
@@ -61,7 +62,8 @@ def run_allocate(args: argparse.Namespace) -> int:
         document = plan.to_json()
         rules = (given or api.default_rule_set(graph)) if args.mode == "ge" else None
         _write_plan(args, graph, plan, document,
-                    lambda: verify_plan(graph, document, rules=rules).raise_for_failure())
+                    lambda: raise_for_ge_plan(verify_plan(graph, document, rules=rules),
+                                              document))
     collector.hold(graph, allocation, plan, document)
     return 0
 

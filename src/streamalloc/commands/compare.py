@@ -27,7 +27,13 @@ from typing import Any
 import msgspec.structs
 
 from streamalloc import api
-from streamalloc.errors import AllocationInfeasible, InputError, LimitExceeded, UsageError
+from streamalloc.errors import (
+    AllocationInfeasible,
+    GeSyncRace,
+    InputError,
+    LimitExceeded,
+    UsageError,
+)
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
 from streamalloc.optimal.bounds import graph_makespan_bound
@@ -41,12 +47,14 @@ from streamalloc.runtime_emu.program import Program
 from streamalloc.sync.limits import without_device_limits
 from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
+from streamalloc.verify.shared_start import raise_for_ge_plan
 
 MODES = ("ge", "ge-minimal", "optimal")
 NO_PLAN = "NO_PLAN"  # the optimal mode found no plan within the device limits
-# GE's error cases on a graph that loaded: infeasible, or input GE rejects (single-stream mode
-# with a stream label, E10055); its rows say NO_PLAN and why, and the other graphs go on
-GE_FAILURES = (AllocationInfeasible, InputError)
+# GE's error cases on a graph that loaded: infeasible, input GE rejects (single-stream mode
+# with a stream label, E10055), or a ge-sync plan that races (several activators start one
+# stream); its rows say NO_PLAN and why, and the other graphs go on
+GE_FAILURES = (AllocationInfeasible, InputError, GeSyncRace)
 _PLAN_FIGURES = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
                  "chain_sync_us", "critical_path_us", "work_over_units_us")
 FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
@@ -256,8 +264,9 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
             row, program = _measured(without_device_limits(graph), mode, settings)
             row.update(status="OVER_LIMIT", reason=str(exc))
     except GE_FAILURES as exc:
+        reason = str(exc).splitlines()[0]  # a race's first line; the verifier's list follows
         row, program = {**dict.fromkeys(_PLAN_FIGURES), "status": NO_PLAN, "gap": None,
-                        "events_bound": None, "reason": str(exc)}, None
+                        "events_bound": None, "reason": reason}, None
     return {**row, "wall_s": round(time.perf_counter() - began, 3)}, program
 
 
@@ -271,8 +280,8 @@ def _measured(graph: Graph, mode: str, settings: CompareSettings
         sync = "minimal" if mode == "ge-minimal" else "ge"
         plan = api.plan(graph, _ge_rules(settings), "ge", sync)
     document = plan.to_json()
-    verify_plan(graph, document, rules=settings.rules or api.default_rule_set(graph)
-                ).raise_for_failure()
+    raise_for_ge_plan(verify_plan(graph, document,
+                                  rules=settings.rules or api.default_rule_set(graph)), document)
     result = emulate(graph, document, costs=_costs(settings))
     chain, bounds = chain_summary(result), result.bounds  # (bounds: computed when read)
     return {**_counts(plan), "makespan_us": round(result.makespan_us, 3),

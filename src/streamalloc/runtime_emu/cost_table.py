@@ -19,7 +19,7 @@ import msgspec
 import yaml
 
 from streamalloc.errors import InputError
-from streamalloc.ir.loaders.located import line_of, load_located
+from streamalloc.ir.loaders.located import line_of, load_located, yaml_error
 
 NUMBER_MAX = 1e15  # a finite bound on every number of a table (bytes, us, units): NaN,
 # infinities and 1e300 pass `>= 0` and broke the emulator's trace and the solver's integers
@@ -158,7 +158,7 @@ def parse_cost_table(text: str, source: str) -> CostTable:
     try:
         document = load_located(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"{source}: not valid YAML: {exc}") from None
+        raise InputError(yaml_error(exc, text, source)) from None
     read = _Reader(source, document)
     top = read.mapping(document, [], TOP_KEYS)
     if top.get("format") != COSTS_FORMAT:

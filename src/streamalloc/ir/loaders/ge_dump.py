@@ -122,6 +122,7 @@ def _decode_text(path: Path, text: str, use_protoc: bool) -> ge_ir_pb2.ModelDef:
     field = first.group(1) if first else ""
     kinds = [k for k in _KINDS if field in k.DESCRIPTOR.fields_by_name] or list(_KINDS)
     failures: list[_TextError] = []
+    parsed = False  # a kind that parses names the problem better than the failures of the others
     for kind in kinds:
         try:
             model = _as_model(_parse_text(text, kind, use_protoc))
@@ -130,7 +131,8 @@ def _decode_text(path: Path, text: str, use_protoc: bool) -> ge_ir_pb2.ModelDef:
             continue
         if _has_ops(model):
             return model
-    if not failures:
+        parsed = True
+    if parsed or not failures:
         raise _no_graph(path, "text")
     # The kind the text was meant as is the one whose parse got furthest.
     worst = max(failures, key=lambda f: (f.line, f.column))
@@ -144,6 +146,7 @@ def _decode_binary(path: Path, data: bytes) -> ge_ir_pb2.ModelDef:
     # 0x3A is field 7 (ModelDef.graph), which GraphDef lacks; 0x0A (name) fits both.
     kinds = _KINDS[:1] if data[0] == 0x3A else _KINDS
     errors = []
+    parsed = False
     for kind in kinds:
         try:
             model = _as_model(kind.FromString(data))
@@ -152,7 +155,8 @@ def _decode_binary(path: Path, data: bytes) -> ge_ir_pb2.ModelDef:
             continue
         if _has_ops(model):
             return model
-    if not errors:
+        parsed = True
+    if parsed or not errors:
         raise _no_graph(path, "binary")
     raise GraphLoadError(f"{path}: malformed GE dump: not protobuf text, and not a binary ModelDef "
                          f"or GraphDef ({'; '.join(errors)}); the file is truncated, corrupt or "

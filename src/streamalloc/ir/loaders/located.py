@@ -87,6 +87,23 @@ def line_of(document: Any, path: Sequence[Any]) -> int:
     return line
 
 
+def yaml_error(exc: yaml.YAMLError, text: str, source: str) -> str:
+    """One line `source:line[:column]: malformed YAML: what` for any error of `load_located`;
+    PyYAML's own text spans several lines."""
+    if isinstance(exc, DuplicateKeyError):
+        return f"{source}:{exc.line}: malformed YAML: {exc.what}"
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        return f"{where}: malformed YAML: {exc.problem or exc.context}"
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow, by offset
+        line = text.count("\n", 0, exc.position) + 1
+        shown = f"U+{ord(exc.character):04X}" if isinstance(exc.character, str) \
+            else f"byte {exc.character:#04x}"
+        return f"{source}:{line}: malformed YAML: {exc.reason} ({shown})"
+    return f"{source}: malformed YAML: {' '.join(str(exc).split())}"
+
+
 def load_mapping(text: str, source: str, error: Callable[[str], Exception], expected: str
                  ) -> Any:
     """A located YAML document that must be a mapping; malformed YAML and anything else raise
@@ -94,14 +111,8 @@ def load_mapping(text: str, source: str, error: Callable[[str], Exception], expe
     mapping should hold, e.g. "'format' and 'rules'")."""
     try:
         document = load_located(text)
-    except DuplicateKeyError as exc:
-        raise error(f"{source}:{exc.line}: malformed YAML: {exc.what}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise error(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
-        raise error(f"{source}: malformed YAML: {exc}") from None
+        raise error(yaml_error(exc, text, source)) from None
     if not isinstance(document, dict):
         raise error(f"{source}: expected a mapping with {expected}")
     return document

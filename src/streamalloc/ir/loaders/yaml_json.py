@@ -22,7 +22,7 @@ from streamalloc.ir.builder import GraphBuilder, NodeRow, parse_ref
 from streamalloc.ir.engines import default_engine_table, engine_from_plain
 from streamalloc.ir.graph import DataInput, Graph, PartitionEntry
 from streamalloc.ir.loaders.graph_schema import GRAPH_SCHEMA
-from streamalloc.ir.loaders.located import DuplicateKeyError, line_of, load_located
+from streamalloc.ir.loaders.located import line_of, load_located, yaml_error
 from streamalloc.json_text import decode_json
 from streamalloc.validation import SchemaCheck, explain
 
@@ -86,19 +86,8 @@ def _parse(path: Path, text: str) -> Any:
                                  ) from None
     try:
         return load_located(text)
-    except DuplicateKeyError as exc:
-        raise GraphLoadError(f"{path}:{exc.line}: malformed YAML: {exc.what}") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise GraphLoadError(f"{where}: malformed YAML: {exc.problem or exc.context}") from None
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, by offset
-        line = text.count("\n", 0, exc.position) + 1
-        shown = f"U+{ord(exc.character):04X}" if isinstance(exc.character, str) \
-            else f"byte {exc.character:#04x}"
-        raise GraphLoadError(f"{path}:{line}: malformed YAML: {exc.reason} ({shown})") from None
     except yaml.YAMLError as exc:
-        raise GraphLoadError(f"{path}: malformed YAML: {exc}") from None
+        raise GraphLoadError(yaml_error(exc, text, str(path))) from None
 
 
 def _try_located(text: str) -> Any:
