@@ -74,8 +74,9 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the quick preset (~2 minutes)")
     parser.add_argument("--only", default="",
-                        help="comma-separated name substrings: run only those inputs (any real "
-                             "model, the training step, the preset's stacks and sizes)")
+                        help="comma-separated name substrings, any case: run only those "
+                             "inputs (any real model, the training step, the preset's stacks "
+                             "and sizes)")
     parser.add_argument("--sizes", help="generated graph sizes, e.g. 1k,10k,100k,1M")
     parser.add_argument("--modes", help="comma-separated among ge, ge-minimal, optimal")
     parser.add_argument("--time-limit", type=float,

@@ -56,7 +56,8 @@ class BenchInput:
 @dataclass(frozen=True)
 class Selection:
     """Which inputs a preset runs: real models by short name (None: all), the ResNet-50 training
-    step or not, transformer stack depths, generated graph sizes; `only`: name substrings."""
+    step or not, transformer stack depths, generated graph sizes; `only`: name substrings, any
+    case (`specs` stops the run where one names no input)."""
 
     real: tuple[str, ...] | None
     training: bool
@@ -84,7 +85,14 @@ def specs(selection: Selection) -> list[Spec]:
                          partial(transformer_training_step, n)) for n in selection.stacks]
     found += [_generated(f"layered_{size_name(n)}", "generated", partial(_layered, n))
               for n in selection.sizes]
-    return [s for s in found if not selection.only or any(o in s.name for o in selection.only)]
+    if not selection.only:
+        return found
+    only = [o.lower() for o in selection.only]
+    unmatched = [o for o in only if not any(o in s.name.lower() for s in found)]
+    if unmatched:
+        raise SystemExit(f"--only: {', '.join(unmatched)} names no input; the inputs: "
+                         f"{', '.join(s.name for s in found)}")
+    return [s for s in found if any(o in s.name.lower() for o in only)]
 
 
 def _resnet50_step() -> Graph:

@@ -109,3 +109,23 @@ def test_readme_block_is_replaced_between_the_markers() -> None:
         f"intro\n{report.BEGIN}\nnew\n{report.END}\nrest\n"
     with pytest.raises(ValueError, match="bench:begin"):
         report.update_readme("no markers\n", "x")
+
+
+def test_events_steps_only_takes_substrings_and_refuses_a_name_matching_no_step() -> None:
+    """Found by a docs walk-through: `--only squeezenet` matched nothing (exact names, any
+    case mattered), measured nothing and overwrote the results with an empty table."""
+    from bench.events_steps import STEPS, chosen
+    assert chosen("") == list(STEPS)
+    assert chosen("squeezenet, bert") == ["SqueezeNet", "BERT base"]
+    with pytest.raises(SystemExit, match="--only: resnet names no step"):
+        chosen("squeeze,resnet")
+
+
+def test_bench_only_is_any_case_and_refuses_a_name_matching_no_input() -> None:
+    """Found by a docs walk-through: `python -m bench --only NAME` naming nothing ran nothing
+    and failed while drawing an empty plot (an internal error)."""
+    from bench.inputs import Selection, specs
+    selection = Selection(real=None, training=False, stacks=(), sizes=(1000,), only=("ZFNet",))
+    assert [s.name for s in specs(selection)] == ["zfnet512"]
+    with pytest.raises(SystemExit, match="--only: zzzz names no input; the inputs: "):
+        specs(Selection(real=None, training=False, stacks=(), sizes=(), only=("zzzz",)))

@@ -70,8 +70,8 @@ def test_the_plugin_is_registered_as_a_pytest11_entry_point() -> None:
 def test_missing_goldens_fail_and_say_how_to_write_them(project: pytest.Pytester) -> None:
     result = project.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=4)
-    result.stdout.fnmatch_lines(["*golden file goldens/default.alloc.txt is missing; run pytest "
-                                 "--update-goldens*"])
+    result.stdout.fnmatch_lines(["*golden file */goldens/default.alloc.txt is missing; run "
+                                 "pytest --update-goldens*"])
 
 
 def test_update_goldens_writes_them_and_then_the_tests_pass(project: pytest.Pytester) -> None:
@@ -97,12 +97,24 @@ def test_a_changed_golden_fails_with_a_diff_until_updated(project: pytest.Pytest
     result = project.runpytest()
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines([
-        "*output differs from goldens/default.alloc.txt; if the change is intended, run pytest "
+        "*output differs from */goldens/default.alloc.txt; if the change is intended, run pytest "
         "--update-goldens*",
         "*-c 7 assign-by-dependency*", "*+c 1 assign-by-dependency*"])
     project.runpytest("--update-goldens").assert_outcomes(passed=4)
     assert golden.read_text() == right
     project.runpytest().assert_outcomes(passed=4)
+
+
+def test_fixture_paths_are_read_from_the_test_files_directory(
+        project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a docs walk-through: run from the parent directory, the goldens written from
+    the test directory were "missing". The fixtures' paths now hold from any directory; the
+    helper outside fixtures takes its paths from the working directory, and fails there."""
+    project.runpytest("--update-goldens").assert_outcomes(passed=4)
+    monkeypatch.chdir(project.path.parent)
+    result = project.runpytest(str(project.path / "test_user.py"), "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["FAILED *test_importable_helper*"])
 
 
 def test_the_option_is_the_plugins(pytester: pytest.Pytester) -> None:

@@ -183,21 +183,35 @@ def test_no_op_type_warning_on_the_examples_and_golden_cases() -> None:
 
 # --- 2. input errors, not internal ones -------------------------------------------------------
 
-@pytest.mark.parametrize("mode", [[], ["--mode", "optimal"]])
+@pytest.mark.parametrize("mode", [[], ["--mode", "optimal"], "check"])
 def test_a_stand_alone_rule_set_without_an_assigning_rule(capsys: pytest.CaptureFixture[str],
-                                                          tmp_path: Path, mode: list[str]
+                                                          tmp_path: Path, mode: list[str] | str
                                                           ) -> None:
     """Ge mode has no stream to give; nor has the optimal mode's baseline, ge mode under the
-    same rules (it once failed with exit 4 on GE's quirk Q1, a node left on no stream)."""
+    same rules (it once failed with exit 4 on GE's quirk Q1, a node left on no stream).
+    `rules check` says so too (a docs walk-through found it printing "ok")."""
     rules = tmp_path / "r.yaml"
     rules.write_text("format: streamalloc.rules/v1\nname: lonely\nrules:\n"
                      "  - {name: lab, kind: stream-label, match: {type: Relu}, "
                      "options: {label: a}}\n", encoding="utf-8")
-    code, _, err = run(capsys, "allocate", graph_file(tmp_path), "--rules", str(rules), *mode)
+    if mode == "check":
+        code, _, err = run(capsys, "rules", "check", str(rules))
+        said = "rule set 'lonely' has no rule that assigns streams"
+    else:
+        code, _, err = run(capsys, "allocate", graph_file(tmp_path), "--rules", str(rules),
+                           *mode)
+        said = "rule set 'lonely' has no enabled rule that assigns streams"
     assert code == 3
     line = one_error(err)
-    assert "rule set 'lonely' has no enabled rule that assigns streams" in line
+    assert said in line
     assert "extends: ge-static-multi-stream" in line
+
+
+@pytest.mark.parametrize("name", ["free", "ge-static-multi-stream", "ge-dynamic-shape"])
+def test_rules_check_accepts_the_shipped_sets(capsys: pytest.CaptureFixture[str],
+                                              name: str) -> None:
+    code, out, _ = run(capsys, "rules", "check", name)
+    assert code == 0 and f"ok, rule set {name!r}" in out
 
 
 @pytest.mark.parametrize("mode", [[], ["--mode", "optimal"]])
@@ -454,6 +468,19 @@ def test_output_closed_early_is_exit_141(unbuffered: str) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == cli.BROKEN_PIPE, err
     assert err == ""
+
+
+def test_an_error_whose_reader_went_away_keeps_its_exit_code() -> None:
+    """Found by a docs walk-through: `emulate ... 2>&1 | head -1` on a plan the verifier
+    rejects exited 1, as printing the error to the closed pipe raised inside the handler."""
+    plans = ROOT / "examples" / "plans"
+    proc = subprocess.Popen([sys.executable, "-m", "streamalloc", "emulate",
+                             str(plans / "fork_join.yaml"),
+                             str(plans / "fork_join.no_events.plan.json")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env())
+    assert proc.stderr is not None
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 5
 
 
 def test_ctrl_c_is_one_line_and_exit_130(capsys: pytest.CaptureFixture[str],

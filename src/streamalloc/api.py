@@ -27,8 +27,8 @@ from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
 
 __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverReport", "SyncPlan",
-           "allocate", "check_graph", "check_op_types", "convert_graph", "default_rule_set",
-           "load_graph", "load_rule_set", "optimal_plan",
+           "allocate", "check_assigning", "check_graph", "check_op_types", "convert_graph",
+           "default_rule_set", "load_graph", "load_rule_set", "optimal_plan",
            "partition_model", "plan", "read_graph", "synced_graph", "synchronize", "with_options",
            "write_atomic", "write_graph"]
 
@@ -95,7 +95,7 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
         raise InputError("rule set 'free' declares no rules and allocates nothing; it is for "
                          "--mode optimal (ge mode needs GE's rules or a file extending them)")
     if rules is not None:
-        _check_assigning(graph, rules)
+        check_assigning(rules, graph)
     return allocate_ge(graph, rules, observer=observer)
 
 
@@ -105,16 +105,20 @@ ASSIGNING_KINDS = ("assign-by-dependency", "assign-by-label", "single-stream",
 SYNC_TYPES = ("Send", "Recv", "SendNotify", "RecvNotify")
 
 
-def _check_assigning(graph: Graph, rules: RuleSet) -> None:
+def check_assigning(rules: RuleSet, graph: Graph | None = None) -> None:
     """Ge mode, and so the optimal mode's baseline, needs a rule that gives every subgraph a
-    stream (exit 3 before any pass, not GE's failure on a node left without one). The dynamic
-    flow needs none: it starts every node on stream 0 (GE's dynamic-shape allocator without
-    ENABLE_DYNAMIC_SHAPE_MULTI_STREAM)."""
-    enabled = [r for r in rules.rules if r.enabled(graph.options)]
-    if rules.flow != "dynamic" and not any(r.kind in ASSIGNING_KINDS for r in enabled):
+    stream (exit 3 before any pass, not GE's failure on a node left without one): one enabled
+    under `graph`'s options, or without a graph (`rules check`) one at all. The dynamic flow
+    needs none: it starts every node on stream 0 (GE's dynamic-shape allocator without
+    ENABLE_DYNAMIC_SHAPE_MULTI_STREAM); `free` is for the optimal mode alone."""
+    if rules.flow == "dynamic" or rules.name == FREE:
+        return
+    kept = rules.rules if graph is None else [r for r in rules.rules if r.enabled(graph.options)]
+    if not any(r.kind in ASSIGNING_KINDS for r in kept):
+        which, where = ("", "") if graph is None else (" enabled", f" for graph {graph.name!r}")
         raise InputError(
-            f"{rules.source}: rule set {rules.name!r} has no enabled rule that assigns streams "
-            f"(one of the kinds {', '.join(ASSIGNING_KINDS)}) for graph {graph.name!r}, so ge "
+            f"{rules.source}: rule set {rules.name!r} has no{which} rule that assigns streams "
+            f"(one of the kinds {', '.join(ASSIGNING_KINDS)}){where}, so ge "
             "mode, and the optimal mode's baseline, would leave nodes without a stream; add "
             "`extends: ge-static-multi-stream` (or another shipped rule set) to build on GE's "
             "rules, or add such a rule")
@@ -137,8 +141,8 @@ def optimal_plan(graph: Graph, rules: RuleSet | None = None,
                  options: OptimalOptions | None = None) -> tuple[SyncPlan, SolverReport]:
     """The optimal mode's verified plan and the solver's report (the plan's `solver` block)."""
     from streamalloc.optimal.driver import allocate_optimal  # OR-Tools: only when solving
-    if rules is not None and rules.name != FREE:  # the baseline is ge mode under them
-        _check_assigning(graph, rules)
+    if rules is not None:  # the baseline is ge mode under them
+        check_assigning(rules, graph)
     return allocate_optimal(graph, rules, options or OptimalOptions())
 
 

@@ -11,6 +11,10 @@ suite in an environment with streamalloc has:
 * the option `--update-goldens`; the functions `assert_allocation_matches` and
   `check_golden` below read it from the running session, so helpers outside fixtures work too.
 
+The fixtures read a relative `golden` path from the test file's directory, and a relative graph
+or rule file path there too when the file is there, so a suite runs from any directory; the
+functions take paths as given (from the working directory).
+
     def test_my_policy(assert_allocation_matches):
         assert_allocation_matches("graphs/attn.yaml", "goldens/attn.alloc.txt",
                                   rules="rules/attention.yaml",
@@ -25,7 +29,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pytest
 
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from streamalloc.rules import RuleSet
 
 UPDATE_OPTION = "--update-goldens"
+_Given = TypeVar("_Given")
 DIFF_LINES = 40
 _session: dict[str, bool] = {"update": False}  # the option of the running session
 
@@ -120,11 +125,14 @@ def _assert_allocation_matches_fixture(request: pytest.FixtureRequest) -> Alloca
     """`assert_allocation_matches(graph, golden, rules=..., mode=..., options=...)`."""
     update = update_goldens(request.config)
 
+    base = request.path.parent
+
     def check(graph: Graph | str | Path, golden: str | Path, *,
               rules: RuleSet | str | Path | None = None, mode: str = "ge",
               options: Mapping[str, str] | None = None) -> None:
         __tracebackhide__ = True
-        assert_allocation_matches(graph, golden, rules=rules, mode=mode, options=options,
+        assert_allocation_matches(_beside(base, graph), base / golden,
+                                  rules=_beside(base, rules), mode=mode, options=options,
                                   update=update)
 
     return check
@@ -134,12 +142,21 @@ def _assert_allocation_matches_fixture(request: pytest.FixtureRequest) -> Alloca
 def _golden_text_fixture(request: pytest.FixtureRequest) -> Callable[[str | Path, str], None]:
     """`golden_text(path, actual)`: compare text with a golden file, or rewrite it."""
     update = update_goldens(request.config)
+    base = request.path.parent
 
     def check(path: str | Path, actual: str) -> None:
         __tracebackhide__ = True
-        check_golden(path, actual, update=update)
+        check_golden(base / path, actual, update=update)
 
     return check
+
+
+def _beside(base: Path, given: _Given) -> _Given | Path:
+    """A graph or rule file named relative to the test file's directory, if it is there; a
+    shipped rule set's name, a Graph or RuleSet, or a file elsewhere is kept as given."""
+    if isinstance(given, str | Path) and (base / given).is_file():
+        return base / given
+    return given
 
 
 __all__ = ["UPDATE_OPTION", "AllocationMatcher", "allocation_golden_text",

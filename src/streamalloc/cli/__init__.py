@@ -132,20 +132,27 @@ def _run_command(args: argparse.Namespace) -> int:
         return BROKEN_PIPE
     except KeyboardInterrupt:
         if args.debug:
-            traceback.print_exc()
-        print("streamalloc: interrupted", file=sys.stderr)
+            _say(traceback.format_exc().rstrip())
+        _say("streamalloc: interrupted")
         return INTERRUPTED
     except StreamallocError as exc:
         if args.debug:
-            traceback.print_exc()
-        print(f"streamalloc: error: {exc}", file=sys.stderr)
+            _say(traceback.format_exc().rstrip())
+        _say(f"streamalloc: error: {exc}")
         return exc.exit_code
     except Exception as exc:  # a bug: say so, and keep the traceback behind --debug
         if _Interrupt.seen:  # Ctrl-C during an import
-            print("streamalloc: interrupted", file=sys.stderr)
+            _say("streamalloc: interrupted")
             return INTERRUPTED
         if args.debug:
-            traceback.print_exc()
-        print(f"streamalloc: internal error ({type(exc).__name__}): {exc}; rerun with --debug "
-              "and report it", file=sys.stderr)
+            _say(traceback.format_exc().rstrip())
+        _say(f"streamalloc: internal error ({type(exc).__name__}): {exc}; rerun with --debug "
+             "and report it")
         return 1
+
+
+def _say(text: str) -> None:
+    """One message on stderr; where stderr's reader went away (`2>&1 | head -1`) it is lost,
+    and the exit code is still the command's own, not an internal error."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr, flush=True)

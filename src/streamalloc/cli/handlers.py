@@ -166,7 +166,9 @@ def run_vars(args: argparse.Namespace) -> int:
 
 
 def run_rules_check(args: argparse.Namespace) -> int:
+    from streamalloc import api
     rules = _rule_set(args.file)
+    api.check_assigning(rules)
     _print_rules(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), "
                  f"{len(rules.rules)} rules in order:", rules, scope=False)
     return 0
