@@ -22,6 +22,8 @@ BENCH_FORMAT = "streamalloc.bench/v1"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 TARGETS = {"startup_s": 0.3, "allocate_ratio": 12.0, "emulate_ratio": 8.0, "peak_mb_1M": 2048.0,
            "per_node_growth": 1.5, "optimal_proven_s": 60.0}
+RATIOS_AT = 100_000  # nodes: the ratio targets hold from here; below, the start-up and the
+# fixed work of a command weigh more than json.load of a small file, and nothing is judged
 PROVEN_UP_TO = 300  # nodes: the inputs whose optimal plans the target wants proven
 MARKERS = {"ge": "o", "ge-minimal": "s", "optimal": "^"}
 _COLUMNS = (("input", "input"), ("mode", "mode"), ("nodes", "nodes"),
@@ -47,10 +49,10 @@ def targets(rows: Sequence[Mapping[str, Any]], startup_s: float) -> dict[str, An
                                      "proven": len(proven), "inputs": len(small)}
     if not ge:
         return found
-    ref = next((r for r in ge if r["nodes"] >= 100_000), ge[-1])
+    ref = next((r for r in ge if r["nodes"] >= RATIOS_AT), ge[-1])
     found["at"] = ref["input"]
     for key in ("allocate_ratio", "emulate_ratio"):
-        found[key] = _target(ref[key], TARGETS[key])
+        found[key] = _target(ref[key], TARGETS[key], judged=ref["nodes"] >= RATIOS_AT)
     big = [r for r in ge if r["nodes"] >= 1_000_000]
     if big and ref is not big[0]:
         growth = (big[0]["allocate_s"] / big[0]["nodes"]) / (ref["allocate_s"] / ref["nodes"])
@@ -60,8 +62,10 @@ def targets(rows: Sequence[Mapping[str, Any]], startup_s: float) -> dict[str, An
     return found
 
 
-def _target(value: float | None, limit: float) -> dict[str, Any]:
-    return {"value": value, "limit": limit, "met": value is not None and value <= limit}
+def _target(value: float | None, limit: float, *, judged: bool = True) -> dict[str, Any]:
+    """`met` None: measured where the target is not set (a ratio below RATIOS_AT nodes)."""
+    met = value is not None and value <= limit if judged else None
+    return {"value": value, "limit": limit, "met": met}
 
 
 def markdown(document: Mapping[str, Any]) -> str:
@@ -170,11 +174,17 @@ def _targets_text(found: Mapping[str, Any]) -> str:
     at = f" (on {found['at']})" if "at" in found else ""
     lines = [f"Targets{at}:", ""]
     lines += [f"* {names[k].format(**v)}: {v['value']} (target <= {v['limit']}: "
-              f"{'met' if v['met'] else 'NOT met'})" for k, v in found.items() if k in names]
+              f"{_verdict(v['met'])})" for k, v in found.items() if k in names]
     if "us_per_node" in found:
         per_node = ", ".join(f"{k} {v}" for k, v in found["us_per_node"].items())
         lines.append(f"* ge `allocate` microseconds per node: {per_node}")
     return "\n".join(lines)
+
+
+def _verdict(met: bool | None) -> str:
+    if met is None:
+        return f"set at {RATIOS_AT:,} nodes, not judged on a smaller graph"
+    return "met" if met else "NOT met"
 
 
 def _models_table(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -350,3 +350,24 @@ def test_only_the_program_holds_results_until_exit(capsys: pytest.CaptureFixture
     assert run(capsys, "emulate", graph, plan)[0] == 0
     held = collector._HELD
     assert held is not None and sum(isinstance(x, Graph) for x in held) == 2
+
+
+def test_preset_mode_says_it_ran_no_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a docs walk-through: the table said "rules preset" where the plan's `rules` is
+    null (preset mode runs none)."""
+    graph = Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml"
+    assert main(["allocate", str(graph), "--mode", "preset"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith("; rules none (the graph file's streams)"), head
+
+
+def test_ge_mode_explain_says_why_a_node_has_no_stream(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """Found by a docs walk-through: ge mode only said "decided by initial" where
+    `allocate --nodes` and optimal-mode explain give the reason."""
+    graph = Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml"
+    assert main(["explain", str(graph), "images"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "no stream: data-like source (in no engine subgraph)"
+    assert main(["explain", str(graph), "conv1"]) == 0
+    assert "no stream" not in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ from streamalloc.cli import main
 from streamalloc.commands.compare import best_known, pareto_front
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, event_bound, event_forest
-from streamalloc.report.compare_report import frontier_figure, frontier_plot
+from streamalloc.report.allocation_report import solver_summary
+from streamalloc.report.compare_report import compare_table, frontier_figure, frontier_plot
 from streamalloc.runtime_emu import emulate, report_dict
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "graphs" / "train_step.yaml")
@@ -87,6 +89,19 @@ def test_optimal_settings_out_of_range_or_without_the_mode(
     assert message in capsys.readouterr().err
 
 
+def test_compare_without_the_optimal_mode_refuses_its_flags(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a docs walk-through: `compare --modes ge --time-limit 1` ignored the flag,
+    where allocate and explain refuse it; `--cost` stays, every mode is emulated under it."""
+    assert main(["compare", EXAMPLE, "--modes", "ge,ge-minimal", "--time-limit", "1",
+                 "--seed", "2"]) == 2
+    assert "--time-limit, --seed: only the optimal mode reads them; add optimal to --modes " \
+        "(this is --modes ge,ge-minimal)" in capsys.readouterr().err
+    costs = Path(__file__).resolve().parents[1] / "src" / "streamalloc" / "runtime_emu" \
+        / "costs.yaml"
+    assert main(["compare", EXAMPLE, "--modes", "ge", "--cost", str(costs)]) == 0
+
+
 def test_compare_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", EXAMPLE, "--json", "--time-limit", "1"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -120,14 +135,16 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = capsys.readouterr().out.split("optimal frontier:\n")[1].splitlines()
     assert table[0].split() == ["input", "objective", "slack_%", "event_budget", "events",
-                                "makespan_us", "status", "pareto", "from"]
+                                "makespan_us", "status", "pareto", "found_by"]
     # the fastest plan (2 events, measured 294.8 us) and the slack-0 one (0 events) are two
     # apart: one budget between them
     assert [line.split()[1:4] for line in table[2:]] == [
         ["events", "0", "-"], ["events", "5", "-"], ["events", "10", "-"], ["events", "25", "-"],
         ["events", "50", "-"], ["makespan", "-", "1"], ["makespan", "-", "-"]]
-    assert {line.split()[-2] for line in table[2:]} <= {"yes", "no"}
-    assert all(line.split()[-1] == "-" or line.split()[-1].isdigit() for line in table[2:])
+    # the run whose plan a point shows, by its settings (a position read as a slack)
+    found_by = [re.split(r"\s(?:yes|no)\s+", line)[1] for line in table[2:]]
+    assert all(re.fullmatch(r"-|events, slack \d+%|makespan(, budget \d+)?", f)
+               for f in found_by), found_by
 
 
 def test_each_frontier_point_shows_the_best_plan_within_its_limits() -> None:
@@ -150,6 +167,20 @@ def test_each_frontier_point_shows_the_best_plan_within_its_limits() -> None:
         (43, 7077.7, None), (43, 7077.7, 0), (43, 7077.7, 0), (42, 12261.8, None),
         (43, 7077.7, 0), (None, None, None), (258, 4165.9, None)]
     assert shown[2]["status"] == "FEASIBLE" and shown[2]["wall_s"] == 1.0
+
+
+def test_the_frontier_table_names_the_run_a_point_shows_by_its_settings() -> None:
+    """Found by a docs walk-through: `from` printed the position 0, which read as slack 0."""
+    def point(objective: str, slack: float | None, budget: int | None,
+              carried: int | None) -> dict[str, object]:
+        return {"input": "g", "objective": objective, "slack": slack, "event_budget": budget,
+                "events": 4, "makespan_us": 9.0, "status": "FEASIBLE", "pareto": True,
+                "carried_from": carried}
+    frontier = [point("events", 0.0, None, None), point("events", 5.0, None, 0),
+                point("makespan", None, 7, None), point("makespan", None, None, 2)]
+    table = compare_table({"rows": [], "frontier": frontier}).split("optimal frontier:\n")[1]
+    assert [line.split("yes")[-1].strip() for line in table.splitlines()[2:]] == [
+        "-", "events, slack 0%", "-", "makespan, budget 7"]
 
 
 def test_the_frontier_marks_the_points_another_beats_in_both() -> None:
@@ -309,3 +340,16 @@ def test_the_summary_says_how_close_the_events_are_to_their_bound(
     text = capsys.readouterr().out
     assert "-> 0 (no plan within the limits needs fewer)" in text \
         and "solver: OPTIMAL (phase one-stream);" in text
+
+
+@pytest.mark.parametrize(("floor", "final", "said"), [
+    (0, 55, "-> 55; emulated"), (0, 0, "-> 0 (no plan within the limits needs fewer);"),
+    (None, 4, "-> 4; emulated"), (3, 5, "-> 5 (a plan within the limits needs 3 or more);")])
+def test_the_summary_leaves_out_a_bound_of_zero_below_the_plan(
+        floor: int | None, final: int, said: str) -> None:
+    """Found by a docs walk-through: the makespan objective's 55 events read "(a plan within
+    the limits needs 0 or more)", which says nothing."""
+    block = {"status": "FEASIBLE", "baseline_events": 60, "events_final": final,
+             "events_bound": floor, "baseline_makespan_us": 9.0, "makespan_us": 8.0,
+             "deterministic_time": 1.0}
+    assert said in solver_summary(block, 1.0)

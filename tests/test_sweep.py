@@ -162,7 +162,7 @@ def test_a_failing_point_names_the_point_and_keeps_its_exit_code(
     code, out, err = run_cli(capsys, spec, "--jobs", "1", "-o", str(tmp_path / "o.json"))
     assert (code, out) == (3, "")
     assert "spec.yaml: point 1 (" in err and "ge.hcomParallel=7, ge): " in err
-    assert "option ge.hcomParallel is '7'" in err
+    assert "ge): the point's options: option ge.hcomParallel is '7'" in err
     assert not (tmp_path / "o.json").exists()
 
 

@@ -54,19 +54,24 @@ def with_options(graph: Graph, settings: Mapping[str, str]) -> Graph:
 
 
 def read_graph(path: str | Path, settings: Mapping[str, str] | None = None,
-               rules: RuleSet | None = None, *, fold: bool = True) -> Graph:
+               rules: RuleSet | None = None, *, fold: bool = True,
+               settings_from: str = "--set") -> Graph:
     """Load a graph, apply `--set` options (they win over the file) and check it once:
     options (`ir.options.check_options`, exit 3 or a warning; the options `rules` gate on
     count as read) and op types (a warning). `fold=False` keeps an ONNX model's constant-only
     nodes as written (`load_graph`)."""
     graph = load_graph(path, fold=fold).with_options(settings or {})
-    check_graph(graph, rules)
+    check_graph(graph, rules, settings, settings_from)
     return graph
 
 
-def check_graph(graph: Graph, rules: RuleSet | None = None) -> None:
-    """The checks `read_graph` runs: options, then op types."""
-    check_options(graph, rules.gate_options() if rules is not None else ())
+def check_graph(graph: Graph, rules: RuleSet | None = None,
+                settings: Mapping[str, str] | None = None, settings_from: str = "--set"
+                ) -> None:
+    """The checks `read_graph` runs: options (a message names `settings_from` for the keys of
+    `settings`), then op types."""
+    check_options(graph, rules.gate_options() if rules is not None else (), settings,
+                  settings_from)
     check_op_types(graph)
 
 

@@ -122,5 +122,5 @@ def test_a_fallback_under_free_rules_verifies_with_ges_rules(
     assert main(["verify", str(graph), str(plan)]) == 0
     capsys.readouterr()
     assert main(["verify", str(graph), str(plan), "--rules", "free"]) == 3
-    assert "it is shipped: verify without --rules, or with --rules ge-static-multi-stream" \
-        in capsys.readouterr().err
+    assert "'ge-static-multi-stream' is shipped: verify without --rules, or with --rules " \
+        "ge-static-multi-stream" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +94,17 @@ def optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
     cost = given.pop("cost", None)
     return api.OptimalOptions(**given, sync=getattr(args, "sync", None) or "minimal",
                               costs=load_cost_table(cost) if cost else None)
+
+
+def check_compare_flags(args: argparse.Namespace, modes: Sequence[str]) -> None:
+    """UsageError for an optimal mode's flag when `compare` runs no optimal mode (`--cost`
+    excepted: every mode's plan is emulated under it)."""
+    flags = [flag for field, flag in OPTIMAL_FLAGS.items()
+             if field != "cost" and getattr(args, field) is not None]
+    if flags and "optimal" not in modes:
+        raise UsageError(f"{', '.join(flags)}: only the optimal mode reads "
+                         f"{'it' if len(flags) == 1 else 'them'}; add optimal to --modes (this "
+                         f"is --modes {','.join(modes)})")
 
 
 def check_optimal_flags(args: argparse.Namespace) -> None:

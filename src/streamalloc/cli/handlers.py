@@ -9,12 +9,14 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streamalloc.cli.arguments import (
+    check_compare_flags,
     check_optimal_flags,
     graph_options,
     loaded_graph,
@@ -22,7 +24,7 @@ from streamalloc.cli.arguments import (
     pass_printer,
     read_graph,
 )
-from streamalloc.errors import UsageError
+from streamalloc.errors import InputWarning, UsageError
 
 if TYPE_CHECKING:
     from streamalloc import api
@@ -100,8 +102,10 @@ def run_compare(args: argparse.Namespace) -> int:
     from streamalloc import api
     from streamalloc.commands.compare import CompareSettings, compare_command, parse_modes
     from streamalloc.outputs import write_bytes_atomic
-    settings = CompareSettings(parse_modes(args.modes), api.load_rule_set(args.rules),
-                               graph_options(args.set), optimal_options(args))
+    modes = parse_modes(args.modes)
+    check_compare_flags(args, modes)
+    settings = CompareSettings(modes, api.load_rule_set(args.rules), graph_options(args.set),
+                               optimal_options(args))
     sys.stdout.write(compare_command(args.graphs, settings, json_out=args.json, plot=args.plot,
                                      write=write_bytes_atomic))
     return 0
@@ -246,9 +250,9 @@ def run_train_step(args: argparse.Namespace) -> int:
           + ", ".join(f"{engine} {count}" for engine, count in sorted(engines.items())))
     if not any(name.startswith(UPDATE_PREFIX) for name in graph.root.index):
         inputs = ", ".join(f"{count} {kind}" for kind, count in per_step_inputs(model).items())
-        print("note: no weights (float constants that a node with a gradient reads), so the "
-              f"step has no AllReduce; the model's per-step inputs: {inputs}",
-              file=sys.stderr)
+        warnings.warn(f"{args.model}: no weights (float constants that a node with a gradient "
+                      f"reads), so the step has no AllReduce; the model's per-step inputs: "
+                      f"{inputs}", InputWarning, stacklevel=1)
     return 0
 
 

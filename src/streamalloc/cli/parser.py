@@ -1,4 +1,6 @@
-"""The `streamalloc` command line: parse arguments, call the API, print. Exit codes: errors.py."""
+"""The `streamalloc` command line: parse arguments, call the API, print (exit codes: errors.py).
+
+`--help` prints DESCRIPTION, not this docstring."""
 
 from __future__ import annotations
 
@@ -104,7 +106,8 @@ def _compare_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                                          "events, makespan, bounds")
     cmp.add_argument("graphs", nargs="+", metavar="GRAPH", help="graph files")
     cmp.add_argument("--modes", default=",".join(COMPARE_MODES),
-                     help=f"comma-separated modes among {', '.join(COMPARE_MODES)}")
+                     help=f"comma-separated modes among {', '.join(COMPARE_MODES)} (default: "
+                          "all three)")
     cmp.add_argument("--rules", help="rule file or shipped rule set name (e.g. free)")
     cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="set a graph option on every graph; repeatable")
@@ -160,9 +163,19 @@ def _rules_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing.set_defaults(run=handlers.run_rules_list)
 
 
+DESCRIPTION = ("Place the operators of a deep-learning graph on device streams, as Huawei's GE "
+               "compiler does (--mode ge) or with the fewest events a CP-SAT solver finds "
+               "(--mode optimal); synchronize the streams, verify and emulate the plan, and "
+               "plan variable memory.")
+EPILOG = ("Exit codes: 0 success, 1 internal error (a bug), 2 usage error, 3 bad input, "
+          "4 infeasible or over a device limit, 5 a plan failed verification, 130 interrupted, "
+          "141 the output's reader went away. `streamalloc COMMAND --help` for a command.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="streamalloc", description=__doc__)
+    parser = argparse.ArgumentParser(prog="streamalloc", description=DESCRIPTION,
+                                     epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"streamalloc {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -153,7 +153,7 @@ def _under_options(graph: Graph, recorded: Mapping[str, str] | None,
     """The graph under the options a plan records (strings, by the schema), the given ones
     winning; the merged options checked."""
     graph = graph.with_options({**(recorded or {}), **settings})
-    check_options(graph)
+    check_options(graph, settings=settings)
     return graph
 
 

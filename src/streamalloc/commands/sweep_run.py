@@ -68,7 +68,8 @@ def _row(point: SweepPoint) -> dict[str, Any]:
     costs = _costs(point.cost) if point.cost else None
     optimal = replace(api.OptimalOptions(), **dict(point.solver), costs=costs)
     settings = CompareSettings((point.mode,), rules, dict(point.options), optimal)
-    graph = api.read_graph(point.path, settings.options, rules)
+    graph = api.read_graph(point.path, settings.options, rules,
+                           settings_from="the point's options")
     (row,) = graph_rows(point.file, graph, settings)
     results = {k: v for k, v in row.items() if k not in ("input", "graph", "file", "mode")}
     return {"point": point.index, "input": row["input"], "graph": row["graph"],

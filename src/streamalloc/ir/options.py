@@ -222,14 +222,19 @@ def near_miss(key: str) -> str | None:
     return best[1] if best else None
 
 
-def check_options(graph: Graph, also: Iterable[str] = ()) -> None:
+def check_options(graph: Graph, also: Iterable[str] = (),
+                  settings: Mapping[str, str] | None = None, settings_from: str = "--set"
+                  ) -> None:
     """Check the graph's options against `OPTIONS` (see the module docstring); `also` are
-    further keys the command reads (the options a rule file's `when:` gates read)."""
+    further keys the command reads (the options a rule file's `when:` gates read). A message
+    names `settings_from` for the keys of `settings` (the command line's `--set`, or a sweep
+    point's options), else the graph file."""
     extra = frozenset(also)
-    where = graph.source or graph.name
-    unknown = []
+    given = settings or {}
+    unknown: dict[str, list[str]] = {}
     for key in sorted(graph.options):
         value = graph.options[key]
+        where = settings_from if key in given else graph.source or graph.name
         spec = OPTION_SPECS.get(key)
         if spec is None and key in extra:
             continue
@@ -241,11 +246,11 @@ def check_options(graph: Graph, also: Iterable[str] = ()) -> None:
                 own = [k for k in OPTION_SPECS if k.startswith(OWN_PREFIX)]
                 raise OptionError(f"{where}: unknown option {key!r}; the {OWN_PREFIX}* options "
                                   f"are: {', '.join(own)}")
-            unknown.append(key)
+            unknown.setdefault(where, []).append(key)
             continue
         problem = spec.check(value, graph)
         if problem is not None:
             raise OptionError(f"{where}: option {key} is {value!r}; {problem}")
-    if unknown:
-        warnings.warn(f"{where}: {len(unknown)} option(s) this tool does not read, ignored: "
-                      f"{', '.join(unknown)}", InputWarning, stacklevel=2)
+    for where, keys in unknown.items():
+        warnings.warn(f"{where}: {len(keys)} option(s) this tool does not read, ignored: "
+                      f"{', '.join(keys)}", InputWarning, stacklevel=2)

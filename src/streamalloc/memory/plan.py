@@ -225,7 +225,7 @@ def vars_command(graph_path: str | Graph, output: str | None = None,
     """
     loaded = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
     graph = loaded.with_options(settings or {})
-    check_options(graph)
+    check_options(graph, settings=settings)
     plan = variable_plan(graph, pool=plan_pool(graph))
     if output is not None:
         write_atomic(Path(output), plan_json_text(plan))

@@ -31,9 +31,11 @@ def stream_table(graph: Graph, allocation: Allocation) -> str:
                      ",".join(info.user_stream_labels) or "-",
                      ",".join(map(str, info.attached_stream_ids)) or "-", shown])
     unassigned = sum(1 for n in allocation.nodes.values() if n.stream < 0)
+    # preset mode runs no rules (its plan's `rules` is null): the streams are the file's
+    rules = "none (the graph file's streams)" if allocation.mode == "preset" else allocation.rules
     head = (f"graph {allocation.graph}: {allocation.main_stream_num} logical stream(s), "
             f"{len(allocation.attached_stream_ids)} attached, {unassigned} node(s) without a "
-            f"stream; rules {allocation.rules}")
+            f"stream; rules {rules}")
     table = format_table(["stream", "nodes", "engines", "user_labels", "attached", "first nodes"],
                          rows)
     return f"{head}\n\n{table}\n"
@@ -91,6 +93,8 @@ def explain_node(graph: Graph, allocation: Allocation, name: str,
         lines.append(f"attached streams: {', '.join(map(str, result.attached))}")
     if solver is not None:
         return "\n".join(lines + _solver_lines(graph, allocation, name, *solver)) + "\n"
+    if result.stream == INVALID:  # the why of `allocate --nodes` and optimal-mode explain
+        lines.append("no stream: " + _no_stream(graph, name, result.rule).removeprefix("none: "))
     rows = [[t.note.rule, t.scope, t.note.stream if t.scope != "labels" else "-",
              t.note.reason, "yes" if t.note.decides else "no"]
             for t in allocation.provenance[name]]
@@ -177,8 +181,9 @@ def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     reason = f" ({block['reason']})" if block.get("reason") else ""
     gap = "" if block.get("gap") is None else f", model gap {block['gap']:.4f}"
     floor = block.get("events_bound")
-    fewest = "" if floor is None else " (no plan within the limits needs fewer)" \
-        if block["events_final"] <= floor else f" (a plan within the limits needs {floor} or more)"
+    fewest = "" if not floor and floor != block["events_final"] else \
+        " (no plan within the limits needs fewer)" if block["events_final"] <= floor else \
+        f" (a plan within the limits needs {floor} or more)"  # 0 or more: nothing to say
     nimble = "" if block.get("nimble_min_events") is None else \
         f", Nimble's minimum {block['nimble_min_events']}"
     limit = block.get("baseline_over_limit")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from streamalloc.report.plotting import pyplot
@@ -40,15 +40,29 @@ def compare_table(document: Mapping[str, Any]) -> str:
     over a device limit, none within them), then the frontier rows if any."""
     rows = [[cell(row.get(c)) for c in COLUMNS] for row in document["rows"]]
     text = format_table(list(COLUMNS), rows) + "\n" + why_lines(document["rows"])
-    if document.get("frontier"):
+    frontier = document.get("frontier")
+    if frontier:
         columns = ["input", "objective", "slack_%", "event_budget", "events", "makespan_us",
-                   "status", "pareto", "from"]
+                   "status", "pareto", "found_by"]
         text += "\noptimal frontier:\n" + format_table(
             columns, [[r["input"], r["objective"], _percent(r["slack"]), cell(r["event_budget"]),
                        cell(r["events"]), cell(r["makespan_us"]), r["status"],
-                       "yes" if r["pareto"] else "no", cell(r.get("carried_from"))]
-                      for r in document["frontier"]]) + "\n"
+                       "yes" if r["pareto"] else "no", _found_by(r, frontier)]
+                      for r in frontier]) + "\n"
     return text
+
+
+def _found_by(entry: Mapping[str, Any], frontier: Sequence[Mapping[str, Any]]) -> str:
+    """The run whose plan a frontier point shows, by its settings: "-" for its own run. The
+    JSON's `carried_from` is a position, which read as a slack in the table."""
+    index = entry.get("carried_from")
+    if index is None:
+        return "-"
+    run = frontier[index]
+    if run["objective"] == "events":
+        return f"events, slack {_percent(run['slack'])}%"
+    budget = run["event_budget"]
+    return "makespan" + ("" if budget is None else f", budget {budget}")
 
 
 def why_lines(rows: Iterable[Mapping[str, Any]],

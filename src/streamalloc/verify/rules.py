@@ -23,7 +23,8 @@ def plan_rule_set(view: PlanView, given: str | None) -> RuleSet | None:
         if rules.digest != ref.digest:
             # an optimal plan that kept its ge-mode baseline under --rules free was made with
             # GE's shipped rules: name the way to check it
-            way = f"it is shipped: verify without --rules, or with --rules {ref.name}" \
+            way = f"{ref.name!r} is shipped: verify without --rules, or with --rules " \
+                f"{ref.name}" \
                 if _shipped(ref.name, ref.digest) else "give the rule file the plan was made with"
             raise InputError(f"{view.source}: the plan was made with rule set {ref.name!r} "
                              f"({ref.digest}), but {given} is rule set {rules.name!r} "
