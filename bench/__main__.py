@@ -72,7 +72,7 @@ def parse_size(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="the quick preset (~2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="the quick preset (under a minute)")
     parser.add_argument("--only", default="",
                         help="comma-separated name substrings, any case: run only those "
                              "inputs (any real model, the training step, the preset's stacks "

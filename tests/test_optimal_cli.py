@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from streamalloc import api
 from streamalloc.cli import main
-from streamalloc.commands.compare import best_known, pareto_front
+from streamalloc.commands.compare import best_known, input_names, pareto_front
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, event_bound, event_forest
 from streamalloc.report.allocation_report import solver_summary
@@ -100,6 +101,22 @@ def test_compare_without_the_optimal_mode_refuses_its_flags(
     costs = Path(__file__).resolve().parents[1] / "src" / "streamalloc" / "runtime_emu" \
         / "costs.yaml"
     assert main(["compare", EXAMPLE, "--modes", "ge", "--cost", str(costs)]) == 0
+
+
+def test_compare_inputs_are_unique_per_file(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a fuzz run: two files of one name in two directories (or a.yaml and a.json)
+    gave two graphs one `input`, and --plot one panel."""
+    text = Path(EXAMPLE).read_text(encoding="utf-8")
+    files = [tmp_path / "x" / "g.yaml", tmp_path / "y" / "g.yaml", tmp_path / "y" / "g.json"]
+    for file in files:
+        file.parent.mkdir(exist_ok=True)
+        file.write_text(text if file.suffix == ".yaml" else json.dumps(yaml.safe_load(text)),
+                        encoding="utf-8")
+    assert main(["compare", *map(str, files), str(files[0]), "--modes", "ge", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["input"] for r in rows] == ["x/g.yaml", "y/g.yaml", "y/g.json", "x/g.yaml"]
+    assert input_names(["x/a.yaml", "y/a.yaml", "b.onnx"]) == ["x/a", "y/a", "b"]
 
 
 def test_compare_json(capsys: pytest.CaptureFixture[str]) -> None:

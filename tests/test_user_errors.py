@@ -425,8 +425,11 @@ def test_a_synced_graph_fed_back_is_exit_3(capsys: pytest.CaptureFixture[str],
     synced = str(tmp_path / "synced.yaml")
     code, _, _ = run(capsys, "allocate", TRAIN, "--graph-out", synced)
     assert code == 0
+    # optimal mode and train-step took it (a fuzz run): exit 5 on the tool's own plan, and a
+    # step no command could allocate
     for argv in (["allocate", synced], ["allocate", synced, "--mode", "preset"],
-                 ["emulate", synced]):
+                 ["emulate", synced], ["allocate", synced, "--mode", "optimal"],
+                 ["train-step", synced, "-o", str(tmp_path / "step.yaml")]):
         code, out, err = run(capsys, *argv)
         assert code == 3, argv
         assert "already has 14 Send/Recv node(s)" in one_error(err)

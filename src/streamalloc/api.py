@@ -27,8 +27,8 @@ from streamalloc.sync.graph_out import synced_graph
 from streamalloc.sync.result import SyncPlan
 
 __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverReport", "SyncPlan",
-           "allocate", "check_assigning", "check_graph", "check_op_types", "convert_graph",
-           "default_rule_set", "load_graph", "load_rule_set", "optimal_plan",
+           "allocate", "check_allocatable", "check_assigning", "check_graph", "check_op_types",
+           "convert_graph", "default_rule_set", "load_graph", "load_rule_set", "optimal_plan",
            "partition_model", "plan", "read_graph", "synced_graph", "synchronize", "with_options",
            "write_atomic", "write_graph"]
 
@@ -89,7 +89,7 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
     """Logical stream allocation of `graph` in the given mode. `observer` is told after every
     pass of the ge mode (`PassPrinter` is the one behind `--print-after`); preset mode runs
     no passes; optimal mode (`options`) solves, syncs and checks, see `optimal_plan`."""
-    _check_allocatable(graph)
+    check_allocatable(graph)
     if mode == "preset":
         return preset_allocation(graph)
     if mode == "optimal":
@@ -129,7 +129,7 @@ def check_assigning(rules: RuleSet, graph: Graph | None = None) -> None:
             "rules, or add such a rule")
 
 
-def _check_allocatable(graph: Graph) -> None:
+def check_allocatable(graph: Graph) -> None:
     """A graph that already carries its Send/Recv tasks (`allocate --graph-out`, a built GE
     graph) cannot be allocated again: its sync nodes would be synchronized a second time."""
     nodes = graph.t_ordered_nodes()
@@ -146,6 +146,7 @@ def optimal_plan(graph: Graph, rules: RuleSet | None = None,
                  options: OptimalOptions | None = None) -> tuple[SyncPlan, SolverReport]:
     """The optimal mode's verified plan and the solver's report (the plan's `solver` block)."""
     from streamalloc.optimal.driver import allocate_optimal  # OR-Tools: only when solving
+    check_allocatable(graph)
     if rules is not None:  # the baseline is ge mode under them
         check_assigning(rules, graph)
     return allocate_optimal(graph, rules, options or OptimalOptions())

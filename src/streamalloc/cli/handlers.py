@@ -242,6 +242,7 @@ def run_train_step(args: argparse.Namespace) -> int:
     from streamalloc import api
     from streamalloc.ir.training import UPDATE_PREFIX, per_step_inputs, training_step
     model = read_graph(args.model, args)
+    api.check_allocatable(model)  # a step of it could not be allocated
     graph = training_step(model, allreduce=args.allreduce, bucket=args.bucket,
                           aicpu_ops=args.aicpu_ops, seed=args.seed)
     api.write_graph(graph, Path(args.output))

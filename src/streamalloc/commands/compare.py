@@ -89,18 +89,51 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
     """The comparison document (format streamalloc.compare/v1)."""
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
+    names = input_names(paths)
     with Progress("compare", sys.stderr) as progress:
-        for k, path in enumerate(paths, start=1):
-            step = partial(_show, progress, f"compare {k}/{len(paths)} {Path(path).stem}")
+        for k, (path, name) in enumerate(zip(paths, names, strict=True), start=1):
+            step = partial(_show, progress, f"compare {k}/{len(paths)} {name}")
             step("reading")
             graph = api.read_graph(path, settings.options, settings.rules)
-            rows += graph_rows(path, graph, settings, step)
+            rows += graph_rows(path, graph, settings, step, name=name)
             if settings.frontier:
-                frontier += _frontier(path, graph, settings, step)
+                frontier += _frontier(name, graph, settings, step)
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
 
 
-def _frontier(path: str, graph: Graph, settings: CompareSettings,
+def input_names(paths: Sequence[str]) -> list[str]:
+    """Each file's `input`: its name without the suffix, or where two files share that, as
+    few of their last path parts as tell them apart, each count first without the suffix and
+    then with it (a.yaml, a.json). One file given twice keeps one name.
+
+    >>> input_names(["x/a.yaml", "y/a.yaml", "b.onnx", "z/c.yaml", "z/c.json"])
+    ['x/a', 'y/a', 'b', 'c.yaml', 'c.json']
+    """
+    files = [Path(p).resolve() for p in paths]
+    names = [f.stem for f in files]
+    members: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        members.setdefault(name, []).append(i)
+    for group in members.values():
+        distinct = len({files[i] for i in group})
+        if distinct == 1:
+            continue
+        depth = max(len(files[i].parts) for i in group)
+        for k, suffix in [(k, s) for k in range(1, depth + 1) for s in (False, True)][1:]:
+            labels = {i: _label(files[i], k, suffix) for i in group}
+            if len(set(labels.values())) == distinct:
+                for i, label in labels.items():
+                    names[i] = label
+                break
+    return names
+
+
+def _label(file: Path, k: int, suffix: bool) -> str:
+    """The last `k` parts of `file`'s path, the file's name with its suffix or without."""
+    return "/".join([*file.parts[-k:-1], file.name if suffix else file.stem])
+
+
+def _frontier(name: str, graph: Graph, settings: CompareSettings,
               step: Callable[[str], None]) -> list[dict[str, Any]]:
     """The optimal mode's points of events against makespan under `--concurrency ge`: the
     events objective at each of FRONTIER_SLACKS (whatever `--objective` the rows ran), then
@@ -118,7 +151,7 @@ def _frontier(path: str, graph: Graph, settings: CompareSettings,
         step(f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%")
              + ("" if budget is None else f", budget {budget}"))
         row, _ = _run(graph, "optimal", replace(settings, optimal=options))
-        return {"input": Path(path).stem, "graph": graph.name, "objective": objective,
+        return {"input": name, "graph": graph.name, "objective": objective,
                 "slack": slack, "event_budget": budget, **row}
 
     entries = [point("events", slack, None) for slack in FRONTIER_SLACKS]
@@ -205,13 +238,15 @@ def pareto_front(points: Sequence[tuple[int | None, float | None]]) -> list[bool
 
 
 def graph_rows(path: str, graph: Graph, settings: CompareSettings,
-               step: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+               step: Callable[[str], None] = lambda _: None, *, name: str | None = None
+               ) -> list[dict[str, Any]]:
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
     references per graph: Nimble's minimum for GE's allocation, and the makespan bound of every
     plan (`optimal.bounds.graph_makespan_bound`) from the program the first row emulated (any
     plan's program gives it; without one, ge mode's with the device limits lifted). `step(mode)`
-    before each mode's run (the progress line)."""
+    before each mode's run (the progress line); `name` is the rows' `input` (`input_names`),
+    by default the file's name without its suffix."""
     try:
         reference: int | None = nimble_min_events(
             task_dag(graph, api.allocate(graph, _ge_rules(settings))))
@@ -229,8 +264,8 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
             program = _measured(without_device_limits(graph), "ge", settings)[1]
     bound = None if program is None else round(graph_makespan_bound(
         graph, _costs(settings), lambda: program), 3)  # the optimal mode's, when it ran
-    return [{"input": Path(path).stem, "graph": graph.name, "file": str(path), "mode": mode,
-             "nimble_min_events": reference, "makespan_bound_us": bound, **row}
+    return [{"input": name or Path(path).stem, "graph": graph.name, "file": str(path),
+             "mode": mode, "nimble_min_events": reference, "makespan_bound_us": bound, **row}
             for mode, (row, _) in zip(settings.modes, runs, strict=True)]
 
 

@@ -127,8 +127,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _spec("ge.autoMultistreamParallelMode", '`""`, `"cv"`, `"LoadBalance:N"`, `"MainStream:N"`, '
           '`"WeightedLoadBalance:N"` (N 1..64); `"default"` as a graph attribute only',
           "`cv`: vector nodes get `VectorEngine` in partitioning; the three `STRATEGY:N` modes: "
-          "GE's DAG allocator (rule `mini-dag`) puts the nodes on at most N streams. The root "
-          "graph attribute of the same name wins over the option", _auto_mode),
+          "GE's DAG allocator (rule `mini-dag`) puts each graph's nodes on at most N streams "
+          "(NetOutput, RTS label and labelled nodes apart: see below). The root graph attribute "
+          "of the same name wins over the option", _auto_mode),
     _spec("MINIDAG_PROFILING_PATH", '`""`, a path',
           "an `op_summary` CSV of measured op times: the DAG allocator's weighted strategy (GE "
           "reads it from the environment)", _anything),

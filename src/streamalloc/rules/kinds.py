@@ -88,7 +88,8 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
           "", options={"group_by": {"type": "string"}},
           constraint="DedicatedStream per matched node (or per graph and group_by value): no "
                      "other node of the model on its stream"),
-    _kind("mini-dag", "model", "auto multi-stream: chains merged into at most N streams",
+    _kind("mini-dag", "model", "auto multi-stream: each graph's chains merged into at most N "
+          "streams (NetOutput, RTS label and labelled nodes apart)",
           "MiniDAGStreamPass"),
     _kind("compact", "model", "renumber used stream ids 0..k-1 in order",
           "RefreshContinuousStreams"),
