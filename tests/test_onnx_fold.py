@@ -147,6 +147,38 @@ def test_multi_output_and_subgraph_nodes_fold(tmp_path: Path) -> None:
     assert "ConstantOfShape" not in _types(graph)
 
 
+def test_an_outer_value_read_two_bodies_down_stays_when_the_outer_graph_folds(
+        tmp_path: Path) -> None:
+    """`s` feeds a fold of the root and is read two bodies down, so it stays; what each body
+    reads is gathered once as it folds (a walk of every body per enclosing graph took nesting
+    depth x size)."""
+    deepest = helper.make_graph([helper.make_node("Identity", ["s"], ["d_o"], name="d_id")],
+                                "deep", [], [helper.make_tensor_value_info("d_o", INT64, [1])])
+    middle = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["ms"], ["mw"], name="mid_fill", value=_fill(1.0)),
+         helper.make_node("Add", ["k", "mw"], ["mo"], name="mid_add"),
+         helper.make_node("If", ["cond"], ["my"], name="mid_if", then_branch=deepest,
+                          else_branch=deepest)],
+        "mid", [], [helper.make_tensor_value_info("my", INT64, [1]),
+                    helper.make_tensor_value_info("mo", FLOAT, [1])], [_shape("ms", [1])])
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["w"], name="fill", value=_fill(2.0)),
+             helper.make_node("Add", ["x", "w"], ["a"], name="add"),
+             helper.make_node("If", ["cond"], ["y", "z"], name="if", then_branch=middle,
+                              else_branch=middle)]
+    inits = [_shape("s", [1]), numpy_helper.from_array(np.ones(1, dtype=np.float32), name="k")]
+    path = _save(tmp_path, nodes, [helper.make_tensor_value_info("x", FLOAT, [1]),
+                                   helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                 [helper.make_tensor_value_info("a", FLOAT, [1]),
+                  helper.make_tensor_value_info("y", INT64, [1]),
+                  helper.make_tensor_value_info("z", FLOAT, [1])], inits)
+    graph = load_graph(path)
+    names = {n.name for n in graph.all_nodes()}
+    assert {"s", "k"} <= names  # read by bodies below the folds
+    assert "ms" not in names  # read by the middle body's fold only
+    assert graph.node("w").type == graph.node("mw").type == "Const"
+    assert "ConstantOfShape" not in _types(graph)
+
+
 @cache
 def _folded(path: Path) -> Graph:
     return load_graph(path)

@@ -36,8 +36,7 @@ deterministic ops only. Dropout is left too (random in training mode).
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import onnx
@@ -72,35 +71,50 @@ def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
     """A copy of `model` with its constant-only nodes folded into initializers (see above)."""
     folded = onnx.ModelProto()
     folded.CopyFrom(model)
-    _fold_graph(folded.graph)
+    _fold_graph(folded.graph, reads_wanted=False)
     return folded
 
 
-def _fold_graph(graph: GraphProto) -> None:
-    """Fold one graph in place, its bodies first (they only see their own constants)."""
-    for node in graph.node:
-        for body in _bodies(node):
-            _fold_graph(body)
+def _fold_graph(graph: GraphProto, *, reads_wanted: bool) -> set[str]:
+    """Fold one graph in place, its bodies first (they only see their own constants). With
+    `reads_wanted` (the enclosing graph needs them) returns every value name the folded graph
+    and its bodies read, else an empty set."""
+    nodes = list(graph.node)
     types = _static_types(graph)
     constant = {t.name for t in graph.initializer} | {s.values.name
                                                       for s in graph.sparse_initializer}
     constant |= {v for n in graph.node if _is_constant_node(n) for v in n.output}
-    folded, kept = _split(list(graph.node), constant, types)
-    if not folded:
-        return
-    read_before = _reads(graph.node, graph.output)
-    read_after = _reads(kept, graph.output)
-    dead = {v for v in read_before if v not in read_after}
-    initializers = [t for t in graph.initializer if t.name not in dead]
-    initializers += [_weight(v, types[v]) for n in folded for v in n.output
-                     if v and v not in dead]
-    inputs = [v for v in graph.input if v.name not in dead]  # IR < 4 lists initializers too
-    sparse = [s for s in graph.sparse_initializer if s.values.name not in dead]
-    nodes = [n for n in kept if not (_is_constant_node(n) and all(v in dead for v in n.output))]
-    _replace(graph.initializer, initializers)
-    _replace(graph.sparse_initializer, sparse)
-    _replace(graph.input, inputs)
-    _replace(graph.node, nodes)
+    # a node with a body never folds, so folding the bodies cannot change the split
+    folded, kept = _split(nodes, constant, types)
+    inner = _fold_bodies(nodes, reads_wanted=reads_wanted or bool(folded))
+    if folded:
+        dead = _reads(nodes, graph.output, inner) - _reads(kept, graph.output, inner)
+        _remove_folded(graph, folded, dead, types, constant)
+        kept = [n for n in kept if not _dead_constant(n, dead)]
+    return _reads(kept, graph.output, inner) if reads_wanted else set()
+
+
+def _fold_bodies(nodes: list[NodeProto], *, reads_wanted: bool) -> dict[int, set[str]]:
+    """Fold the nodes' bodies; returns what each node's bodies read (empty sets unless
+    `reads_wanted`) by node id, which `nodes` keeps valid. Gathered as the bodies fold: walking
+    them again for every graph around them took nesting depth x size."""
+    inner: dict[int, set[str]] = {}
+    for node in nodes:
+        for body in _bodies(node):
+            inner.setdefault(id(node), set()).update(_fold_graph(body, reads_wanted=reads_wanted))
+    return inner
+
+
+def _remove_folded(graph: GraphProto, folded: list[NodeProto], dead: set[str],
+                   types: dict[str, TypeProto], constant: set[str]) -> None:
+    """Replace the folded nodes by weights and remove the values in `dead`, in place."""
+    weights = [_weight(v, types[v]) for n in folded for v in n.output if v and v not in dead]
+    _drop(graph.initializer, lambda t: t.name in dead)
+    graph.initializer.extend(weights)
+    _drop(graph.sparse_initializer, lambda s: s.values.name in dead)
+    _drop(graph.input, lambda v: v.name in dead)  # IR < 4 lists initializers too
+    # `_split` stops when no node is foldable: a node folded iff it is with the final constants
+    _drop(graph.node, lambda n: _foldable(n, constant, types) or _dead_constant(n, dead))
 
 
 def _split(nodes: list[NodeProto], constant: set[str], types: dict[str, TypeProto]
@@ -141,6 +155,10 @@ def _is_constant_node(node: NodeProto) -> bool:
     return node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS
 
 
+def _dead_constant(node: NodeProto, dead: set[str]) -> bool:
+    return _is_constant_node(node) and all(v in dead for v in node.output)
+
+
 def _bodies(node: NodeProto) -> Iterator[GraphProto]:
     for attr in node.attribute:
         if attr.type == AttributeProto.GRAPH:
@@ -166,25 +184,15 @@ def _static(type_proto: TypeProto | None) -> bool:
             and all(d.HasField("dim_value") for d in tensor.shape.dim))
 
 
-def _reads(nodes: Iterable[NodeProto], outputs: Iterable[ValueInfoProto]) -> Counter[str]:
-    """How often each value is read: node inputs, names bodies use, graph outputs."""
-    reads: Counter[str] = Counter()
+def _reads(nodes: Iterable[NodeProto], outputs: Iterable[ValueInfoProto],
+           inner: Mapping[int, set[str]]) -> set[str]:
+    """Every value name read: node inputs, names the nodes' bodies read (`inner`, by node id),
+    graph outputs."""
+    reads = {v.name for v in outputs}
     for node in nodes:
         reads.update(v for v in node.input if v)
-        for body in _bodies(node):
-            reads.update(_names_used(body))
-    reads.update(v.name for v in outputs)
+        reads.update(inner.get(id(node), ()))
     return reads
-
-
-def _names_used(graph: GraphProto) -> set[str]:
-    """Every value name a graph or its bodies read (outer references among them)."""
-    names = {v.name for v in graph.output}
-    for node in graph.node:
-        names.update(v for v in node.input if v)
-        for body in _bodies(node):
-            names |= _names_used(body)
-    return names
 
 
 def _weight(name: str, type_proto: TypeProto) -> TensorProto:
@@ -194,12 +202,9 @@ def _weight(name: str, type_proto: TypeProto) -> TensorProto:
                        dims=[d.dim_value for d in tensor.shape.dim])
 
 
-def _replace(field: RepeatedCompositeFieldContainer[_M], items: list[_M]) -> None:
-    """Set a repeated message field to copies of `items` (some may be its own elements)."""
-    copies = []
-    for item in items:
-        copy = type(item)()
-        copy.CopyFrom(item)
-        copies.append(copy)
-    del field[:]
-    field.extend(copies)
+def _drop(field: RepeatedCompositeFieldContainer[_M], dropped: Callable[[_M], bool]) -> None:
+    """Remove the elements `dropped` picks, the others keeping their order: a stable sort moves
+    them to the end without copying messages (a copy of an If node copies its bodies)."""
+    count = sum(map(dropped, field))
+    field.sort(key=dropped)
+    del field[len(field) - count:]
