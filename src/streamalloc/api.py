@@ -59,7 +59,8 @@ def read_graph(path: str | Path, settings: Mapping[str, str] | None = None,
     """Load a graph, apply `--set` options (they win over the file) and check it once:
     options (`ir.options.check_options`, exit 3 or a warning; the options `rules` gate on
     count as read) and op types (a warning). `fold=False` keeps an ONNX model's constant-only
-    nodes as written (`load_graph`)."""
+    nodes as written (`load_graph`); `settings_from` is what an option message calls the
+    origin of `settings` (`--set`, or a sweep point's options)."""
     graph = load_graph(path, fold=fold).with_options(settings or {})
     check_graph(graph, rules, settings, settings_from)
     return graph
