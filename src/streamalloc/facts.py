@@ -45,6 +45,8 @@ NO_TASK_ENGINE: str = str(_FACTS["dynamic_allocator"]["no_task_engine"])
 INDEPENDENT_AICPU_TYPES: frozenset[str] = frozenset(
     _FACTS["dynamic_allocator"]["independent_aicpu_types"])
 HCCL_ENGINE: str = str(_FACTS["hccl_engine"])
+ACTIVATOR_ATTRS: tuple[str, ...] = tuple(_FACTS["activation"]["attrs"])
+ACTIVATOR_TYPES: frozenset[str] = frozenset(_FACTS["activation"]["types"])
 # a runtime without a stream depth: no split, and no per-stream task limit
 UNLIMITED_DEPTH = "streamalloc.unlimited_stream_depth"
 

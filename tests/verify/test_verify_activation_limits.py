@@ -144,8 +144,28 @@ def test_activator_mistakes() -> None:
         "act activates its own stream 0 (GE rejects this; docs/ge-behaviour.md section 6)"]
     assert messages(report, "activation") == [
         "act activates stream 7, which has no task list",
-        "activator data is in no stream list: a node without a stream issues no activation task",
+        "stream_activations names data (Data), whose task starts no stream: only StreamActive and "
+        "StreamSwitch tasks, and nodes with _active_label_list, subgraph_first_active or "
+        "is_loop_active, activate streams",
         "stream_activations names nobody, which is neither a graph node nor a sync node"]
+    unlisted = verify_plan(ACTIVE, plan(ACTIVE, {0: ["relu1"], 1: ["relu2"]},
+                                        activations={"act": [1]}))
+    assert messages(unlisted, "activation") == [
+        "activator act is in no stream list: a node without a stream issues no activation task"]
+
+
+def test_only_activators_start_streams() -> None:
+    """Found by a fuzz run: any node named in stream_activations started streams, in the
+    verifier and the emulator alike, so a plan naming a Relu passed. Now a node GE makes an
+    activator (by type or attribute) or a generated StreamActive may; a Relu may not, even
+    where its activation would order everything."""
+    p = plan(ACTIVE, {0: ["relu1"], 1: ["relu2", "act"]}, activations={"relu1": [1]})
+    p["nodes"]["act"]["stream"] = 1
+    report = verify_plan(ACTIVE, p)
+    assert messages(report, "activation") == [
+        "stream_activations names relu1 (Relu), whose task starts no stream: only StreamActive and "
+        "StreamSwitch tasks, and nodes with _active_label_list, subgraph_first_active or "
+        "is_loop_active, activate streams"]
 
 
 def test_a_generated_stream_active_can_activate() -> None:

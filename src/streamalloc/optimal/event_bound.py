@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.facts import ACTIVATOR_ATTRS, RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.optimal.bins import bins, martello_toth
@@ -50,8 +50,7 @@ from streamalloc.sync.split import NO_SPLIT_TYPES
 from streamalloc.sync.tasks import main_units
 
 ACTIVATING_TYPES = frozenset({"StreamSwitch", "StreamActive", "StreamMerge"}) | NO_SPLIT_TYPES
-ACTIVATING_ATTRS = ("_active_label_list", "is_loop_active", "subgraph_first_active",
-                    EVENT_SHARING)
+ACTIVATING_ATTRS = (*ACTIVATOR_ATTRS, EVENT_SHARING)
 EPS = 1e-9  # the time term's tolerance: a stream filled to the limit is still one stream
 ONE_EVENT_NODES = 5_000  # the one-event check runs on components up to this size,
 ONE_EVENT_COMPONENTS = 8  # the largest this many of those that need two streams (one that

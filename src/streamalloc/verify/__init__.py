@@ -36,8 +36,10 @@ What is checked (violation kinds in brackets):
    stream or another split piece of it), unless the node has attached streams, whose work is
    not listed [event-entry]; when the node is on that stream, the Send comes after it (the
    Recv before it) [event-placement].
-3. Activation. Activators are listed tasks [activation] that do not activate their own
-   stream [activation-own-stream]; activated streams have a list [activation].
+3. Activation. Activators are listed tasks of nodes that can start streams (StreamActive and
+   StreamSwitch, a node GE makes an activator by attribute, a generated StreamActive)
+   [activation] that do not activate their own stream [activation-own-stream]; activated
+   streams have a list [activation].
 4. Limits (graph options, defaults 2024 / 65535 / 1024 / 1024 / 8192):
    the streams requested (the physical ones, and the attached ones without a task list: one
    that holds sync tasks is a physical stream) < streamalloc.max_streams (the runtime's

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from streamalloc.facts import ACTIVATOR_ATTRS, ACTIVATOR_TYPES
 from streamalloc.verify.context import Context
 
 
@@ -45,10 +46,24 @@ def _activator(ctx: Context, name: str) -> int | None:
     if not ctx.is_task_name(name):
         ctx.log.add("activation", f"stream_activations names {name}, which is neither a graph "
                     "node nor a sync node")
+    elif not _can_activate(ctx, name):
+        kind = ctx.nodes[name].type if name in ctx.nodes else ctx.sync[name].type
+        ctx.log.add("activation", f"stream_activations names {name} ({kind}), whose task starts "
+                    f"no stream: only {' and '.join(sorted(ACTIVATOR_TYPES))} tasks, and nodes "
+                    f"with {', '.join(ACTIVATOR_ATTRS[:-1])} or {ACTIVATOR_ATTRS[-1]}, activate "
+                    "streams")
+        return None
     elif gid is None:
         ctx.log.add("activation", f"activator {name} is in no stream list: a node without a "
                     "stream issues no activation task")
     return gid
+
+
+def _can_activate(ctx: Context, name: str) -> bool:
+    node = ctx.nodes.get(name)
+    if node is None:
+        return ctx.sync[name].type in ACTIVATOR_TYPES
+    return node.type in ACTIVATOR_TYPES or any(node.has_attr(a) for a in ACTIVATOR_ATTRS)
 
 
 def _first_task(ctx: Context, name: str, stream: int, own: int) -> int | None:
