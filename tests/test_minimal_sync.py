@@ -444,3 +444,10 @@ def test_ge_mode_names_the_race_of_two_activators_and_compare_goes_on(
     assert rows["ge"]["reason"].startswith("GE's plan races: ")
     assert "\n" not in rows["ge"]["reason"]
     assert rows["ge-minimal"]["events"] == 4 and rows["optimal"]["events"] == 4
+    # GE's plan written by another tool: `verify` names the cause under its list
+    plan = tmp_path / "ge.json"
+    plan.write_text(json.dumps(api.plan(LABEL_TWICE).to_json()), encoding="utf-8")
+    assert main(["verify", str(graph), str(plan)]) == 5
+    report = capsys.readouterr().out.splitlines()
+    assert report[-1].startswith("cause: GE's plan races: several activators start one stream "
+                                 "(stream 0 by acta, actb)"), report

@@ -17,6 +17,7 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
 from streamalloc.verify.plan_input import read_plan
 from streamalloc.verify.report import DEFAULT_CAP
+from streamalloc.verify.shared_start import race_cause
 from streamalloc.verify.verifier import verify_plan
 
 
@@ -34,5 +35,7 @@ def verify_command(graph_path: str | Path | Graph, plan_path: str | Path, *,
     rule_set = plan_rule_set(plan, rules)
     check_options(graph, rule_set.gate_options() if rule_set is not None else (), settings)
     report = verify_plan(graph, plan, rules=rule_set, cap=cap)
-    text = json.dumps(report.to_json(), indent=1) + "\n" if json_out else report.text()
-    return text, report.exit_code
+    if json_out:
+        return json.dumps(report.to_json(), indent=1) + "\n", report.exit_code
+    cause = race_cause(report, plan.activations, plan.sync)
+    return report.text() + (f"cause: {cause}\n" if cause else ""), report.exit_code

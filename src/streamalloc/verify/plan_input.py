@@ -69,7 +69,8 @@ def plan_view(data: Any, source: str = "<plan>") -> PlanView:
         tasks=_tasks(f, data.get("tasks")),
         huge_streams=_huge(f, data.get("huge_streams")),
         attached=_attached(f, data["nodes"]), options=_options(f, data.get("options")),
-        rules=_rules(f, data.get("rules")))
+        rules=_rules(f, data.get("rules")),
+        sync=None if data.get("sync") is None else f.text(data["sync"], "sync"))
 
 
 # Each reader below has a fast path for well-formed entries and falls back to the checking

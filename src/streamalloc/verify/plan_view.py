@@ -115,6 +115,7 @@ class PlanView(msgspec.Struct, frozen=True):
     attached: Mapping[str, tuple[int, ...]] = msgspec.field(default_factory=dict)
     options: Mapping[str, str] | None = None  # the options the plan was made with
     rules: RulesRef | None = None             # the rule set it was made with
+    sync: str | None = None                   # its sync strategy: "ge" or "minimal"
 
     def count(self, space: str) -> int:
         """`event_count` or `notify_count`."""

@@ -9,32 +9,41 @@ instead of leaving the user with the bare dependency violations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streamalloc.errors import GeSyncRace
 from streamalloc.verify.report import VerifyReport
 
 
-def shared_starts(document: Mapping[str, Any]) -> dict[int, list[str]]:
-    """Streams of the plan that two or more activators start: stream -> its activators."""
+def shared_starts(activations: Mapping[str, Sequence[int]]) -> dict[int, list[str]]:
+    """Streams that two or more activators start (`activations`: the plan's
+    `stream_activations`): stream -> its activators."""
     starters: dict[int, list[str]] = {}
-    for activator, streams in document.get("stream_activations", {}).items():
+    for activator, streams in activations.items():
         for stream in streams:
             starters.setdefault(stream, []).append(activator)
     return {s: names for s, names in sorted(starters.items()) if len(names) > 1}
 
 
-def raise_for_ge_plan(report: VerifyReport, document: Mapping[str, Any]) -> None:
-    """`report.raise_for_failure()`, but GeSyncRace with the cause where GE's sync left only
-    dependencies unordered and the plan has a stream several activators start."""
-    shared = shared_starts(document) if document.get("sync") == "ge" else {}
+def race_cause(report: VerifyReport, activations: Mapping[str, Sequence[int]],
+               sync: str | None) -> str | None:
+    """The line naming GE's race where a ge-sync plan left only dependencies unordered and
+    has a stream several activators start; None otherwise."""
+    shared = shared_starts(activations) if sync == "ge" else {}
     if report.ok or not shared or set(report.counts) != {"dependency"}:
+        return None
+    streams = "; ".join(f"stream {s} by {', '.join(names)}" for s, names in shared.items())
+    return (f"GE's plan races: several activators start one stream ({streams}), which then "
+            "starts at the first of them to run, but GE's sync leaves out an event into it "
+            f"when any one of them follows the producer ({report.total} dependencies left "
+            "unordered); `--sync minimal` keeps those events")
+
+
+def raise_for_ge_plan(report: VerifyReport, document: Mapping[str, Any]) -> None:
+    """`report.raise_for_failure()`, but GeSyncRace, its cause first, for GE's race."""
+    cause = race_cause(report, document.get("stream_activations", {}), document.get("sync"))
+    if cause is None:
         report.raise_for_failure()
         return
-    streams = "; ".join(f"stream {s} by {', '.join(names)}" for s, names in shared.items())
-    raise GeSyncRace(
-        f"GE's plan races: several activators start one stream ({streams}), which then starts "
-        "at the first of them to run, but GE's sync leaves out an event into it when any one "
-        f"of them follows the producer ({report.total} dependencies left unordered); "
-        "`--sync minimal` keeps those events\n" + report.text().rstrip())
+    raise GeSyncRace(cause + "\n" + report.text().rstrip())
