@@ -535,3 +535,24 @@ def test_compare_and_sweep_show_no_plan_within_the_limits(tmp_path: Path) -> Non
     why = sweep_table(swept).split("\nwhy:\n")[1].splitlines()  # in the text, as compare's
     assert len(why) == 1 and why[0].startswith(
         f"  point 0: {rows[0]['input']} optimal (NO_PLAN): no plan within the device limits")
+
+
+@pytest.mark.parametrize("rules", [None, "free"])
+def test_full_concurrency_in_single_stream_mode_keeps_the_baseline(rules: str | None) -> None:
+    """Found by an option-matrix run: under --concurrency full Nimble's chains went to the
+    sync layer, which refused several main streams in single-stream mode and blamed the rule
+    set (exit 4). One stream and full concurrency cannot both hold where two nodes are
+    unordered: the baseline is kept, saying why, and it verifies."""
+    b = GraphBuilder("diamond")
+    b.add_node("d", "Data")
+    b.add_node("a", "Relu", inputs=[DataInput("d")])
+    b.add_node("b", "Relu", inputs=[DataInput("d")])
+    b.add_node("c", "Add", inputs=[DataInput("a"), DataInput("b")])
+    graph = api.with_options(b.build(), {"ge.enableSingleStream": "true"})
+    plan, report = api.optimal_plan(graph, api.load_rule_set(rules),
+                                    api.OptimalOptions(concurrency="full", time_limit=1.0))
+    assert report.status == "FALLBACK"
+    assert report.reason.startswith("single-stream mode (ge.enableSingleStream) keeps every "
+                                    "node on one stream, and --concurrency full")
+    assert plan.allocation.main_stream_num == 1
+    assert verify_plan(graph, plan.to_json()).ok

@@ -14,7 +14,7 @@ import pytest
 from split_graphs import dims
 
 from streamalloc.api import plan, with_options
-from streamalloc.errors import AllocationInfeasible
+from streamalloc.errors import AllocationInfeasible, LimitExceeded
 from streamalloc.ir import AttrValue, DataInput, GraphBuilder
 from streamalloc.ir.graph import Graph
 from streamalloc.runtime_emu.emulator import emulate
@@ -310,3 +310,27 @@ def test_a_continuous_label_group_that_starts_its_stream_fails_as_ge() -> None:
     with pytest.raises(AllocationInfeasible, match="first task of logical stream 0") as raised:
         plan(builder.build(), mode="preset")
     assert raised.value.exit_code == 4
+
+
+def test_a_piece_of_the_huge_stream_over_the_normal_depth_says_why() -> None:
+    """Found by an option-matrix run: single-stream mode failed on every training step with
+    "a single node larger than a stream cannot be split". GE splits the huge stream 0 at the
+    huge depth but creates only stream 0 huge; the message says so and which depth keeps the
+    tasks on stream 0, and that depth does."""
+    b = GraphBuilder("chain")
+    b.add_node("d", "Data")
+    for i in range(100):
+        b.add_node(f"r{i}", "Relu", inputs=[DataInput(f"r{i - 1}" if i else "d")])
+    graph = with_options(b.build(), {"ge.enableSingleStream": "true",
+                                     "streamalloc.max_task_per_stream": "100",
+                                     "streamalloc.max_task_per_huge_stream": "200"})
+    with pytest.raises(LimitExceeded) as err:
+        plan(graph)
+    assert str(err.value) == (
+        "physical stream 1 needs 131 task units + 7 profiling units, over its depth of 100 "
+        "(option streamalloc.max_task_per_stream); in single-stream mode GE splits the huge "
+        "stream 0 at the huge depth (200), but creates only stream 0 huge, so this piece of it "
+        "is a normal stream; stream 0 and its pieces hold 303 task units: "
+        "streamalloc.max_task_per_huge_stream=330 or more keeps them all on stream 0")
+    kept = plan(with_options(graph, {"streamalloc.max_task_per_huge_stream": "330"})).to_json()
+    assert kept["huge_streams"] == [0] and kept["tasks"] == {"0": 300}

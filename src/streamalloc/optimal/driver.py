@@ -82,6 +82,12 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                          fewest=floor(), searched=False)
     chains = fewest_streams(dag) if options.concurrency == "full" else None  # Nimble's
     nimble = None if chains is None else chain_events(dag, chains[0])  # minimum, once
+    if chains is not None and len(chains[0]) > 1 \
+            and graph.option("ge.enableSingleStream") == "true":
+        return _fallback(baseline, over, "single-stream mode (ge.enableSingleStream) keeps "
+                                         "every node on one stream, and --concurrency full "
+                                         "keeps nodes no path orders apart; the ge-mode plan "
+                                         "is kept", nimble, fewest=None, searched=False)
     fewest = floor(nimble=nimble)
     most = _most_events(graph)
     rescue = partial(_rescue, graph, dag, baseline, constraints, rules=rules or base_rules,
@@ -166,8 +172,9 @@ def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outc
     (FALLBACK) where it is over a device limit or worse than the baseline."""
     try:
         outcome = evaluate_in_order(graph, allocation, found.order, options.sync, costs)
-    except LimitExceeded as exc:
-        return _fallback(baseline, over, f"its plan is over a device limit: {exc}", nimble,
+    except AllocationInfeasible as exc:  # over a limit, or one of GE's error cases
+        what = "over a device limit" if isinstance(exc, LimitExceeded) else "infeasible"
+        return _fallback(baseline, over, f"its plan is {what}: {exc}", nimble,
                          found.deterministic_time, fewest=fewest, rescue=rescue)
     reason = _worse(outcome, baseline, options, nimble)
     if reason:

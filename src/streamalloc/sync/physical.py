@@ -187,4 +187,21 @@ def _check_depth(ctx: SyncInputs, physical: Physical) -> None:
             raise LimitExceeded(
                 f"physical stream {stream} needs {used} task units + {PROFILING_UNITS} "
                 f"profiling units, over its depth of {depth} (option streamalloc.{option}); "
-                "a single node (with its own Send/Recv) larger than a stream cannot be split")
+                + _why_over(physical, stream, huge))
+
+
+def _why_over(physical: Physical, stream: int, huge: bool) -> str:
+    """Why the split left a stream over its depth: one node too large for it, or, in
+    single-stream mode, a piece of the huge stream 0, which GE splits at the huge depth though
+    only stream 0 is created huge (spec 5.2, 5.3)."""
+    if huge or not physical.huge_streams or physical.split_to_logic.get(stream) != 0:
+        return "a single node (with its own Send/Recv) larger than a stream cannot be split"
+    pieces = sum(u for s, u in physical.counted.items()
+                 if s == 0 or physical.split_to_logic.get(s) == 0)
+    # unsplit, stream 0 holds fewer units than its pieces (no split events), so this many
+    # with GE's reserve never splits
+    return (f"in single-stream mode GE splits the huge stream 0 at the huge depth "
+            f"({physical.capacity}), but creates only stream 0 huge, so this piece of it is a "
+            f"normal stream; stream 0 and its pieces hold {pieces} task units: "
+            f"streamalloc.max_task_per_huge_stream={pieces + RESERVED_UNITS} or more keeps them "
+            "all on stream 0")
