@@ -26,9 +26,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # run as a script: bench/ alone is on the path
 
 from real_models import DATA, LIGHT  # noqa: E402
 
+from bench.inputs import named  # noqa: E402
 from streamalloc import api  # noqa: E402
 from streamalloc.ir.loaders import load_graph  # noqa: E402
 from streamalloc.ir.training import training_step  # noqa: E402
@@ -101,14 +103,7 @@ def table(rows: list[dict[str, Any]], time_limit: float) -> str:
 
 def chosen(only: str) -> list[str]:
     """The steps `--only` names (all for ""); a part naming none is an error."""
-    parts = [o.strip().lower() for o in only.split(",") if o.strip()]
-    if not parts:
-        return list(STEPS)
-    unmatched = [p for p in parts if not any(p in name.lower() for name in STEPS)]
-    if unmatched:
-        raise SystemExit(f"--only: {', '.join(unmatched)} names no step; the steps: "
-                         f"{', '.join(STEPS)}")
-    return [name for name in STEPS if any(p in name.lower() for p in parts)]
+    return named(list(STEPS), [o.strip() for o in only.split(",") if o.strip()], "step")
 
 
 def main() -> None:

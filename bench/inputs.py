@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -85,14 +85,19 @@ def specs(selection: Selection) -> list[Spec]:
                          partial(transformer_training_step, n)) for n in selection.stacks]
     found += [_generated(f"layered_{size_name(n)}", "generated", partial(_layered, n))
               for n in selection.sizes]
-    if not selection.only:
-        return found
-    only = [o.lower() for o in selection.only]
-    unmatched = [o for o in only if not any(o in s.name.lower() for s in found)]
+    kept = set(named([s.name for s in found], selection.only, "input"))
+    return [s for s in found if s.name in kept]
+
+
+def named(names: Sequence[str], only: Sequence[str], what: str) -> list[str]:
+    """The `names` that `--only`'s parts name (substrings, any case), all of them without
+    parts; a part that names none stops the run, listing the `what`s there are."""
+    parts = [o.lower() for o in only]
+    unmatched = [p for p in parts if not any(p in name.lower() for name in names)]
     if unmatched:
-        raise SystemExit(f"--only: {', '.join(unmatched)} names no input; the inputs: "
-                         f"{', '.join(s.name for s in found)}")
-    return [s for s in found if any(o in s.name.lower() for o in only)]
+        raise SystemExit(f"--only: {', '.join(unmatched)} names no {what}; the {what}s: "
+                         f"{', '.join(names)}")
+    return [name for name in names if not parts or any(p in name.lower() for p in parts)]
 
 
 def _resnet50_step() -> Graph:

@@ -99,19 +99,24 @@ def optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
 def check_compare_flags(args: argparse.Namespace, modes: Sequence[str]) -> None:
     """UsageError for an optimal mode's flag when `compare` runs no optimal mode (`--cost`
     excepted: every mode's plan is emulated under it)."""
-    flags = [flag for field, flag in OPTIMAL_FLAGS.items()
-             if field != "cost" and getattr(args, field) is not None]
-    if flags and "optimal" not in modes:
-        raise UsageError(f"{', '.join(flags)}: only the optimal mode reads "
-                         f"{'it' if len(flags) == 1 else 'them'}; add optimal to --modes (this "
-                         f"is --modes {','.join(modes)})")
+    if "optimal" not in modes:
+        _refuse_optimal_flags(args, "the optimal mode", "add optimal to --modes",
+                              f"--modes {','.join(modes)}", kept=("cost",))
 
 
 def check_optimal_flags(args: argparse.Namespace) -> None:
     """UsageError for an optimal mode's flag given in another mode."""
-    flags = [flag for field, flag in OPTIMAL_FLAGS.items() if getattr(args, field) is not None]
-    if flags and args.mode != "optimal":
-        raise UsageError(f"{', '.join(flags)}: only --mode optimal reads "
-                         f"{'it' if len(flags) == 1 else 'them'}; add --mode optimal (this is "
-                         f"--mode {args.mode})")
+    if args.mode != "optimal":
+        _refuse_optimal_flags(args, "--mode optimal", "add --mode optimal", f"--mode {args.mode}")
+
+
+def _refuse_optimal_flags(args: argparse.Namespace, reader: str, way: str, given: str, *,
+                          kept: Sequence[str] = ()) -> None:
+    """UsageError naming the optimal mode's flags given (but `kept`), which only `reader`
+    reads: `way` is the fix, `given` what the command line says instead."""
+    flags = [flag for field, flag in OPTIMAL_FLAGS.items()
+             if field not in kept and getattr(args, field) is not None]
+    if flags:
+        raise UsageError(f"{', '.join(flags)}: only {reader} reads "
+                         f"{'it' if len(flags) == 1 else 'them'}; {way} (this is {given})")
 

@@ -173,6 +173,16 @@ def status_notes(status: str, phase: str | None) -> list[str]:
         + ([f"phase {phase}"] if phase else [])
 
 
+def _against_bound(events: int, floor: int | None) -> str:
+    """What the events bound says of the plan's events; nothing without a bound, nor for a
+    bound of 0 below them ("0 or more" says nothing)."""
+    if floor is None or 0 == floor < events:
+        return ""
+    if events <= floor:
+        return " (no plan within the limits needs fewer)"
+    return f" (a plan within the limits needs {floor} or more)"
+
+
 def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     """The optimal mode's outcome against its baseline (the plan's `solver` block); the wall
     time is printed here and never written into the plan."""
@@ -180,10 +190,7 @@ def solver_summary(block: Mapping[str, Any], wall_s: float) -> str:
     status = str(block["status"]) + (f" ({'; '.join(notes)})" if notes else "")
     reason = f" ({block['reason']})" if block.get("reason") else ""
     gap = "" if block.get("gap") is None else f", model gap {block['gap']:.4f}"
-    floor = block.get("events_bound")
-    fewest = "" if not floor and floor != block["events_final"] else \
-        " (no plan within the limits needs fewer)" if block["events_final"] <= floor else \
-        f" (a plan within the limits needs {floor} or more)"  # 0 or more: nothing to say
+    fewest = _against_bound(block["events_final"], block.get("events_bound"))
     nimble = "" if block.get("nimble_min_events") is None else \
         f", Nimble's minimum {block['nimble_min_events']}"
     limit = block.get("baseline_over_limit")
