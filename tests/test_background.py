@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from streamalloc import background
-from streamalloc.background import SERIAL_ENV, Background, can_fork
+from streamalloc.background import SERIAL_ENV, Background, can_fork, only_fork_safe_threads
+from streamalloc.outputs import Progress
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -102,3 +105,41 @@ def test_cancel_stops_the_child_and_does_not_run_the_call(tmp_path: Path) -> Non
         os.kill(child, 0)
     pending.cancel()  # nothing left to stop
     assert int(marker.read_text()) == child  # the call did not run here
+
+
+class _LockedTerminal(io.StringIO):
+    """A terminal whose writes hold a lock for a while, as a buffered stderr does: a fork in
+    the middle of one would leave the child's copy held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            time.sleep(0.0005)
+            return super().write(text)
+
+
+def _writes_to(stream: _LockedTerminal) -> int:
+    signal.alarm(2)  # a child stuck on a held lock dies, and the call runs in the caller
+    stream.write("from the child")
+    signal.alarm(0)
+    return os.getpid()
+
+
+def test_the_progress_line_does_not_keep_calls_from_forking() -> None:
+    """On a terminal the progress line's thread runs beside every command; a fork waits for
+    its write to end, so children never inherit the stream's lock held, and they still run
+    (they used to run in the caller whenever stderr was a terminal)."""
+    if background.usable_cpus() < 2:
+        pytest.skip("a child runs only with a second CPU")
+    stream = _LockedTerminal()
+    with Progress("allocate", stream, after=0.0, every=0.0):
+        assert can_fork() and only_fork_safe_threads()
+        pids = [Background(_writes_to, stream).result() for _ in range(20)]
+    assert "streamalloc allocate" in stream.getvalue()
+    assert os.getpid() not in pids

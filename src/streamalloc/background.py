@@ -3,10 +3,10 @@ plan while the verifier checks it.
 
 The child starts as a copy of the caller (fork), so nothing is sent to it; it sends back the
 pickled result. `result()` waits for it. Where a fork is not available, not safe or of no use
-(no `os.fork`, other Python threads running, one usable CPU, the environment variable
-`STREAMALLOC_SERIAL` set), or the child fails in any way (an exception, a result that does not
-pickle, a signal), the call runs in the caller when `result()` is asked for, so its result or
-exception is the same either way: only the wall time differs.
+(no `os.fork`, Python threads running other than the progress line's, one usable CPU, the
+environment variable `STREAMALLOC_SERIAL` set), or the child fails in any way (an exception, a
+result that does not pickle, a signal), the call runs in the caller when `result()` is asked
+for, so its result or exception is the same either way: only the wall time differs.
 """
 
 from __future__ import annotations
@@ -25,11 +25,60 @@ _R = TypeVar("_R")
 SERIAL_ENV = "STREAMALLOC_SERIAL"  # set (to anything): every call runs in the caller
 
 
+_AT_FORK = threading.Lock()  # held by a fork-safe thread's steps; a fork waits for it
+
+
 def can_fork() -> bool:
     """Whether `Background` calls run in a child process here and now: on one CPU a child
     only competes with the caller."""
     return hasattr(os, "fork") and not os.environ.get(SERIAL_ENV) and usable_cpus() > 1 \
-        and threading.active_count() == 1  # a fork copies no other thread (or its locks)
+        and only_fork_safe_threads()
+
+
+def only_fork_safe_threads() -> bool:
+    """Whether a fork here copies no other thread that could hold a lock the child needs:
+    a `fork_safe_thread` never does (a fork waits for its step to end)."""
+    current = threading.current_thread()
+    return all(t is current or isinstance(t, _ForkSafeThread) for t in threading.enumerate())
+
+
+class _ForkSafeThread(threading.Thread):
+    pass
+
+
+def fork_safe_thread(step: Callable[[], None], pause: Callable[[], bool]) -> threading.Thread:
+    """A started daemon thread that runs `step()` after each call of `pause()` (which waits)
+    until `pause()` returns True. A fork waits for a step to end, so the child never inherits
+    what a step holds (the progress line's lock on stderr), and the thread is not copied: it
+    does not keep the makespan searches and `Background` from forking as another thread
+    does (on a terminal, the progress line runs beside every command)."""
+    def run() -> None:
+        while not pause():
+            with _AT_FORK:
+                step()
+
+    thread = _ForkSafeThread(target=run, daemon=True, name="streamalloc-progress")
+    thread.start()
+    return thread
+
+
+def _take_lock() -> None:
+    _AT_FORK.acquire()
+
+
+def _give_lock_back() -> None:
+    _AT_FORK.release()
+
+
+def _renew_lock_in_child() -> None:
+    global _AT_FORK  # noqa: PLW0603 - the child's copy is held: the parent took it to fork
+    _AT_FORK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # (by name, not bound to today's lock: a child that
+    # forks in turn takes its own)
+    os.register_at_fork(before=_take_lock, after_in_parent=_give_lock_back,
+                        after_in_child=_renew_lock_in_child)
 
 
 def usable_cpus() -> int:

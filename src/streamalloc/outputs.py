@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from streamalloc.background import fork_safe_thread
 from streamalloc.errors import UsageError
 
 
@@ -94,8 +95,8 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.stream.isatty():
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
+            self._began = time.monotonic()
+            self._thread = fork_safe_thread(self._show, self._wait)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -107,13 +108,12 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
 
-    def _run(self) -> None:
-        began = time.monotonic()
-        if self._done.wait(self.after):
-            return
-        while not self._done.is_set():
-            self.stream.write(f"\rstreamalloc {self.label}: {time.monotonic() - began:.0f} s"
-                              "\x1b[K")
-            self.stream.flush()
-            self._shown = True
-            self._done.wait(self.every)
+    def _wait(self) -> bool:
+        """Wait until the next line is due; True when the block has ended."""
+        return self._done.wait(self.every if self._shown else self.after)
+
+    def _show(self) -> None:
+        self.stream.write(f"\rstreamalloc {self.label}: {time.monotonic() - self._began:.0f} s"
+                          "\x1b[K")
+        self.stream.flush()
+        self._shown = True

@@ -7,10 +7,10 @@ import math
 import multiprocessing
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
+from streamalloc.background import only_fork_safe_threads
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound, segment_runs
 from streamalloc.optimal.critical import improvements
@@ -83,11 +83,11 @@ def searches(graph: Graph, dag: TaskDag, starts: Sequence[Found], *,
     that order: the first is what one worker finds, so the fastest of them all is never slower
     than that. They run at once in processes forked from this one, so searching more ways
     takes about the wall time of one (on as many cores), where forking is safe: on Linux,
-    from a process without other Python threads (a Ray worker has them); elsewhere one after
-    the other, with the same results."""
+    from a process without Python threads other than the progress line's (a Ray worker has
+    some); elsewhere one after the other, with the same results."""
     workers = evaluator.options.workers
     portfolio = (graph, dag, starts, constraints, evaluator)
-    if workers == 1 or sys.platform != "linux" or threading.active_count() > 1:
+    if workers == 1 or sys.platform != "linux" or not only_fork_safe_threads():
         return [_search(portfolio, k) for k in range(workers)]
     global _PORTFOLIO  # noqa: PLW0603 - what the forked processes read
     _floor_us(evaluator)  # computed once, here: the processes inherit it
