@@ -51,7 +51,8 @@ LAYERS = (
 )
 # Imports within one layer that are allowed: (importer, imported module or a prefix of it).
 SIBLINGS = frozenset({
-    ("outputs", "errors"), ("outputs", "json_text"), ("plan_fields", "errors"),
+    ("outputs", "errors"), ("outputs", "json_text"), ("outputs", "background"),
+    ("plan_fields", "errors"),
     ("plan_fields", "json_text"), ("plan_fields", "schemas.parts"),
     ("passes", "errors"), ("schemas", "errors"), ("schemas", "validation"),
     ("memory", "report.table"),
