@@ -105,7 +105,7 @@ def run_compare(args: argparse.Namespace) -> int:
     modes = parse_modes(args.modes)
     check_compare_flags(args, modes)
     settings = CompareSettings(modes, api.load_rule_set(args.rules), graph_options(args.set),
-                               optimal_options(args))
+                               optimal_options(args), jobs=args.jobs)
     sys.stdout.write(compare_command(args.graphs, settings, json_out=args.json, plot=args.plot,
                                      write=write_bytes_atomic))
     return 0

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +29,7 @@ from typing import Any
 import msgspec.structs
 
 from streamalloc import api
+from streamalloc.background import only_fork_safe_threads
 from streamalloc.errors import (
     AllocationInfeasible,
     GeSyncRace,
@@ -74,6 +77,7 @@ class CompareSettings:
     options: dict[str, str]
     optimal: OptimalOptions
     frontier: bool = False
+    jobs: int = 1  # runs of one graph at once, in forked processes (`_runs`)
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -87,6 +91,8 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
     """The comparison document (format streamalloc.compare/v1)."""
+    if settings.jobs < 1:
+        raise UsageError(f"--jobs {settings.jobs}: expected a number of processes >= 1")
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
     names = input_names(paths)
@@ -95,9 +101,14 @@ def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
             step = partial(_show, progress, f"compare {k}/{len(paths)} {name}")
             step("reading")
             graph = api.read_graph(path, settings.options, settings.rules)
-            rows += graph_rows(path, graph, settings, step, name=name)
-            if settings.frontier:
-                frontier += _frontier(name, graph, settings, step)
+            modes = [(mode, mode, settings) for mode in settings.modes]
+            points = _frontier_points(settings) if settings.frontier else []
+            runs = _runs(graph, [*modes, *[run for _, run in points]], settings.jobs, step)
+            rows += graph_rows(path, graph, settings, name=name, runs=runs[:len(modes)])
+            if points:
+                frontier += _frontier(name, graph, settings, step, [
+                    (point, row) for (point, _), (row, _) in zip(
+                        points, runs[len(modes):], strict=True)])
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
 
 
@@ -133,34 +144,102 @@ def _label(file: Path, k: int, suffix: bool) -> str:
     return "/".join([*file.parts[-k:-1], file.name if suffix else file.stem])
 
 
-def _frontier(name: str, graph: Graph, settings: CompareSettings,
-              step: Callable[[str], None]) -> list[dict[str, Any]]:
-    """The optimal mode's points of events against makespan under `--concurrency ge`: the
-    events objective at each of FRONTIER_SLACKS (whatever `--objective` the rows ran), then
-    the makespan objective at event budgets between the slack-0 plan and the fastest
-    (`_between`), then the fastest: the makespan objective (slack null: its plan is never
-    slower than ge mode's), within `--event-budget` if given (it runs before the budgets,
-    which follow from its events). None under `full`, whose plans do not trade makespan."""
+Point = tuple[str, float | None, int | None]  # a frontier point: objective, slack, event budget
+Run = tuple[str, str, CompareSettings]  # what the progress line says, the mode, the settings
+
+
+def _frontier_points(settings: CompareSettings) -> list[tuple[Point, Run]]:
+    """The frontier's runs known before any has run, under `--concurrency ge` (none under
+    `full`, whose plans do not trade makespan): the events objective at each of
+    FRONTIER_SLACKS (whatever `--objective` the rows ran), then its fast end, the makespan
+    objective (slack null: its plan is never slower than ge mode's) within `--event-budget`
+    if given."""
     if settings.optimal.concurrency != "ge":
         return []
+    points: list[Point] = [("events", slack, None) for slack in FRONTIER_SLACKS]
+    points.append(("makespan", None, settings.optimal.event_budget))
+    return [(point, _point_run(point, settings)) for point in points]
 
-    def point(objective: str, slack: float | None, budget: int | None) -> dict[str, Any]:
-        options = msgspec.structs.replace(settings.optimal, objective=objective,
-                                          makespan_slack=slack or 0.0, event_budget=budget,
-                                          way_out=False)
-        step(f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%")
-             + ("" if budget is None else f", budget {budget}"))
-        row, _ = _run(graph, "optimal", replace(settings, optimal=options))
+
+def _point_run(point: Point, settings: CompareSettings) -> Run:
+    objective, slack, budget = point
+    options = msgspec.structs.replace(settings.optimal, objective=objective,
+                                      makespan_slack=slack or 0.0, event_budget=budget,
+                                      way_out=False)
+    label = f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%") \
+        + ("" if budget is None else f", budget {budget}")
+    return label, "optimal", replace(settings, optimal=options)
+
+
+def _frontier(name: str, graph: Graph, settings: CompareSettings,
+              step: Callable[[str], None], first: list[tuple[Point, dict[str, Any]]]
+              ) -> list[dict[str, Any]]:
+    """The optimal mode's points of events against makespan from the rows of the runs of
+    `_frontier_points` (`first`), and the makespan objective at event budgets between the
+    slack-0 plan and the fastest (`_between`), which follow from their events."""
+    def entry(point: Point, row: dict[str, Any]) -> dict[str, Any]:
+        objective, slack, budget = point
         return {"input": name, "graph": graph.name, "objective": objective,
                 "slack": slack, "event_budget": budget, **row}
 
-    entries = [point("events", slack, None) for slack in FRONTIER_SLACKS]
-    fastest = point("makespan", None, settings.optimal.event_budget)
-    entries += [point("makespan", None, budget) for budget in _between(entries[0], fastest)]
+    entries = [entry(point, row) for point, row in first]
+    fastest = entries.pop()
+    budgets: list[Point] = [("makespan", None, budget)
+                            for budget in _between(entries[0], fastest)]
+    more = _runs(graph, [_point_run(point, settings) for point in budgets], settings.jobs, step)
+    entries += [entry(point, row) for point, (row, _) in zip(budgets, more, strict=True)]
     entries.append(fastest)
     entries = best_known(entries)
     return [{**entry, "pareto": on_front} for entry, on_front in zip(
         entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
+
+
+def _runs(graph: Graph, runs: Sequence[Run], jobs: int, step: Callable[[str], None]
+          ) -> list[tuple[dict[str, Any], Program | None]]:
+    """Each run's row (`_run`) and, when it ran here, the program its plan was emulated from.
+    With `jobs` > 1 up to that many run at once, in processes forked from this one (they
+    share the graph read here) where forking is safe (Linux, no Python thread but the
+    progress line's); elsewhere, and with one run, one after the other. Every run is
+    independent (its own search, seeded alike), so the rows are the same either way: only
+    the wall time differs."""
+    if jobs == 1 or len(runs) < 2 or sys.platform != "linux" or not only_fork_safe_threads():
+        done = []
+        for label, mode, settings in runs:
+            step(label)
+            done.append(_run(graph, mode, settings))
+        return done
+    _makespan_bound(graph, runs[0][2])  # computed once, here (seconds on Inception v1): the
+    # optimal runs read it, and the processes inherit it
+    global _FORKED  # noqa: PLW0603 - what the forked processes read
+    _FORKED = (graph, runs)
+    workers = min(jobs, len(runs))
+    rows: list[dict[str, Any]] = [{}] * len(runs)
+    step(f"{len(runs)} runs, {workers} at a time")
+    try:
+        with multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts) as pool:
+            # (leaving the block terminates the workers: Ctrl-C stops every run at once)
+            for finished, (k, row) in enumerate(
+                    pool.imap_unordered(_forked_run, range(len(runs))), start=1):
+                rows[k] = row
+                step(f"{finished} of {len(runs)} runs done, {workers} at a time")
+    finally:
+        _FORKED = None
+    return [(row, None) for row in rows]
+
+
+_FORKED: tuple[Graph, Sequence[Run]] | None = None
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C goes to the whole process group: this process stops the runs, not they."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _forked_run(k: int) -> tuple[int, dict[str, Any]]:
+    assert _FORKED is not None
+    graph, runs = _FORKED
+    _, mode, settings = runs[k]
+    return k, _run(graph, mode, settings)[0]
 
 
 def best_known(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -238,7 +317,8 @@ def pareto_front(points: Sequence[tuple[int | None, float | None]]) -> list[bool
 
 
 def graph_rows(path: str, graph: Graph, settings: CompareSettings,
-               step: Callable[[str], None] = lambda _: None, *, name: str | None = None
+               step: Callable[[str], None] = lambda _: None, *, name: str | None = None,
+               runs: Sequence[tuple[dict[str, Any], Program | None]] | None = None
                ) -> list[dict[str, Any]]:
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
@@ -252,21 +332,28 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
             task_dag(graph, api.allocate(graph, _ge_rules(settings))))
     except GE_FAILURES:  # one of GE's error cases: each mode's row says which
         reference = None
-    runs = []
-    for mode in settings.modes:
-        step(mode)
-        runs.append(_run(graph, mode, settings))
+    if runs is None:
+        runs = _runs(graph, [(mode, mode, settings) for mode in settings.modes], 1, step)
     if not runs:
         return []
-    program = next((p for _, p in runs if p is not None), None)
-    if program is None:
-        with contextlib.suppress(*GE_FAILURES):  # GE fails: no program, no bound
-            program = _measured(without_device_limits(graph), "ge", settings)[1]
-    bound = None if program is None else round(graph_makespan_bound(
-        graph, _costs(settings), lambda: program), 3)  # the optimal mode's, when it ran
+    bound = _makespan_bound(graph, settings, next((p for _, p in runs if p is not None), None))
     return [{"input": name or Path(path).stem, "graph": graph.name, "file": str(path),
              "mode": mode, "nimble_min_events": reference, "makespan_bound_us": bound, **row}
             for mode, (row, _) in zip(settings.modes, runs, strict=True)]
+
+
+def _makespan_bound(graph: Graph, settings: CompareSettings, program: Program | None = None
+                    ) -> float | None:
+    """The makespan bound of every plan of the graph, from `program` (any plan's; the optimal
+    mode's, when it ran here) or else ge mode's with the device limits lifted; None where GE
+    fails (no program)."""
+    if program is None:
+        with contextlib.suppress(*GE_FAILURES):
+            program = _measured(without_device_limits(graph), "ge", settings)[1]
+    if program is None:
+        return None
+    known = program
+    return round(graph_makespan_bound(graph, _costs(settings), lambda: known), 3)
 
 
 def _ge_rules(settings: CompareSettings) -> RuleSet | None:

@@ -84,10 +84,12 @@ def searches(graph: Graph, dag: TaskDag, starts: Sequence[Found], *,
     than that. They run at once in processes forked from this one, so searching more ways
     takes about the wall time of one (on as many cores), where forking is safe: on Linux,
     from a process without Python threads other than the progress line's (a Ray worker has
-    some); elsewhere one after the other, with the same results."""
+    some) that may start processes; elsewhere one after the other, with the same results."""
     workers = evaluator.options.workers
     portfolio = (graph, dag, starts, constraints, evaluator)
-    if workers == 1 or sys.platform != "linux" or not only_fork_safe_threads():
+    if workers == 1 or sys.platform != "linux" or not only_fork_safe_threads() \
+            or multiprocessing.current_process().daemon:  # (a `compare --jobs` run's process
+        # may not start its own)
         return [_search(portfolio, k) for k in range(workers)]
     global _PORTFOLIO  # noqa: PLW0603 - what the forked processes read
     _floor_us(evaluator)  # computed once, here: the processes inherit it
