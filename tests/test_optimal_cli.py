@@ -166,18 +166,20 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_compare_jobs_run_a_graphs_runs_at_once_with_the_same_rows(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--jobs 2: a graph's modes and frontier points run in two forked processes (each run
+    """--jobs 2: the graphs' modes and frontier points run in two forked processes (each run
     with two search workers, which then search one after the other: a pool's process starts
     none of its own); every row and point is the one --jobs 1 gives, but for its wall time."""
     documents = []
+    layers = str(Path(EXAMPLE).with_name("transformer_layers.yaml"))
     for jobs in ("1", "2"):
-        assert main(["compare", EXAMPLE, "--json", "--time-limit", "0.3", "--workers", "2",
-                     "--plot", str(tmp_path / f"{jobs}.png"), "--jobs", jobs]) == 0
+        assert main(["compare", EXAMPLE, layers, "--json", "--time-limit", "0.3", "--workers",
+                     "2", "--plot", str(tmp_path / f"{jobs}.png"), "--jobs", jobs]) == 0
         document = json.loads(capsys.readouterr().out)
         for entry in (*document["rows"], *document["frontier"]):
             assert entry.pop("wall_s") >= 0
         documents.append(document)
-    assert len(documents[0]["frontier"]) >= 6
+    assert {e["input"] for e in documents[0]["frontier"]} == {"train_step", "transformer_layers"}
+    assert len(documents[0]["frontier"]) >= 12
     assert documents[0] == documents[1]
     assert main(["compare", EXAMPLE, "--jobs", "0"]) == 2
     assert "--jobs 0: expected a number of processes >= 1" in capsys.readouterr().err

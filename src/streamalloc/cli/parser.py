@@ -115,8 +115,8 @@ def _compare_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     cmp.add_argument("--plot", metavar="FILE.png",
                      help="events against makespan per mode, with the optimal frontier")
     cmp.add_argument("--jobs", type=int, default=1, metavar="N",
-                     help="runs of a graph at once, in N processes (its modes and the "
-                          "frontier's points; the same rows but for wall_s); default 1")
+                     help="runs at once, in N processes (every graph's modes and frontier "
+                          "points; the same rows but for wall_s); default 1")
     cmp.set_defaults(run=handlers.run_compare, print_after=None, dump_dir=None, sync=None)
     _optimal_args(cmp, "the optimal mode (its row in --modes)")
 

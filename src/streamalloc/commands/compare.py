@@ -1,4 +1,5 @@
-"""`streamalloc compare GRAPH... [--modes ge,ge-minimal,optimal] [--json] [--plot FILE.png]`.
+"""`streamalloc compare GRAPH... [--modes ge,ge-minimal,optimal] [--json] [--plot FILE.png]
+[--jobs N]`.
 
 One row per graph and mode: `ge` (GE's allocation and elimination), `ge-minimal` (GE's
 allocation, minimal elimination: what GE loses in elimination alone), `optimal` (the CP-SAT
@@ -10,11 +11,11 @@ makespan objective (its fast end: the fastest plan the search finds), and the ma
 objective at event budgets between the two. Each run searches on its own, so a larger slack
 may end with a worse plan than a smaller one found: each point shows the best plan of the runs
 within its limits (`best_known`), and says whether it is on the Pareto front (`pareto`).
+`--jobs N` runs N of all those runs at once (`_runs`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import signal
@@ -77,7 +78,7 @@ class CompareSettings:
     options: dict[str, str]
     optimal: OptimalOptions
     frontier: bool = False
-    jobs: int = 1  # runs of one graph at once, in forked processes (`_runs`)
+    jobs: int = 1  # runs at once, in forked processes (`_runs`)
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -90,26 +91,65 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
-    """The comparison document (format streamalloc.compare/v1)."""
+    """The comparison document (format streamalloc.compare/v1). One graph at a time; with
+    `--jobs` N > 1, where runs may fork (`_forkable`), every graph is read first and all
+    their runs share the N processes (`_runs`)."""
     if settings.jobs < 1:
         raise UsageError(f"--jobs {settings.jobs}: expected a number of processes >= 1")
+    names = input_names(paths)
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
-    names = input_names(paths)
+    together = len(paths) if settings.jobs > 1 and _forkable() else 1
     with Progress("compare", sys.stderr) as progress:
-        for k, (path, name) in enumerate(zip(paths, names, strict=True), start=1):
-            step = partial(_show, progress, f"compare {k}/{len(paths)} {name}")
-            step("reading")
-            graph = api.read_graph(path, settings.options, settings.rules)
-            modes = [(mode, mode, settings) for mode in settings.modes]
-            points = _frontier_points(settings) if settings.frontier else []
-            runs = _runs(graph, [*modes, *[run for _, run in points]], settings.jobs, step)
-            rows += graph_rows(path, graph, settings, name=name, runs=runs[:len(modes)])
-            if points:
-                frontier += _frontier(name, graph, settings, step, [
-                    (point, row) for (point, _), (row, _) in zip(
-                        points, runs[len(modes):], strict=True)])
+        for start in range(0, len(paths), together):
+            group = []
+            for k in range(start, min(start + together, len(paths))):
+                step = partial(_show, progress, f"compare {k + 1}/{len(paths)} {names[k]}")
+                step("reading")
+                group.append(_Input(paths[k], names[k], step, api.read_graph(
+                    paths[k], settings.options, settings.rules)))
+            for its_rows, its_frontier in _documents(group, settings, partial(
+                    _show, progress, "compare")):
+                rows += its_rows
+                frontier += its_frontier
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
+
+
+@dataclass(frozen=True)
+class _Input:
+    """A graph to compare: its file, its `input`, its progress line and the graph read."""
+
+    path: str
+    name: str
+    step: Callable[[str], None]
+    graph: Graph
+
+
+def _documents(inputs: Sequence[_Input], settings: CompareSettings,
+               step: Callable[[str], None]) -> list[tuple[list[dict[str, Any]],
+                                                          list[dict[str, Any]]]]:
+    """Each input's rows and frontier entries: first every input's rows (one task: its ge
+    row's results serve the optimal mode's baseline) and its frontier points known before any
+    has run (`_frontier_points`: the slacks, then the fastest plan; a task each), then the
+    budgets between its slack-0 and fastest plans' events (`_between`)."""
+    points = _frontier_points(settings) if settings.frontier else []
+    done = _runs([*((i, None) for i in inputs), *((i, run) for i in inputs for _, run in points)],
+                 settings, step)
+    rows, rest = done[:len(inputs)], [row for (row,) in done[len(inputs):]]
+    point_rows = [rest[k * len(points):(k + 1) * len(points)] for k in range(len(inputs))]
+    budgets: list[list[Point]] = [
+        [("makespan", None, budget) for budget in _between(ran[0], ran[-1])] if ran else []
+        for ran in point_rows]
+    more = iter(_runs([(i, _point_run(point, settings))
+                       for i, points_of in zip(inputs, budgets, strict=True)
+                       for point in points_of], settings, step))
+    documents = []
+    for i, its_rows, ran, points_of in zip(inputs, rows, point_rows, budgets, strict=True):
+        entries = list(zip([point for point, _ in points], ran, strict=True))
+        entries[-1:-1] = [(point, next(more)[0]) for point in points_of]  # (before the
+        # fastest)
+        documents.append((its_rows, _frontier(i.name, i.graph, entries) if entries else []))
+    return documents
 
 
 def input_names(paths: Sequence[str]) -> list[str]:
@@ -171,63 +211,65 @@ def _point_run(point: Point, settings: CompareSettings) -> Run:
     return label, "optimal", replace(settings, optimal=options)
 
 
-def _frontier(name: str, graph: Graph, settings: CompareSettings,
-              step: Callable[[str], None], first: list[tuple[Point, dict[str, Any]]]
+def _frontier(name: str, graph: Graph, points: list[tuple[Point, dict[str, Any]]]
               ) -> list[dict[str, Any]]:
-    """The optimal mode's points of events against makespan from the rows of the runs of
-    `_frontier_points` (`first`), and the makespan objective at event budgets between the
-    slack-0 plan and the fastest (`_between`), which follow from their events."""
-    def entry(point: Point, row: dict[str, Any]) -> dict[str, Any]:
-        objective, slack, budget = point
-        return {"input": name, "graph": graph.name, "objective": objective,
-                "slack": slack, "event_budget": budget, **row}
-
-    entries = [entry(point, row) for point, row in first]
-    fastest = entries.pop()
-    budgets: list[Point] = [("makespan", None, budget)
-                            for budget in _between(entries[0], fastest)]
-    more = _runs(graph, [_point_run(point, settings) for point in budgets], settings.jobs, step)
-    entries += [entry(point, row) for point, (row, _) in zip(budgets, more, strict=True)]
-    entries.append(fastest)
-    entries = best_known(entries)
+    """The optimal mode's points of events against makespan, from their runs' rows: the
+    slacks, the budgets, the fastest plan; each with the best plan within its limits
+    (`best_known`) and whether it is on the Pareto front."""
+    entries = best_known([{"input": name, "graph": graph.name, "objective": objective,
+                           "slack": slack, "event_budget": budget, **row}
+                          for (objective, slack, budget), row in points])
     return [{**entry, "pareto": on_front} for entry, on_front in zip(
         entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
 
 
-def _runs(graph: Graph, runs: Sequence[Run], jobs: int, step: Callable[[str], None]
-          ) -> list[tuple[dict[str, Any], Program | None]]:
-    """Each run's row (`_run`) and, when it ran here, the program its plan was emulated from.
-    With `jobs` > 1 up to that many run at once, in processes forked from this one (they
-    share the graph read here) where forking is safe (Linux, no Python thread but the
-    progress line's); elsewhere, and with one run, one after the other. Every run is
-    independent (its own search, seeded alike), so the rows are the same either way: only
-    the wall time differs."""
-    if jobs == 1 or len(runs) < 2 or sys.platform != "linux" or not only_fork_safe_threads():
-        done = []
-        for label, mode, settings in runs:
-            step(label)
-            done.append(_run(graph, mode, settings))
-        return done
-    _makespan_bound(graph, runs[0][2])  # computed once, here (seconds on Inception v1): the
-    # optimal runs read it, and the processes inherit it
+Task = tuple[_Input, Run | None]  # a run on the input's graph; None: its rows (`graph_rows`)
+
+
+def _runs(tasks: Sequence[Task], settings: CompareSettings, step: Callable[[str], None]
+          ) -> list[list[dict[str, Any]]]:
+    """Per task, its rows: the run's (`_run`), or the input's (`graph_rows`, every mode of
+    `settings`). With `--jobs` N > 1 up to N tasks run at once, in processes forked from this
+    one (they share the graphs read here) where forking is safe; else, and with one task, one
+    after the other. Every run is independent (its own search, seeded alike), so the rows are
+    the same either way: only the wall time differs. `step` shows how many tasks ran."""
+    if settings.jobs == 1 or len(tasks) < 2 or not _forkable():
+        return [_task_rows(task, settings) for task in tasks]
+    for i in {id(i): i for i, run in tasks if run is not None}.values():  # a graph's bound,
+        _makespan_bound(i.graph, settings)  # which its optimal runs read: computed once, here
+        # (seconds on Inception v1), and the processes inherit it
     global _FORKED  # noqa: PLW0603 - what the forked processes read
-    _FORKED = (graph, runs)
-    workers = min(jobs, len(runs))
-    rows: list[dict[str, Any]] = [{}] * len(runs)
-    step(f"{len(runs)} runs, {workers} at a time")
+    _FORKED = (tasks, settings)
+    workers = min(settings.jobs, len(tasks))
+    done: list[list[dict[str, Any]]] = [[]] * len(tasks)
+    step(f"{len(tasks)} tasks, {workers} at a time")
     try:
         with multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts) as pool:
             # (leaving the block terminates the workers: Ctrl-C stops every run at once)
-            for finished, (k, row) in enumerate(
-                    pool.imap_unordered(_forked_run, range(len(runs))), start=1):
-                rows[k] = row
-                step(f"{finished} of {len(runs)} runs done, {workers} at a time")
+            for finished, (k, rows) in enumerate(
+                    pool.imap_unordered(_forked_task, range(len(tasks))), start=1):
+                done[k] = rows
+                step(f"{finished} of {len(tasks)} tasks done, {workers} at a time")
     finally:
         _FORKED = None
-    return [(row, None) for row in rows]
+    return done
 
 
-_FORKED: tuple[Graph, Sequence[Run]] | None = None
+def _task_rows(task: Task, settings: CompareSettings) -> list[dict[str, Any]]:
+    i, run = task
+    if run is None:
+        return graph_rows(i.path, i.graph, settings, i.step, name=i.name)
+    label, mode, its_settings = run
+    i.step(label)
+    return [_run(i.graph, mode, its_settings)[0]]
+
+
+def _forkable() -> bool:
+    """Whether runs may fork here: Linux, no Python thread but the progress line's."""
+    return sys.platform == "linux" and only_fork_safe_threads()
+
+
+_FORKED: tuple[Sequence[Task], CompareSettings] | None = None
 
 
 def _ignore_interrupts() -> None:
@@ -235,11 +277,10 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _forked_run(k: int) -> tuple[int, dict[str, Any]]:
+def _forked_task(k: int) -> tuple[int, list[dict[str, Any]]]:
     assert _FORKED is not None
-    graph, runs = _FORKED
-    _, mode, settings = runs[k]
-    return k, _run(graph, mode, settings)[0]
+    tasks, settings = _FORKED
+    return k, _task_rows(tasks[k], settings)
 
 
 def best_known(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -317,8 +358,7 @@ def pareto_front(points: Sequence[tuple[int | None, float | None]]) -> list[bool
 
 
 def graph_rows(path: str, graph: Graph, settings: CompareSettings,
-               step: Callable[[str], None] = lambda _: None, *, name: str | None = None,
-               runs: Sequence[tuple[dict[str, Any], Program | None]] | None = None
+               step: Callable[[str], None] = lambda _: None, *, name: str | None = None
                ) -> list[dict[str, Any]]:
     """The rows of one graph (read from `path`), one per mode of `settings`, in that order:
     what `compare` writes per graph and `sweep` per point (docs/compare-format.md). Two
@@ -332,8 +372,10 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
             task_dag(graph, api.allocate(graph, _ge_rules(settings))))
     except GE_FAILURES:  # one of GE's error cases: each mode's row says which
         reference = None
-    if runs is None:
-        runs = _runs(graph, [(mode, mode, settings) for mode in settings.modes], 1, step)
+    runs = []
+    for mode in settings.modes:
+        step(mode)
+        runs.append(_run(graph, mode, settings))
     if not runs:
         return []
     bound = _makespan_bound(graph, settings, next((p for _, p in runs if p is not None), None))
@@ -345,15 +387,16 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
 def _makespan_bound(graph: Graph, settings: CompareSettings, program: Program | None = None
                     ) -> float | None:
     """The makespan bound of every plan of the graph, from `program` (any plan's; the optimal
-    mode's, when it ran here) or else ge mode's with the device limits lifted; None where GE
-    fails (no program)."""
-    if program is None:
-        with contextlib.suppress(*GE_FAILURES):
-            program = _measured(without_device_limits(graph), "ge", settings)[1]
-    if program is None:
+    mode's, when it ran here) or, when the bound is not known yet, ge mode's with the device
+    limits lifted; None where GE fails (no program)."""
+    def made() -> Program:
+        return program if program is not None else \
+            _measured(without_device_limits(graph), "ge", settings)[1]
+
+    try:
+        return round(graph_makespan_bound(graph, _costs(settings), made), 3)
+    except GE_FAILURES:
         return None
-    known = program
-    return round(graph_makespan_bound(graph, _costs(settings), lambda: known), 3)
 
 
 def _ge_rules(settings: CompareSettings) -> RuleSet | None:
