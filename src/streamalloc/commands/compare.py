@@ -21,10 +21,12 @@ import multiprocessing
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any
 
 import msgspec.structs
@@ -128,28 +130,34 @@ class _Input:
 def _documents(inputs: Sequence[_Input], settings: CompareSettings,
                step: Callable[[str], None]) -> list[tuple[list[dict[str, Any]],
                                                           list[dict[str, Any]]]]:
-    """Each input's rows and frontier entries: first every input's rows (one task: its ge
-    row's results serve the optimal mode's baseline) and its frontier points known before any
-    has run (`_frontier_points`: the slacks, then the fastest plan; a task each), then the
-    budgets between its slack-0 and fastest plans' events (`_between`)."""
-    points = _frontier_points(settings) if settings.frontier else []
-    done = _runs([*((i, None) for i in inputs), *((i, run) for i in inputs for _, run in points)],
-                 settings, step)
-    rows, rest = done[:len(inputs)], [row for (row,) in done[len(inputs):]]
-    point_rows = [rest[k * len(points):(k + 1) * len(points)] for k in range(len(inputs))]
-    budgets: list[list[Point]] = [
-        [("makespan", None, budget) for budget in _between(ran[0], ran[-1])] if ran else []
-        for ran in point_rows]
-    more = iter(_runs([(i, _point_run(point, settings))
-                       for i, points_of in zip(inputs, budgets, strict=True)
-                       for point in points_of], settings, step))
-    documents = []
-    for i, its_rows, ran, points_of in zip(inputs, rows, point_rows, budgets, strict=True):
-        entries = list(zip([point for point, _ in points], ran, strict=True))
-        entries[-1:-1] = [(point, next(more)[0]) for point in points_of]  # (before the
-        # fastest)
-        documents.append((its_rows, _frontier(i.name, i.graph, entries) if entries else []))
-    return documents
+    """Each input's rows and frontier entries. Its jobs (`_run_jobs`): its rows (one job: its
+    ge row's results serve the optimal mode's baseline) and each frontier point
+    (`_frontier_points`), the fastest plan and the slack-0 one first: the budgets between
+    their events (`_between`) are released when both have run."""
+    points = [point for point, _ in _frontier_points(settings)] if settings.frontier else []
+    jobs: list[Job] = []
+    for k in range(len(inputs)):
+        jobs += [(k, points[-1]), (k, points[0])] if points else []
+        jobs += [(k, None), *((k, point) for point in points[1:-1])]
+    rows: dict[Job, list[dict[str, Any]]] = {}
+    budgets: dict[int, list[Point]] = {}
+
+    def released(job: Job, its_rows: list[dict[str, Any]]) -> list[Job]:
+        rows[job] = its_rows
+        k, point = job
+        if point is None or point not in (points[0], points[-1]):
+            return []
+        fewest, fastest = rows.get((k, points[0])), rows.get((k, points[-1]))
+        if fewest is None or fastest is None:
+            return []
+        budgets[k] = [("makespan", None, budget) for budget in _between(fewest[0], fastest[0])]
+        return [(k, budget) for budget in budgets[k]]
+
+    _run_jobs(jobs, released, inputs, settings, step)
+    return [(rows[(k, None)], _frontier(i.name, i.graph, [
+        (point, rows[(k, point)][0])
+        for point in [*points[:-1], *budgets.get(k, []), *points[-1:]]]) if points else [])
+        for k, i in enumerate(inputs)]
 
 
 def input_names(paths: Sequence[str]) -> list[str]:
@@ -223,43 +231,58 @@ def _frontier(name: str, graph: Graph, points: list[tuple[Point, dict[str, Any]]
         entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
 
 
-Task = tuple[_Input, Run | None]  # a run on the input's graph; None: its rows (`graph_rows`)
+Job = tuple[int, Point | None]  # an input's position, and a frontier point to run on its
+# graph or None: its rows (`graph_rows`)
 
 
-def _runs(tasks: Sequence[Task], settings: CompareSettings, step: Callable[[str], None]
-          ) -> list[list[dict[str, Any]]]:
-    """Per task, its rows: the run's (`_run`), or the input's (`graph_rows`, every mode of
-    `settings`). With `--jobs` N > 1 up to N tasks run at once, in processes forked from this
-    one (they share the graphs read here) where forking is safe; else, and with one task, one
-    after the other. Every run is independent (its own search, seeded alike), so the rows are
-    the same either way: only the wall time differs. `step` shows how many tasks ran."""
-    if settings.jobs == 1 or len(tasks) < 2 or not _forkable():
-        return [_task_rows(task, settings) for task in tasks]
-    for i in {id(i): i for i, run in tasks if run is not None}.values():  # a graph's bound,
-        _makespan_bound(i.graph, settings)  # which its optimal runs read: computed once, here
-        # (seconds on Inception v1), and the processes inherit it
+def _run_jobs(jobs: Sequence[Job],
+              released: Callable[[Job, list[dict[str, Any]]], list[Job]],
+              inputs: Sequence[_Input], settings: CompareSettings,
+              step: Callable[[str], None]) -> None:
+    """Run `jobs` in order, each giving its rows to `released`, whose jobs run next, before
+    the rest. With `--jobs` N > 1, N at a time in processes forked from this one (they share
+    the graphs read here) where forking is safe; else one after the other. Every run is
+    independent (its own search, seeded alike), so the rows are the same either way: only
+    the wall time differs. `step` shows how many ran."""
+    queue = deque(jobs)
+    if settings.jobs == 1 or len(jobs) < 2 or not _forkable():
+        while queue:
+            job = queue.popleft()
+            queue.extendleft(reversed(released(job, _job_rows(job, inputs, settings))))
+        return
+    for k in sorted({k for k, point in jobs if point is not None}):  # a graph's bound, which
+        _makespan_bound(inputs[k].graph, settings)  # its optimal runs read: computed once,
+        # here (seconds on Inception v1), and the processes inherit it
     global _FORKED  # noqa: PLW0603 - what the forked processes read
-    _FORKED = (tasks, settings)
-    workers = min(settings.jobs, len(tasks))
-    done: list[list[dict[str, Any]]] = [[]] * len(tasks)
-    step(f"{len(tasks)} tasks, {workers} at a time")
+    _FORKED = (inputs, settings)
+    workers = min(settings.jobs, len(jobs))
+    outcomes: SimpleQueue[tuple[Job, list[dict[str, Any]]] | BaseException] = SimpleQueue()
+    running = finished = 0
     try:
         with multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts) as pool:
             # (leaving the block terminates the workers: Ctrl-C stops every run at once)
-            for finished, (k, rows) in enumerate(
-                    pool.imap_unordered(_forked_task, range(len(tasks))), start=1):
-                done[k] = rows
-                step(f"{finished} of {len(tasks)} tasks done, {workers} at a time")
+            while queue or running:
+                while queue and running < workers:
+                    pool.apply_async(_forked_job, (queue.popleft(),), callback=outcomes.put,
+                                     error_callback=outcomes.put)
+                    running += 1
+                step(f"{finished} runs done, {running} running, {len(queue)} waiting")
+                outcome = outcomes.get()
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                running, finished = running - 1, finished + 1
+                queue.extendleft(reversed(released(*outcome)))
     finally:
         _FORKED = None
-    return done
 
 
-def _task_rows(task: Task, settings: CompareSettings) -> list[dict[str, Any]]:
-    i, run = task
-    if run is None:
+def _job_rows(job: Job, inputs: Sequence[_Input], settings: CompareSettings
+              ) -> list[dict[str, Any]]:
+    k, point = job
+    i = inputs[k]
+    if point is None:
         return graph_rows(i.path, i.graph, settings, i.step, name=i.name)
-    label, mode, its_settings = run
+    label, mode, its_settings = _point_run(point, settings)
     i.step(label)
     return [_run(i.graph, mode, its_settings)[0]]
 
@@ -269,7 +292,7 @@ def _forkable() -> bool:
     return sys.platform == "linux" and only_fork_safe_threads()
 
 
-_FORKED: tuple[Sequence[Task], CompareSettings] | None = None
+_FORKED: tuple[Sequence[_Input], CompareSettings] | None = None
 
 
 def _ignore_interrupts() -> None:
@@ -277,10 +300,9 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _forked_task(k: int) -> tuple[int, list[dict[str, Any]]]:
+def _forked_job(job: Job) -> tuple[Job, list[dict[str, Any]]]:
     assert _FORKED is not None
-    tasks, settings = _FORKED
-    return k, _task_rows(tasks[k], settings)
+    return job, _job_rows(job, *_FORKED)
 
 
 def best_known(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
