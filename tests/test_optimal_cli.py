@@ -14,6 +14,7 @@ import yaml
 
 from streamalloc import api
 from streamalloc.cli import main
+from streamalloc.commands import compare as compare_module
 from streamalloc.commands.compare import best_known, input_names, pareto_front
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, event_bound, event_forest
@@ -165,13 +166,17 @@ def test_compare_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_compare_jobs_run_a_graphs_runs_at_once_with_the_same_rows(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
     """--jobs 2: the graphs' modes and frontier points run in two forked processes (each run
     with two search workers, which then search one after the other: a pool's process starts
-    none of its own); every row and point is the one --jobs 1 gives, but for its wall time."""
+    none of its own), both graphs at once or, past the nodes read ahead, one after the other;
+    every row and point is the one --jobs 1 gives, but for its wall time."""
     documents = []
     layers = str(Path(EXAMPLE).with_name("transformer_layers.yaml"))
-    for jobs in ("1", "2"):
+    for jobs, ahead in (("1", None), ("2", None), ("2", 1)):
+        if ahead is not None:
+            monkeypatch.setattr(compare_module, "READ_AHEAD_NODES", ahead)
         assert main(["compare", EXAMPLE, layers, "--json", "--time-limit", "0.3", "--workers",
                      "2", "--plot", str(tmp_path / f"{jobs}.png"), "--jobs", jobs]) == 0
         document = json.loads(capsys.readouterr().out)
@@ -180,7 +185,7 @@ def test_compare_jobs_run_a_graphs_runs_at_once_with_the_same_rows(
         documents.append(document)
     assert {e["input"] for e in documents[0]["frontier"]} == {"train_step", "transformer_layers"}
     assert len(documents[0]["frontier"]) >= 12
-    assert documents[0] == documents[1]
+    assert documents[0] == documents[1] == documents[2]
     assert main(["compare", EXAMPLE, "--jobs", "0"]) == 2
     assert "--jobs 0: expected a number of processes >= 1" in capsys.readouterr().err
 
