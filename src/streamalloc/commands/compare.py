@@ -11,7 +11,7 @@ makespan objective (its fast end: the fastest plan the search finds), and the ma
 objective at event budgets between the two. Each run searches on its own, so a larger slack
 may end with a worse plan than a smaller one found: each point shows the best plan of the runs
 within its limits (`best_known`), and says whether it is on the Pareto front (`pareto`).
-`--jobs N` runs N of all those runs at once (`_runs`).
+`--jobs N` runs N of all those runs at once (`_run_jobs`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class CompareSettings:
     options: dict[str, str]
     optimal: OptimalOptions
     frontier: bool = False
-    jobs: int = 1  # runs at once, in forked processes (`_runs`)
+    jobs: int = 1  # runs at once, in forked processes (`_run_jobs`)
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -139,7 +139,7 @@ def _documents(inputs: Sequence[_Input], settings: CompareSettings,
     ge row's results serve the optimal mode's baseline) and each frontier point
     (`_frontier_points`), the fastest plan and the slack-0 one first: the budgets between
     their events (`_between`) are released when both have run."""
-    points = [point for point, _ in _frontier_points(settings)] if settings.frontier else []
+    points = _frontier_points(settings) if settings.frontier else []
     jobs: list[Job] = []
     for k in range(len(inputs)):
         jobs += [(k, points[-1]), (k, points[0])] if points else []
@@ -201,8 +201,8 @@ Point = tuple[str, float | None, int | None]  # a frontier point: objective, sla
 Run = tuple[str, str, CompareSettings]  # what the progress line says, the mode, the settings
 
 
-def _frontier_points(settings: CompareSettings) -> list[tuple[Point, Run]]:
-    """The frontier's runs known before any has run, under `--concurrency ge` (none under
+def _frontier_points(settings: CompareSettings) -> list[Point]:
+    """The frontier's points known before any has run, under `--concurrency ge` (none under
     `full`, whose plans do not trade makespan): the events objective at each of
     FRONTIER_SLACKS (whatever `--objective` the rows ran), then its fast end, the makespan
     objective (slack null: its plan is never slower than ge mode's) within `--event-budget`
@@ -211,7 +211,7 @@ def _frontier_points(settings: CompareSettings) -> list[tuple[Point, Run]]:
         return []
     points: list[Point] = [("events", slack, None) for slack in FRONTIER_SLACKS]
     points.append(("makespan", None, settings.optimal.event_budget))
-    return [(point, _point_run(point, settings)) for point in points]
+    return points
 
 
 def _point_run(point: Point, settings: CompareSettings) -> Run:
