@@ -57,3 +57,19 @@ def test_compare_shows_which_graph_and_run(monkeypatch: pytest.MonkeyPatch) -> N
     assert "compare 1/1 train_step: optimal" in text
     assert "compare 1/1 train_step: frontier, makespan objective" in text
     assert text.endswith("\r\x1b[K")
+
+
+def test_compare_with_jobs_counts_its_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under --jobs the progress line counts the jobs done, running and waiting (the frontier's
+    budgets join the queue when the plans they follow from have run)."""
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    monkeypatch.setattr(compare_module, "Progress",
+                        functools.partial(Progress, after=0.0, every=0.001))
+    settings = CompareSettings(("ge", "optimal"), None, {}, OptimalOptions(time_limit=0.3),
+                               frontier=True, jobs=2)
+    compare_module.compare([str(EXAMPLE)], settings)
+    text = stream.getvalue()
+    if compare_module._forkable():
+        assert "compare: 0 jobs done, 2 running, 5 waiting" in text  # of 7: rows, 6 points
+    assert text.endswith("\r\x1b[K")

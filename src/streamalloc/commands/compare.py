@@ -271,7 +271,7 @@ def _run_jobs(jobs: Sequence[Job],
                     pool.apply_async(_forked_job, (queue.popleft(),), callback=outcomes.put,
                                      error_callback=outcomes.put)
                     running += 1
-                step(f"{finished} runs done, {running} running, {len(queue)} waiting")
+                step(f"{finished} jobs done, {running} running, {len(queue)} waiting")
                 outcome = outcomes.get()
                 if isinstance(outcome, BaseException):
                     raise outcome
