@@ -529,7 +529,7 @@ def test_more_workers_search_more_ways_and_never_run_slower(
                                     evaluator=replace(evaluator, options=two_workers))
     assert len(both) == 2 and both[0] == alone and both[1] != alone
     with monkeypatch.context() as threads:
-        threads.setattr(makespan_search, "only_fork_safe_threads", lambda: False)
+        threads.setattr(makespan_search, "can_start_processes", lambda: False)
         assert makespan_search.searches(squeezenet, dag, [start, other], constraints=[],
                                         evaluator=replace(evaluator, options=two_workers)) \
             == both

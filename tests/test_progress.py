@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from streamalloc.background import can_start_processes
 from streamalloc.commands import compare as compare_module
 from streamalloc.commands.compare import CompareSettings
 from streamalloc.optimal import OptimalOptions
@@ -70,6 +71,6 @@ def test_compare_with_jobs_counts_its_jobs(monkeypatch: pytest.MonkeyPatch) -> N
                                frontier=True, jobs=2)
     compare_module.compare([str(EXAMPLE)], settings)
     text = stream.getvalue()
-    if compare_module._forkable():
+    if can_start_processes():
         assert "compare: 0 jobs done, 2 running, 5 waiting" in text  # of 7: rows, 6 points
     assert text.endswith("\r\x1b[K")

@@ -12,9 +12,11 @@ for, so its result or exception is the same either way: only the wall time diffe
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Generic, ParamSpec, TypeVar
@@ -40,6 +42,14 @@ def only_fork_safe_threads() -> bool:
     a `fork_safe_thread` never does (a fork waits for its step to end)."""
     current = threading.current_thread()
     return all(t is current or isinstance(t, _ForkSafeThread) for t in threading.enumerate())
+
+
+def can_start_processes() -> bool:
+    """Whether a pool of processes forked from this one may start here: on Linux, with no
+    Python thread but fork-safe ones (a Ray worker has some), in a process that is not itself
+    a pool's (which may not start processes: a `compare --jobs` run's)."""
+    return sys.platform == "linux" and only_fork_safe_threads() \
+        and not multiprocessing.current_process().daemon
 
 
 class _ForkSafeThread(threading.Thread):

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec.structs
 
 from streamalloc import api
-from streamalloc.background import only_fork_safe_threads
+from streamalloc.background import can_start_processes
 from streamalloc.errors import (
     AllocationInfeasible,
     GeSyncRace,
@@ -97,28 +97,31 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
     """The comparison document (format streamalloc.compare/v1). One graph at a time; with
-    `--jobs` N > 1, where runs may fork (`_forkable`), graphs of up to READ_AHEAD_NODES nodes
-    in all are read at once and their runs share the N processes (`_run_jobs`)."""
+    `--jobs` N > 1, where processes may start (`background.can_start_processes`), graphs of up
+    to READ_AHEAD_NODES nodes in all are read at once and their runs share the N processes
+    (`_run_jobs`)."""
     if settings.jobs < 1:
         raise UsageError(f"--jobs {settings.jobs}: expected a number of processes >= 1")
     names = input_names(paths)
     rows: list[dict[str, Any]] = []
     frontier: list[dict[str, Any]] = []
-    ahead = READ_AHEAD_NODES if settings.jobs > 1 and _forkable() else 0
+    ahead = READ_AHEAD_NODES if settings.jobs > 1 and can_start_processes() else 0
     with Progress("compare", sys.stderr) as progress:
         group: list[_Input] = []
+        held = 0  # the group's nodes
         for k, (path, name) in enumerate(zip(paths, names, strict=True)):
             step = partial(_show, progress, f"compare {k + 1}/{len(paths)} {name}")
             step("reading")
             group.append(_Input(path, name, step, api.read_graph(path, settings.options,
                                                                  settings.rules)))
-            if k + 1 < len(paths) and sum(len(i.graph.by_name) for i in group) < ahead:
+            held += len(group[-1].graph.by_name)
+            if k + 1 < len(paths) and held < ahead:
                 continue
             for its_rows, its_frontier in _documents(group, settings, partial(
                     _show, progress, "compare")):
                 rows += its_rows
                 frontier += its_frontier
-            group = []
+            group, held = [], 0
     return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
 
 
@@ -250,7 +253,7 @@ def _run_jobs(jobs: Sequence[Job],
     independent (its own search, seeded alike), so the rows are the same either way: only
     the wall time differs. `step` shows how many ran."""
     queue = deque(jobs)
-    if settings.jobs == 1 or len(jobs) < 2 or not _forkable():
+    if settings.jobs == 1 or len(jobs) < 2 or not can_start_processes():
         while queue:
             job = queue.popleft()
             queue.extendleft(reversed(released(job, _job_rows(job, inputs, settings))))
@@ -290,11 +293,6 @@ def _job_rows(job: Job, inputs: Sequence[_Input], settings: CompareSettings
     label, mode, its_settings = _point_run(point, settings)
     i.step(label)
     return [_run(i.graph, mode, its_settings)[0]]
-
-
-def _forkable() -> bool:
-    """Whether runs may fork here: Linux, no Python thread but the progress line's."""
-    return sys.platform == "linux" and only_fork_safe_threads()
 
 
 _FORKED: tuple[Sequence[_Input], CompareSettings] | None = None

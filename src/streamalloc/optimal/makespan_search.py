@@ -6,11 +6,10 @@ from __future__ import annotations
 import math
 import multiprocessing
 import signal
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from streamalloc.background import only_fork_safe_threads
+from streamalloc.background import can_start_processes
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound, segment_runs
 from streamalloc.optimal.critical import improvements
@@ -82,14 +81,12 @@ def searches(graph: Graph, dag: TaskDag, starts: Sequence[Found], *,
     `starts`) seeded --seed + k, each with the whole budget. Each one's bests (`sped_up`), in
     that order: the first is what one worker finds, so the fastest of them all is never slower
     than that. They run at once in processes forked from this one, so searching more ways
-    takes about the wall time of one (on as many cores), where forking is safe: on Linux,
-    from a process without Python threads other than the progress line's (a Ray worker has
-    some) that may start processes; elsewhere one after the other, with the same results."""
+    takes about the wall time of one (on as many cores), where processes may start
+    (`background.can_start_processes`); elsewhere one after the other, with the same
+    results."""
     workers = evaluator.options.workers
     portfolio = (graph, dag, starts, constraints, evaluator)
-    if workers == 1 or sys.platform != "linux" or not only_fork_safe_threads() \
-            or multiprocessing.current_process().daemon:  # (a `compare --jobs` run's process
-        # may not start its own)
+    if workers == 1 or not can_start_processes():
         return [_search(portfolio, k) for k in range(workers)]
     global _PORTFOLIO  # noqa: PLW0603 - what the forked processes read
     _floor_us(evaluator)  # computed once, here: the processes inherit it
