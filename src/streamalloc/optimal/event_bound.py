@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from streamalloc.facts import ACTIVATOR_ATTRS, RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.facts import ACTIVATOR_ATTRS, ACTIVATOR_TYPES, RESERVED_UNITS, UNLIMITED_DEPTH
 from streamalloc.ir.attached import has_attached_info
 from streamalloc.ir.graph import Graph, Node
 from streamalloc.optimal.bins import bins, martello_toth
@@ -49,7 +49,7 @@ from streamalloc.sync.multiplexing import ATTR as EVENT_SHARING
 from streamalloc.sync.split import NO_SPLIT_TYPES
 from streamalloc.sync.tasks import main_units
 
-ACTIVATING_TYPES = frozenset({"StreamSwitch", "StreamActive", "StreamMerge"}) | NO_SPLIT_TYPES
+ACTIVATING_TYPES = ACTIVATOR_TYPES | {"StreamMerge"} | NO_SPLIT_TYPES
 ACTIVATING_ATTRS = (*ACTIVATOR_ATTRS, EVENT_SHARING)
 EPS = 1e-9  # the time term's tolerance: a stream filled to the limit is still one stream
 ONE_EVENT_NODES = 5_000  # the one-event check runs on components up to this size,
