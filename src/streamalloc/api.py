@@ -16,11 +16,11 @@ from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.options import check_options
 from streamalloc.ir.partition import GraphPartition, partition_model
 from streamalloc.ir.serialize import graph_file_text
-from streamalloc.optimal.options import FREE, OptimalOptions, SolverReport
+from streamalloc.optimal.options import OptimalOptions, SolverReport
 from streamalloc.outputs import write_atomic
 from streamalloc.passes import PassObserver
 from streamalloc.preset import preset_allocation
-from streamalloc.rules import RuleSet, default_rule_set, rule_set
+from streamalloc.rules import FREE, RuleSet, default_rule_set, ge_rules_for, rule_set
 from streamalloc.rules.labelling import default_labels
 from streamalloc.sync.driver import SYNC_STRATEGIES, synchronize
 from streamalloc.sync.graph_out import synced_graph
@@ -28,9 +28,9 @@ from streamalloc.sync.result import SyncPlan
 
 __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverReport", "SyncPlan",
            "allocate", "check_allocatable", "check_assigning", "check_graph", "check_op_types",
-           "convert_graph", "default_rule_set", "load_graph", "load_rule_set", "optimal_plan",
-           "partition_model", "plan", "read_graph", "synced_graph", "synchronize", "with_options",
-           "write_atomic", "write_graph"]
+           "convert_graph", "default_rule_set", "ge_rules_for", "load_graph", "load_rule_set",
+           "optimal_plan", "partition_model", "plan", "read_graph", "synced_graph", "synchronize",
+           "with_options", "write_atomic", "write_graph"]
 
 _TYPE = attrgetter("type")
 
@@ -97,9 +97,14 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
         return optimal_plan(graph, rules, options)[0].allocation
     if mode != "ge":
         raise UsageError(f"mode {mode!r} is not available; available: {', '.join(MODES)}")
-    if rules is not None and rules.name == FREE:
+    if rules is not None and rules.name == FREE and not rules.on_free:
         raise InputError("rule set 'free' declares no rules and allocates nothing; it is for "
                          "--mode optimal (ge mode needs GE's rules or a file extending them)")
+    if rules is not None and rules.on_free:
+        raise InputError(f"{rules.source}: rule set {rules.name!r} is built on 'free': its "
+                         "rules alone bind --mode optimal, whose baseline runs them over GE's "
+                         "default rules; to run them in ge mode, build the file on GE's rules "
+                         "(`extends: ge-static-multi-stream`)")
     if rules is not None:
         check_assigning(rules, graph)
     return allocate_ge(graph, rules, observer=observer)
@@ -117,8 +122,8 @@ def check_assigning(rules: RuleSet, graph: Graph | None = None) -> None:
     under `graph`'s options, or without a graph (`rules check`) one at all. The dynamic flow
     needs none: it starts every node on stream 0 (GE's dynamic-shape allocator without
     ENABLE_DYNAMIC_SHAPE_MULTI_STREAM); `free` is for the optimal mode alone."""
-    if rules.flow == "dynamic" or rules.name == FREE:
-        return
+    if rules.flow == "dynamic" or rules.binds_optimal_only:  # (the optimal mode's baseline
+        return  # then runs GE's default rules: `rules.ge_rules_for`)
     kept = rules.rules if graph is None else [r for r in rules.rules if r.enabled(graph.options)]
     if not any(r.kind in ASSIGNING_KINDS for r in kept):
         which, where = ("", "") if graph is None else (" enabled", f" for graph {graph.name!r}")

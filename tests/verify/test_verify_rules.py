@@ -109,7 +109,8 @@ def test_a_fallback_under_free_rules_verifies_with_ges_rules(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An optimal plan under --rules free that keeps its ge-mode baseline (no plan within an
     event budget of 0 under full concurrency) was made with GE's rules, which it records:
-    verify checks it without --rules, and with --rules free says how to."""
+    verify checks it against them without --rules and with --rules free (what ge mode runs
+    for it); another rule set is exit 3, naming the shipped one."""
     graph = EXAMPLES / "train_step.yaml"
     plan = tmp_path / "plan.json"
     assert main(["allocate", str(graph), "--mode", "optimal", "--rules", "free",
@@ -121,6 +122,8 @@ def test_a_fallback_under_free_rules_verifies_with_ges_rules(
     capsys.readouterr()
     assert main(["verify", str(graph), str(plan)]) == 0
     capsys.readouterr()
-    assert main(["verify", str(graph), str(plan), "--rules", "free"]) == 3
+    assert main(["verify", str(graph), str(plan), "--rules", "free"]) == 0
+    assert "rule set 'ge-static-multi-stream'" not in capsys.readouterr().err
+    assert main(["verify", str(graph), str(plan), "--rules", "ge-static-single-stream"]) == 3
     assert "'ge-static-multi-stream' is shipped: verify without --rules, or with --rules " \
         "ge-static-multi-stream" in capsys.readouterr().err

@@ -77,8 +77,10 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     began = time.perf_counter()
     plan, report = api.optimal_plan(graph, given, optimal_options(args))
     document = {**plan.to_json(), "solver": report.to_json()}
-    # the rule set the plan records: the given one (`free` states no constraint), else GE's
-    rules = given or api.default_rule_set(graph)
+    # the rule set the plan records: the given one (`free` states no constraint), else GE's;
+    # a kept baseline's, what ge mode runs for it
+    rules = api.ge_rules_for(given, graph) if report.status == "FALLBACK" else \
+        given or api.default_rule_set(graph)
     _write_plan(args, graph, plan, document,
                 lambda: verify_plan(graph, document, rules=rules).raise_for_failure())
     if not args.json:
@@ -173,7 +175,9 @@ def run_rules_check(args: argparse.Namespace) -> int:
     from streamalloc import api
     rules = _rule_set(args.file)
     api.check_assigning(rules)
-    _print_rules(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow), "
+    built_on = "; built on 'free': its rules alone bind --mode optimal, ge mode runs them " \
+        "over GE's default rules" if rules.on_free else ""
+    _print_rules(f"{args.file}: ok, rule set {rules.name!r} ({rules.flow} flow{built_on}), "
                  f"{len(rules.rules)} rules in order:", rules, scope=False)
     return 0
 

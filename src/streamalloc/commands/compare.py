@@ -45,7 +45,7 @@ from streamalloc.optimal import OptimalOptions, nimble_min_events, task_dag
 from streamalloc.optimal.bounds import graph_makespan_bound
 from streamalloc.outputs import Progress
 from streamalloc.report.compare_report import COMPARE_FORMAT, compare_table, frontier_plot
-from streamalloc.rules import RuleSet
+from streamalloc.rules import RuleSet, ge_rules_for
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.runtime_emu.critical_chain import chain_summary
 from streamalloc.runtime_emu.emulator import emulate
@@ -394,7 +394,7 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     by default the file's name without its suffix."""
     try:
         reference: int | None = nimble_min_events(
-            task_dag(graph, api.allocate(graph, _ge_rules(settings))))
+            task_dag(graph, api.allocate(graph, ge_rules_for(settings.rules, graph))))
     except GE_FAILURES:  # one of GE's error cases: each mode's row says which
         reference = None
     runs = []
@@ -422,11 +422,6 @@ def _makespan_bound(graph: Graph, settings: CompareSettings, program: Program | 
         return round(graph_makespan_bound(graph, _costs(settings), made), 3)
     except GE_FAILURES:
         return None
-
-
-def _ge_rules(settings: CompareSettings) -> RuleSet | None:
-    rules = settings.rules
-    return None if rules is not None and rules.name == "free" else rules
 
 
 def _costs(settings: CompareSettings) -> CostTable:
@@ -464,14 +459,14 @@ def _measured(graph: Graph, mode: str, settings: CompareSettings
               ) -> tuple[dict[str, Any], Program]:
     solver: dict[str, Any] = {}
     if mode == "optimal":
+        rules = settings.rules or api.default_rule_set(graph)
         plan, report = api.optimal_plan(graph, settings.rules, settings.optimal)
         solver = report.to_json()
     else:
-        sync = "minimal" if mode == "ge-minimal" else "ge"
-        plan = api.plan(graph, _ge_rules(settings), "ge", sync)
+        rules = ge_rules_for(settings.rules, graph)
+        plan = api.plan(graph, rules, "ge", "minimal" if mode == "ge-minimal" else "ge")
     document = plan.to_json()
-    raise_for_ge_plan(verify_plan(graph, document,
-                                  rules=settings.rules or api.default_rule_set(graph)), document)
+    raise_for_ge_plan(verify_plan(graph, document, rules=rules), document)
     result = emulate(graph, document, costs=_costs(settings))
     chain, bounds = chain_summary(result), result.bounds  # (bounds: computed when read)
     return {**_counts(plan), "makespan_us": round(result.makespan_us, 3),

@@ -9,7 +9,8 @@ polish), `driver` (baseline, search, fallback).
 
 from typing import Any
 
-from streamalloc.optimal.options import FREE, OptimalOptions, SolverReport
+from streamalloc.optimal.options import OptimalOptions, SolverReport
+from streamalloc.rules import FREE
 
 __all__ = ["FREE", "OptimalOptions", "SolverReport", "allocate_optimal", "matching_chains",
            "nimble_min_events", "task_dag"]

@@ -36,7 +36,6 @@ from streamalloc.optimal.found import Search
 from streamalloc.optimal.nimble import chain_events, fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
-    FREE,
     MAX_SOLVER_NODES,
     MAX_WINDOWED_NODES,
     OptimalOptions,
@@ -50,7 +49,7 @@ from streamalloc.optimal.stream_bound import (
     streams_needed,
 )
 from streamalloc.optimal.way_out import fastest_within_limits, way_out
-from streamalloc.rules import RuleSet, default_rule_set
+from streamalloc.rules import RuleSet, default_rule_set, ge_rules_for
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.solver.dag import TaskDag
@@ -63,7 +62,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                      ) -> tuple[SyncPlan, SolverReport]:
     """The best plan the solver finds under the rules and limits, never worse than GE's."""
     costs = options.costs or default_cost_table()
-    base_rules = default_rule_set(graph) if rules is None or rules.name == FREE else rules
+    base_rules = ge_rules_for(rules, graph)
     baseline, over = _baseline(graph, base_rules, options, costs)
     constraints = solver_constraints(graph, rules)
     dag = task_dag(graph, baseline.allocation)
@@ -209,9 +208,9 @@ def _most_events(graph: Graph) -> int:
 
 
 def solver_constraints(graph: Graph, rules: RuleSet | None) -> list[Constraint]:
-    """The constraints the optimal mode keeps: none under `free`, else those of `rules`
-    (GE's when None)."""
-    if rules is not None and rules.name == FREE:
+    """The constraints the optimal mode keeps: those of `rules` (GE's when None; none under
+    `free`, and only its own under a set built on it)."""
+    if rules is not None and not rules.rules:  # `free`: nothing to derive
         return []
     return rule_constraints(rules or default_rule_set(graph), graph)
 

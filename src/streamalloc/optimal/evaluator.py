@@ -20,9 +20,9 @@ from streamalloc.optimal.evaluate import (
 )
 from streamalloc.optimal.found import Found
 from streamalloc.optimal.numbering import Numbering, by_first_node
-from streamalloc.optimal.options import FREE, TIME_SCALE, OptimalOptions, makespan_limit_us
+from streamalloc.optimal.options import TIME_SCALE, OptimalOptions, makespan_limit_us
 from streamalloc.optimal.order import Order, Orders
-from streamalloc.rules import RuleSet
+from streamalloc.rules import FREE, RuleSet
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.node_tasks import NodeTask, graph_node_tasks

@@ -8,7 +8,6 @@ import msgspec
 
 from streamalloc.runtime_emu.cost_table import CostTable
 
-FREE = "free"
 POLISH_PER_SECOND = 400  # polish evaluations per second of --time-limit (deterministic)
 POLISH_NODES_PER_SECOND = 200_000  # and at most this many divided by the graph's streamed
 # nodes: an evaluation (sync, emulate) costs about its node count, so the polish's

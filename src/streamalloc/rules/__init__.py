@@ -4,10 +4,11 @@ from streamalloc.rules.loader import (
     builtin_names,
     builtin_rules,
     default_rule_set,
+    ge_rules_for,
     load_rules,
     rule_set,
 )
-from streamalloc.rules.model import Rule, RuleSet
+from streamalloc.rules.model import FREE, Rule, RuleSet
 
-__all__ = ["Rule", "RuleSet", "builtin_names", "builtin_rules", "default_rule_set", "load_rules",
-           "rule_set"]
+__all__ = ["FREE", "Rule", "RuleSet", "builtin_names", "builtin_rules", "default_rule_set",
+           "ge_rules_for", "load_rules", "rule_set"]

@@ -3,7 +3,9 @@
 Errors name the file and line, the rule and key, and the valid choices (exit 3). Shipped rule
 sets live in `rules/builtin/*.yaml` and are named by their stem (e.g. `ge-static-multi-stream`).
 A file with `extends: BASE` adds to BASE (a rule with an inherited name replaces it; `disable:
-true` removes it); a file without `extends` stands alone.
+true` removes it); a file without `extends` stands alone. A file built on `free` (its chain
+of `extends` ends there) binds the optimal mode with its own rules alone; ge mode runs them
+over GE's default rule set (`ge_rules_for`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from streamalloc.errors import RuleSchemaError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders.located import line_of, load_mapping
 from streamalloc.rules.kinds import KINDS, MATCH_REF
-from streamalloc.rules.model import Rule, RuleSet
+from streamalloc.rules.model import FREE, Rule, RuleSet
 from streamalloc.rules.predicates import NodePredicate, compile_match, compile_when
 from streamalloc.rules.schema import RULES_SCHEMA
 from streamalloc.validation import SchemaCheck, explain
@@ -57,6 +59,21 @@ def default_rule_set(graph: Graph) -> RuleSet:
     return builtin_rules("ge-static-multi-stream")
 
 
+def ge_rules_for(rules: RuleSet | None, graph: Graph) -> RuleSet:
+    """The rule set ge mode runs for `rules`: the optimal mode's baseline, compare's ge rows.
+    GE's default for the graph where none is given or `free`; for a set built on `free`,
+    GE's default with the set's rules added (one named like a GE rule replaces it), as if
+    the file extended GE's default; else `rules` itself."""
+    if rules is None or (rules.name == FREE and not rules.on_free):
+        return default_rule_set(graph)
+    if not rules.on_free:
+        return rules
+    base = default_rule_set(graph)
+    merged = {r.name: r for r in base.rules} | {r.name: r for r in rules.rules}
+    return RuleSet(rules.name, base.flow, _ordered(list(merged.values()), rules.source),
+                   rules.source)
+
+
 def rule_set(path_or_name: str | Path) -> RuleSet:
     """A shipped rule set by name, else a rule file."""
     if str(path_or_name) in builtin_names():
@@ -88,7 +105,8 @@ def _load_text(text: str, source: str, depth: int) -> RuleSet:
     rules = _merge(base.rules if base else (), own, document, source)
     flow = document.get("flow") or (base.flow if base else "static")
     name = document.get("name") or (base.name if base else Path(source).stem)
-    return RuleSet(name, flow, _ordered(rules, source), source)
+    on_free = base is not None and (base.on_free or base.source == f"<builtin {FREE}>")
+    return RuleSet(name, flow, _ordered(rules, source), source, on_free)
 
 
 def _parse(text: str, source: str) -> Any:

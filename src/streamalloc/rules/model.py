@@ -19,6 +19,7 @@ _ATTRS = attrgetter("attrs")
 
 # the order the scopes run in (label rules before GE's partition, model rules at the end)
 SCOPE_RANK = {"label": 0, "graph": 1, "model": 2}
+FREE = "free"  # the shipped rule set that declares no rules (for the optimal mode)
 
 
 def _canonical(rule: Rule) -> dict[str, Any]:
@@ -82,12 +83,20 @@ class Rule(msgspec.Struct, frozen=True):
 
 
 class RuleSet(msgspec.Struct, frozen=True):
-    """Rules in execution order (after/before constraints, then (priority, name))."""
+    """Rules in execution order (after/before constraints, then (priority, name)).
+    `on_free`: the file's `extends` chain ends at the shipped `free`: its rules alone bind
+    the optimal mode, and ge mode runs them over GE's default rule set (`ge_rules_for`)."""
 
     name: str
     flow: str
     rules: tuple[Rule, ...]
     source: str = ""
+    on_free: bool = False
+
+    @property
+    def binds_optimal_only(self) -> bool:
+        """`free`, or a set built on it: no GE rule binds the optimal mode."""
+        return self.on_free or self.name == FREE
 
     def gate_options(self) -> frozenset[str]:
         """The graph options the rules' `when:` gates read (options the tool then reads)."""
@@ -112,8 +121,9 @@ class RuleSet(msgspec.Struct, frozen=True):
 
     def canonical_text(self) -> str:
         """The rule set as it runs (rules in order, inherited ones included): sorted JSON."""
+        built_on = {"extends": FREE} if self.on_free else {}  # (it runs otherwise)
         return json.dumps({"format": "streamalloc.rules/v1", "name": self.name, "flow": self.flow,
-                           "rules": [_canonical(r) for r in self.rules]},
+                           "rules": [_canonical(r) for r in self.rules], **built_on},
                           indent=1, sort_keys=True, default=_plain) + "\n"
 
     @property

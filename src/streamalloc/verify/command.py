@@ -32,7 +32,7 @@ def verify_command(graph_path: str | Path | Graph, plan_path: str | Path, *,
     plan = read_plan(plan_path)
     loaded = graph_path if isinstance(graph_path, Graph) else load_graph(graph_path)
     graph = loaded.with_options({**(plan.options or {}), **(settings or {})})
-    rule_set = plan_rule_set(plan, rules)
+    rule_set = plan_rule_set(plan, rules, graph)
     check_options(graph, rule_set.gate_options() if rule_set is not None else (), settings)
     report = verify_plan(graph, plan, rules=rule_set, cap=cap)
     if json_out:

@@ -5,24 +5,28 @@ from __future__ import annotations
 
 from streamalloc.errors import InputError
 from streamalloc.ir.graph import Graph
-from streamalloc.rules import RuleSet, builtin_names, rule_set
+from streamalloc.rules import RuleSet, builtin_names, ge_rules_for, rule_set
 from streamalloc.rules.check import Placement, broken
 from streamalloc.rules.constraints import rule_constraints
 from streamalloc.verify.plan_view import PlanView
 from streamalloc.verify.report import ViolationLog
 
 
-def plan_rule_set(view: PlanView, given: str | None) -> RuleSet | None:
+def plan_rule_set(view: PlanView, given: str | None, graph: Graph) -> RuleSet | None:
     """The rule set to check `view` against: `given` (a file or shipped name), else the
-    shipped set the plan names. InputError when neither matches the plan's digest."""
+    shipped set the plan names. InputError when neither matches the plan's digest. Given
+    `free` or a set built on it, a plan made by ge mode under what it runs for it (an
+    optimal plan that kept its baseline: `rules.ge_rules_for` on `graph`) is checked
+    against that."""
     ref = view.rules
     if ref is None:
         return rule_set(given) if given else None
     if given:
         rules = rule_set(given)
+        if rules.digest != ref.digest and rules.binds_optimal_only and \
+                ge_rules_for(rules, graph).digest == ref.digest:
+            return ge_rules_for(rules, graph)
         if rules.digest != ref.digest:
-            # an optimal plan that kept its ge-mode baseline under --rules free was made with
-            # GE's shipped rules: name the way to check it
             way = f"{ref.name!r} is shipped: verify without --rules, or with --rules " \
                 f"{ref.name}" \
                 if _shipped(ref.name, ref.digest) else "give the rule file the plan was made with"
