@@ -113,8 +113,10 @@ def test_rules_that_decide_and_gated_rules_are_silent(
     assert code == 0
     assert warnings_of(err) == []
     examples = Path(GRAPH).parents[1] / "rules"
-    for policy in sorted(examples.glob("*.yaml")):
-        code, _, err = run(capsys, "allocate", GRAPH, "--rules", str(policy))
+    for policy in sorted(examples.glob("*.yaml")):  # (one built on free is for the optimal
+        mode = ["--mode", "optimal", "--time-limit", "0.5"] if load_rules(policy).on_free \
+            else []  # mode alone)
+        code, _, err = run(capsys, "allocate", GRAPH, "--rules", str(policy), *mode)
         assert code == 0 and warnings_of(err) == [], (policy, err)
 
 
