@@ -29,8 +29,8 @@ from streamalloc.sync.result import SyncPlan
 __all__ = ["SYNC_STRATEGIES", "Allocation", "Graph", "OptimalOptions", "SolverReport", "SyncPlan",
            "allocate", "check_allocatable", "check_assigning", "check_graph", "check_op_types",
            "convert_graph", "default_rule_set", "ge_rules_for", "load_graph", "load_rule_set",
-           "optimal_plan", "partition_model", "plan", "read_graph", "synced_graph", "synchronize",
-           "with_options", "write_atomic", "write_graph"]
+           "optimal_plan", "partition_model", "plan", "read_graph", "recorded_rules",
+           "synced_graph", "synchronize", "with_options", "write_atomic", "write_graph"]
 
 _TYPE = attrgetter("type")
 
@@ -156,6 +156,15 @@ def optimal_plan(graph: Graph, rules: RuleSet | None = None,
     if rules is not None:  # the baseline is ge mode under them
         check_assigning(rules, graph)
     return allocate_optimal(graph, rules, options or OptimalOptions())
+
+
+def recorded_rules(graph: Graph, rules: RuleSet | None, report: SolverReport) -> RuleSet:
+    """The rule set an optimal plan records, to verify it against: where the baseline was kept
+    (`FALLBACK`), what ge mode ran for `rules` (`ge_rules_for`); else `rules`, GE's when None
+    (`free` states no constraint)."""
+    if report.status == "FALLBACK":
+        return ge_rules_for(rules, graph)
+    return rules or default_rule_set(graph)
 
 
 def plan(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",

@@ -77,10 +77,7 @@ def _allocate_optimal(args: argparse.Namespace, graph: api.Graph, given: RuleSet
     began = time.perf_counter()
     plan, report = api.optimal_plan(graph, given, optimal_options(args))
     document = {**plan.to_json(), "solver": report.to_json()}
-    # the rule set the plan records: the given one (`free` states no constraint), else GE's;
-    # a kept baseline's, what ge mode runs for it
-    rules = api.ge_rules_for(given, graph) if report.status == "FALLBACK" else \
-        given or api.default_rule_set(graph)
+    rules = api.recorded_rules(graph, given, report)
     _write_plan(args, graph, plan, document,
                 lambda: verify_plan(graph, document, rules=rules).raise_for_failure())
     if not args.json:

@@ -459,9 +459,9 @@ def _measured(graph: Graph, mode: str, settings: CompareSettings
               ) -> tuple[dict[str, Any], Program]:
     solver: dict[str, Any] = {}
     if mode == "optimal":
-        rules = settings.rules or api.default_rule_set(graph)
         plan, report = api.optimal_plan(graph, settings.rules, settings.optimal)
         solver = report.to_json()
+        rules = api.recorded_rules(graph, settings.rules, report)
     else:
         rules = ge_rules_for(settings.rules, graph)
         plan = api.plan(graph, rules, "ge", "minimal" if mode == "ge-minimal" else "ge")
