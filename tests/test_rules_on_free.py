@@ -61,6 +61,19 @@ def test_a_file_built_on_free_runs_over_ges_rules_in_ge_mode(tmp_path: Path) -> 
     assert ge_rules_for(rules_ge := default_rule_set(graph), graph) is rules_ge
 
 
+def test_a_file_named_free_with_rules_of_its_own_is_not_free(tmp_path: Path) -> None:
+    """Only a set without rules, built on nothing, is `free`: a file that takes the name but
+    extends GE's keeps its rules in ge mode and in the baseline."""
+    graph = load_graph(GRAPH)
+    named = tmp_path / "named.yaml"
+    named.write_text(ON_GE.read_text(encoding="utf-8").replace(
+        "name: aicpu-apart-from-aicore", "name: free"), encoding="utf-8")
+    rules = load_rules(named)
+    assert rules.name == "free" and not rules.is_free and not rules.binds_optimal_only
+    assert ge_rules_for(rules, graph) is rules
+    assert builtin_rules("free").is_free and not load_rules(ON_FREE).is_free
+
+
 def test_the_optimal_mode_keeps_the_files_rules_alone() -> None:
     """Events: 2 under the file's rule alone, 4 with it over GE's (whose parallel groups stay
     apart), 0 without rules; the plan holds the rule and records the file's rule set."""

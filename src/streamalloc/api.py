@@ -20,7 +20,7 @@ from streamalloc.optimal.options import OptimalOptions, SolverReport
 from streamalloc.outputs import write_atomic
 from streamalloc.passes import PassObserver
 from streamalloc.preset import preset_allocation
-from streamalloc.rules import FREE, RuleSet, default_rule_set, ge_rules_for, rule_set
+from streamalloc.rules import RuleSet, default_rule_set, ge_rules_for, rule_set
 from streamalloc.rules.labelling import default_labels
 from streamalloc.sync.driver import SYNC_STRATEGIES, synchronize
 from streamalloc.sync.graph_out import synced_graph
@@ -97,7 +97,7 @@ def allocate(graph: Graph, rules: RuleSet | None = None, mode: str = "ge",
         return optimal_plan(graph, rules, options)[0].allocation
     if mode != "ge":
         raise UsageError(f"mode {mode!r} is not available; available: {', '.join(MODES)}")
-    if rules is not None and rules.name == FREE and not rules.on_free:
+    if rules is not None and rules.is_free:
         raise InputError("rule set 'free' declares no rules and allocates nothing; it is for "
                          "--mode optimal (ge mode needs GE's rules or a file extending them)")
     if rules is not None and rules.on_free:

@@ -64,7 +64,7 @@ def ge_rules_for(rules: RuleSet | None, graph: Graph) -> RuleSet:
     GE's default for the graph where none is given or `free`; for a set built on `free`,
     GE's default with the set's rules added (one named like a GE rule replaces it), as if
     the file extended GE's default; else `rules` itself."""
-    if rules is None or (rules.name == FREE and not rules.on_free):
+    if rules is None or rules.is_free:
         return default_rule_set(graph)
     if not rules.on_free:
         return rules

@@ -94,9 +94,15 @@ class RuleSet(msgspec.Struct, frozen=True):
     on_free: bool = False
 
     @property
+    def is_free(self) -> bool:
+        """The shipped `free` (or a file like it): no rules, built on nothing (a file named
+        `free` with rules of its own is not)."""
+        return self.name == FREE and not self.rules and not self.on_free
+
+    @property
     def binds_optimal_only(self) -> bool:
         """`free`, or a set built on it: no GE rule binds the optimal mode."""
-        return self.on_free or self.name == FREE
+        return self.on_free or self.is_free
 
     def gate_options(self) -> frozenset[str]:
         """The graph options the rules' `when:` gates read (options the tool then reads)."""
