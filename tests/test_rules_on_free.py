@@ -16,7 +16,7 @@ from test_rule_constraints import user_rules
 
 from streamalloc.cli import main
 from streamalloc.commands.compare import CompareSettings, compare
-from streamalloc.errors import AllocationInfeasible, RuleConflictError
+from streamalloc.errors import AllocationInfeasible, RuleConflictError, RuleSchemaError
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
@@ -59,6 +59,17 @@ def test_a_file_built_on_free_runs_over_ges_rules_in_ge_mode(tmp_path: Path) -> 
     assert ge_rules_for(builtin_rules("free"), graph) == default_rule_set(graph)
     assert not builtin_rules("free").on_free and builtin_rules("free").binds_optimal_only
     assert ge_rules_for(rules_ge := default_rule_set(graph), graph) is rules_ge
+
+
+def test_a_file_built_on_free_orders_its_rules_against_its_own_alone(tmp_path: Path) -> None:
+    path = tmp_path / "after.yaml"
+    path.write_text("format: streamalloc.rules/v1\nname: x\nextends: free\nrules:\n"
+                    "  - {name: p, kind: pin-stream, match: {type: Relu}, options: {stream: 0},\n"
+                    "     after: [node-stream-update]}\n", encoding="utf-8")
+    with pytest.raises(RuleSchemaError) as error:
+        load_rules(path)
+    assert "orders itself against unknown rule 'node-stream-update'; known: p (a file built " \
+        "on 'free' inherits none of GE's rules" in str(error.value)
 
 
 def test_a_file_named_free_with_rules_of_its_own_is_not_free(tmp_path: Path) -> None:

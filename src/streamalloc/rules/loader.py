@@ -106,7 +106,9 @@ def _load_text(text: str, source: str, depth: int) -> RuleSet:
     flow = document.get("flow") or (base.flow if base else "static")
     name = document.get("name") or (base.name if base else Path(source).stem)
     on_free = base is not None and (base.on_free or base.source == f"<builtin {FREE}>")
-    return RuleSet(name, flow, _ordered(rules, source), source, on_free)
+    unknown = " (a file built on 'free' inherits none of GE's rules: place it among their " \
+        "passes by priority)" if on_free else ""
+    return RuleSet(name, flow, _ordered(rules, source, unknown), source, on_free)
 
 
 def _parse(text: str, source: str) -> Any:
@@ -224,8 +226,9 @@ def _merge(base: tuple[Rule, ...], own: list[tuple[Rule | None, str, str]],
     return list(rules.values())
 
 
-def _ordered(rules: list[Rule], source: str) -> tuple[Rule, ...]:
-    """Topological order of after/before, ties broken by (priority, name)."""
+def _ordered(rules: list[Rule], source: str, unknown: str = "") -> tuple[Rule, ...]:
+    """Topological order of after/before, ties broken by (priority, name); `unknown` ends the
+    message of a name no rule of the set has."""
     by_name = {r.name: r for r in rules}
     if not any(r.after or r.before for r in rules):  # the shipped rule sets: no import needed
         return tuple(sorted(rules, key=lambda r: (r.priority, r.name)))
@@ -237,7 +240,7 @@ def _ordered(rules: list[Rule], source: str) -> tuple[Rule, ...]:
             if other not in by_name:
                 known = ", ".join(sorted(by_name))
                 raise RuleSchemaError(f"{rule.origin}: rule {rule.name!r} orders itself against "
-                                      f"unknown rule {other!r}; known: {known}")
+                                      f"unknown rule {other!r}; known: {known}{unknown}")
         graph.add_edges_from((a, rule.name) for a in rule.after)
         graph.add_edges_from((rule.name, b) for b in rule.before)
     if not nx.is_directed_acyclic_graph(graph):
