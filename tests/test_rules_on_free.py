@@ -8,16 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_heuristic_properties import build, models
-from test_rule_constraints import user_rules
 
 from streamalloc.cli import main
 from streamalloc.commands.compare import CompareSettings, compare
-from streamalloc.errors import AllocationInfeasible, RuleConflictError, RuleSchemaError
-from streamalloc.heuristic.driver import allocate_ge
+from streamalloc.errors import RuleSchemaError
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.rules import builtin_rules, default_rule_set, ge_rules_for, load_rules
@@ -157,32 +151,3 @@ def test_a_kept_baseline_verifies_against_what_ge_mode_ran_for_the_file(
     assert main(["verify", str(GRAPH), str(plan), "--rules", "free"]) == 3
     assert "give the rule file the plan was made with" in capsys.readouterr().err
 
-
-@pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # random rules often idle
-@settings(max_examples=30, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(spec=models("multi"), rules=user_rules(), base=st.sampled_from(["free",
-                                                                     "ge-static-multi-stream"]))
-def test_random_user_rules_bind_the_optimal_plan(tmp_path: Path, spec: object,
-                                                  rules: list[dict[str, object]],
-                                                  base: str) -> None:
-    """Random user rules built on free or on GE's: the optimal plan keeps them (the
-    verifier's rule check), never worse than its baseline, or the run is refused as ge mode
-    refuses the rules over GE's (a rule a later GE pass undoes, or two that cannot hold)."""
-    graph = build(spec)  # type: ignore[arg-type]
-    path = tmp_path / "user.yaml"
-    path.write_text(yaml.safe_dump({"format": "streamalloc.rules/v1", "name": "user",
-                                    "extends": base, "rules": rules}), encoding="utf-8")
-    user = load_rules(path)
-    try:
-        plan, report = allocate_optimal(graph, user, OptimalOptions(time_limit=0.3))
-    except (RuleConflictError, AllocationInfeasible):
-        with pytest.raises((RuleConflictError, AllocationInfeasible)):
-            allocate_ge(graph, ge_rules_for(user, graph))
-        return
-    document = plan.to_json()
-    kept = report.status == "FALLBACK"
-    assert verify_plan(graph, document,
-                       rules=ge_rules_for(user, graph) if kept else user).exit_code == 0
-    assert plan.event_count + plan.notify_count <= report.baseline_events
-    assert report.makespan_us <= report.baseline_makespan_us + 1e-6
