@@ -63,7 +63,14 @@ def ge_rules_for(rules: RuleSet | None, graph: Graph) -> RuleSet:
     """The rule set ge mode runs for `rules`: the optimal mode's baseline, compare's ge rows.
     GE's default for the graph where none is given or `free`; for a set built on `free`,
     GE's default with the set's rules added (one named like a GE rule replaces it), as if
-    the file extended GE's default; else `rules` itself."""
+    the file extended GE's default; else `rules` itself.
+
+    >>> from streamalloc.ir.builder import GraphBuilder
+    >>> builder = GraphBuilder("g")
+    >>> builder.add_node("x", "Data")
+    >>> ge_rules_for(builtin_rules("free"), builder.build()).name
+    'ge-static-multi-stream'
+    """
     if rules is None or rules.is_free:
         return default_rule_set(graph)
     if not rules.on_free:
