@@ -151,3 +151,21 @@ def test_a_kept_baseline_verifies_against_what_ge_mode_ran_for_the_file(
     assert main(["verify", str(GRAPH), str(plan), "--rules", "free"]) == 3
     assert "give the rule file the plan was made with" in capsys.readouterr().err
 
+
+
+def test_a_rule_ges_passes_undo_in_the_baseline_is_placed_by_priority_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At priority 0 a same-stream rule runs before GE's passes, which undo it in the
+    baseline: the error names the pass, asks for a priority (a file built on free cannot name
+    GE's rules in after:) and says the baseline runs the file over GE's rules."""
+    policy = tmp_path / "together.yaml"
+    policy.write_text("format: streamalloc.rules/v1\nname: together\nextends: free\nrules:\n"
+                      "  - {name: together, kind: same-stream, "
+                      "match: {name: '^layer0/(mask|grad)$'}}\n", encoding="utf-8")
+    graph = EXAMPLES / "graphs" / "transformer_layers.yaml"
+    assert main(["allocate", str(graph), "--mode", "optimal", "--rules", str(policy)]) == 3
+    error = capsys.readouterr().err
+    assert "rule 'node-stream-update' (GE's NodeStreamUpdatePass) runs after it and placed " \
+        "layer0/grad. Order 'together' after it (a priority above 500) or disable it (rule " \
+        "set 'together' is built on 'free': this is ge mode running it over GE's default " \
+        "rules, the optimal mode's baseline)" in error

@@ -71,13 +71,18 @@ def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Brok
                 "of them or disable one")
     elif culprit is not None:
         ge = f" (GE's {culprit.spec.ge_pass})" if culprit.spec.ge_pass else ""
+        # (a file built on free names none of GE's rules: only its priority places it)
+        how = f"a priority above {culprit.priority}" + (
+            "" if rules.over_ge else f", or after: [{culprit.name}]")
         text += (f"; rule {culprit.name!r}{ge} runs after it and placed {', '.join(moved)}. "
-                 f"Order {rule.name!r} after it (a priority above {culprit.priority}, or "
-                 f"after: [{culprit.name}]) or disable it")
+                 f"Order {rule.name!r} after it ({how}) or disable it")
     elif deciders:
         text += f"; the nodes were placed by {', '.join(deciders)}"
     if len(problems) > 1:
         text += f" ({len(problems) - 1} more constraint(s) broken)"
+    if rules.over_ge:
+        text += (f" (rule set {rules.name!r} is built on 'free': this is ge mode running it "
+                 "over GE's default rules, the optimal mode's baseline)")
     return text
 
 

@@ -78,7 +78,7 @@ def ge_rules_for(rules: RuleSet | None, graph: Graph) -> RuleSet:
     base = default_rule_set(graph)
     merged = {r.name: r for r in base.rules} | {r.name: r for r in rules.rules}
     return RuleSet(rules.name, base.flow, _ordered(list(merged.values()), rules.source),
-                   rules.source)
+                   rules.source, over_ge=True)
 
 
 def rule_set(path_or_name: str | Path) -> RuleSet:

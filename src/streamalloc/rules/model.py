@@ -92,6 +92,8 @@ class RuleSet(msgspec.Struct, frozen=True):
     rules: tuple[Rule, ...]
     source: str = ""
     on_free: bool = False
+    over_ge: bool = False  # a set built on `free` with GE's default rules added
+    # (`ge_rules_for`): what ge mode runs for it; its digest is the twin file's
 
     @property
     def is_free(self) -> bool:
