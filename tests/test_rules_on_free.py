@@ -169,3 +169,16 @@ def test_a_rule_ges_passes_undo_in_the_baseline_is_placed_by_priority_alone(
         "layer0/grad. Order 'together' after it (a priority above 500) or disable it (rule " \
         "set 'together' is built on 'free': this is ge mode running it over GE's default " \
         "rules, the optimal mode's baseline)" in error
+
+
+def test_a_rule_against_one_of_ges_in_the_baseline_asks_to_change_the_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "ab.yaml"
+    policy.write_text("format: streamalloc.rules/v1\nname: ab\nextends: free\nrules:\n"
+                      "  - {name: ab, kind: same-stream, priority: 950, "
+                      "match: {name: '^(a|b)$'}}\n", encoding="utf-8")
+    assert main(["allocate", str(GRAPH), "--mode", "optimal", "--rules", str(policy)]) == 3
+    error = capsys.readouterr().err
+    assert "rules 'parallel-group' (parallel-group, <builtin ge-static-multi-stream>:" in error
+    assert "cannot both hold: a and b are in different groups but share stream" in error
+    assert "Change the match of 'ab' (rule set 'ab' is built on 'free'" in error

@@ -65,10 +65,14 @@ def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Brok
         user = (rules.rule(found[0]), f"changed {found[1]}")
     if user is not None:
         other, did = user
+        # over GE's rules (a file built on free) the user changes only the file's rules
+        own = [r.name for r in (rule, other) if not r.origin.startswith("<builtin")]
+        change = f"Change the match of {' or '.join(map(repr, own))}" \
+            if rules.over_ge and len(own) == 1 else \
+            "Change the match of one of them or disable one"
         text = (f"rules {rule.name!r} ({rule.kind}, {rule.origin}) and {other.name!r} "
                 f"({other.kind}, {other.origin}) cannot both hold: {first.message}; "
-                f"{other.name!r} runs after {rule.name!r} and {did}. Change the match of one "
-                "of them or disable one")
+                f"{other.name!r} runs after {rule.name!r} and {did}. {change}")
     elif culprit is not None:
         ge = f" (GE's {culprit.spec.ge_pass})" if culprit.spec.ge_pass else ""
         # (a file built on free names none of GE's rules: only its priority places it)
