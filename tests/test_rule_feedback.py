@@ -55,6 +55,10 @@ def test_a_rule_whose_match_selects_no_node_is_one_warning(
     assert code == 0
     lines = warnings_of(err)
     assert len(lines) == 2, err
+    # compare runs ge mode four times (its Nimble reference, ge, ge-minimal, the optimal
+    # mode's baseline): each warning is still said once
+    code, _, compared = run(capsys, "compare", GRAPH, "--rules", rules, "--time-limit", "0.5")
+    assert code == 0 and sorted(warnings_of(compared)) == sorted(lines), compared
     pin = next(line for line in lines if "'typo-pin'" in line)
     assert f"{rules}:5: rule 'typo-pin' (pin-stream) decides no node: its match selects no " \
         "node of graph 'transformer_layers'" in pin

@@ -182,3 +182,47 @@ def test_a_rule_against_one_of_ges_in_the_baseline_asks_to_change_the_files(
     assert "rules 'parallel-group' (parallel-group, <builtin ge-static-multi-stream>:" in error
     assert "cannot both hold: a and b are in different groups but share stream" in error
     assert "Change the match of 'ab' (rule set 'ab' is built on 'free'" in error
+
+
+@pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # 'ab' holds already
+def test_a_file_built_on_free_disables_ges_rules_for_its_baseline(tmp_path: Path) -> None:
+    """`disable:` of one of GE's rules in a file built on free: ge mode (the baseline)
+    runs without it, as the twin file built on GE's that disables it; an unknown name is
+    exit 3, listing GE's rules."""
+    text = ("format: streamalloc.rules/v1\nname: ab\nextends: free\nrules:\n"
+            "  - {name: ab, kind: same-stream, priority: 950, match: {name: '^(a|b)$'}}\n"
+            "  - {name: parallel-group, disable: true}\n")
+    policy = tmp_path / "ab.yaml"
+    policy.write_text(text, encoding="utf-8")
+    rules = load_rules(policy)
+    assert rules.disabled == ("parallel-group",) and [r.name for r in rules.rules] == ["ab"]
+    graph = load_graph(GRAPH)
+    twin = tmp_path / "twin.yaml"
+    twin.write_text(text.replace("extends: free", "extends: ge-static-multi-stream"),
+                    encoding="utf-8")
+    assert ge_rules_for(rules, graph).digest == load_rules(twin).digest
+    rows = compare([str(GRAPH)], CompareSettings(("ge", "optimal"), rules, {},
+                                                 OptimalOptions(time_limit=1.0)))["rows"]
+    assert [(r["logical_streams"], r["events"]) for r in rows] == [(1, 0), (1, 0)]
+    policy.write_text(text.replace("parallel-group, disable", "paralel-group, disable"),
+                      encoding="utf-8")
+    with pytest.raises(RuleSchemaError) as error:
+        load_rules(policy)
+    assert "rule 'paralel-group' is disabled but neither an inherited rule nor one of GE's " \
+        "has that name; inherited: none; GE's: " in str(error.value)
+    assert "parallel-group" in str(error.value).split("GE's: ")[1]
+
+
+@pytest.mark.parametrize(("base", "mode"), [("ge-static-multi-stream", "ge"),
+                                            ("free", "optimal")])
+def test_a_rule_set_that_leaves_a_subgraph_without_a_stream_is_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], base: str, mode: str) -> None:
+    """Disabling assign-by-dependency leaves the unlabelled subgraphs without a stream: GE's
+    NodeStreamUpdatePass fails there, and the rule file is what to change (exit 3, not an
+    internal error)."""
+    policy = tmp_path / "noassign.yaml"
+    policy.write_text(f"format: streamalloc.rules/v1\nname: noassign\nextends: {base}\nrules:\n"
+                      "  - {name: assign-by-dependency, disable: true}\n", encoding="utf-8")
+    assert main(["allocate", str(GRAPH), "--mode", mode, "--rules", str(policy)]) == 3
+    assert "subgraph parallel_groups/sg0 (AIcoreEngine) has not been assigned a stream: no " \
+        "enabled rule of the rule set gave it one" in capsys.readouterr().err

@@ -153,8 +153,8 @@ def optimal_plan(graph: Graph, rules: RuleSet | None = None,
     """The optimal mode's verified plan and the solver's report (the plan's `solver` block)."""
     from streamalloc.optimal.driver import allocate_optimal  # OR-Tools: only when solving
     check_allocatable(graph)
-    if rules is not None:  # the baseline is ge mode under them
-        check_assigning(rules, graph)
+    if rules is not None:  # the baseline is ge mode under what it runs for them
+        check_assigning(ge_rules_for(rules, graph), graph)
     return allocate_optimal(graph, rules, options or OptimalOptions())
 
 

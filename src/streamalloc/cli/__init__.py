@@ -22,16 +22,23 @@ from streamalloc.errors import InputWarning, StreamallocError
 from streamalloc.outputs import Progress
 
 
-def _show_warning(message: Warning | str, category: type[Warning],  # noqa: PLR0917
-                  filename: str, lineno: int, file: TextIO | None = None,
-                  line: str | None = None) -> None:
-    """Input warnings as one line on stderr; others as Python prints them (warnings'
-    `showwarning` signature)."""
-    del file
-    if issubclass(category, InputWarning):
-        print(f"streamalloc: warning: {message}", file=sys.stderr)
-    else:
-        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+class _WarningPrinter:
+    """Input warnings as one line on stderr, each text once per command (`compare` runs ge
+    mode several times per graph, and each run would say it again); others as Python prints
+    them (warnings' `showwarning` signature)."""
+
+    def __init__(self) -> None:
+        self.shown: set[str] = set()
+
+    def __call__(self, message: Warning | str, category: type[Warning],  # noqa: PLR0917
+                 filename: str, lineno: int, file: TextIO | None = None,
+                 line: str | None = None) -> None:
+        del file
+        if not issubclass(category, InputWarning):
+            sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+        elif str(message) not in self.shown:
+            self.shown.add(str(message))
+            print(f"streamalloc: warning: {message}", file=sys.stderr)
 
 
 def _quiet_stdout() -> None:
@@ -52,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("always", InputWarning)
-        warnings.showwarning = _show_warning
+        warnings.showwarning = _WarningPrinter()
         return _run(args)
 
 

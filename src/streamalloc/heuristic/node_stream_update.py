@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamalloc.errors import InternalError
+from streamalloc.errors import InputError
 from streamalloc.heuristic.context import GraphContext, is_unknown_shape
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
@@ -41,8 +41,12 @@ def _update(rule: Rule, ctx: GraphContext, plan: GraphPlan) -> GraphPlan:
     attributed = {n.name for n in ctx.nodes if n.attrs}  # most graphs: few nodes, often none
     for sg in ctx.subgraphs:
         stream = plan.sg_streams[sg.index]
-        if stream == INVALID and not sg.engine.skip_assign_stream:
-            raise InternalError(f"subgraph {sg.id} has not been assigned a stream")
+        if stream == INVALID and not sg.engine.skip_assign_stream:  # (GE fails here too;
+            # GE's own rules always assign one: only a rule file that disables them gets here)
+            raise InputError(f"subgraph {sg.id} ({sg.engine.name}) has not been assigned a "
+                             f"stream: no enabled rule of the rule set gave it one, and GE's "
+                             f"NodeStreamUpdatePass ({rule.name}) fails there; keep "
+                             "assign-by-dependency enabled, or add a rule that assigns streams")
         streams.append(stream)
         notes.append(Note(rule.name, stream, f"stream of {sg.id}", decides=False))
         for name in _quirk_candidates(sg.nodes, attributed, while_body_output):

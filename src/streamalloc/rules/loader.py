@@ -62,8 +62,8 @@ def default_rule_set(graph: Graph) -> RuleSet:
 def ge_rules_for(rules: RuleSet | None, graph: Graph) -> RuleSet:
     """The rule set ge mode runs for `rules`: the optimal mode's baseline, compare's ge rows.
     GE's default for the graph where none is given or `free`; for a set built on `free`,
-    GE's default with the set's rules added (one named like a GE rule replaces it), as if
-    the file extended GE's default; else `rules` itself.
+    GE's default less the rules it disables, with the set's rules added (one named like a GE
+    rule replaces it), as if the file extended GE's default; else `rules` itself.
 
     >>> from streamalloc.ir.builder import GraphBuilder
     >>> builder = GraphBuilder("g")
@@ -76,7 +76,8 @@ def ge_rules_for(rules: RuleSet | None, graph: Graph) -> RuleSet:
     if not rules.on_free:
         return rules
     base = default_rule_set(graph)
-    merged = {r.name: r for r in base.rules} | {r.name: r for r in rules.rules}
+    merged = {r.name: r for r in base.rules if r.name not in rules.disabled} | \
+        {r.name: r for r in rules.rules}
     return RuleSet(rules.name, base.flow, _ordered(list(merged.values()), rules.source),
                    rules.source, over_ge=True)
 
@@ -108,14 +109,37 @@ def _load_text(text: str, source: str, depth: int) -> RuleSet:
         raise RuleSchemaError(f"{_at(source, document, where)}: {_what(document, where)}: "
                               f"{explain(error)}")
     base = _base(document, source, depth)
+    on_free = base is not None and (base.on_free or base.source == f"<builtin {FREE}>")
     own = [_rule(document, i, source) for i in range(len(document["rules"]))]
-    rules = _merge(base.rules if base else (), own, document, source)
+    disabled = _disabled_of_ge(base, own) if on_free else ()
+    kept = [entry for entry in own if entry[0] is not None or entry[1] not in disabled]
+    rules = _merge(base.rules if base else (), kept, document, source)
     flow = document.get("flow") or (base.flow if base else "static")
     name = document.get("name") or (base.name if base else Path(source).stem)
-    on_free = base is not None and (base.on_free or base.source == f"<builtin {FREE}>")
     unknown = " (a file built on 'free' inherits none of GE's rules: place it among their " \
         "passes by priority)" if on_free else ""
-    return RuleSet(name, flow, _ordered(rules, source, unknown), source, on_free)
+    return RuleSet(name, flow, _ordered(rules, source, unknown), source, on_free,
+                   disabled=disabled)
+
+
+def _disabled_of_ge(base: RuleSet | None, own: list[tuple[Rule | None, str, str]]
+                    ) -> tuple[str, ...]:
+    """In a file built on `free`: the names of GE's rules it disables (for ge mode, which runs
+    it over GE's default rules; the search keeps none of GE's anyway), its base's included. A
+    name no shipped GE rule set has is exit 3, as a disable of no inherited rule is."""
+    inherited = {r.name for r in base.rules} if base else set()
+    names = list(base.disabled) if base else []
+    ge_names = {r.name for s in builtin_names() if s != FREE for r in builtin_rules(s).rules}
+    for rule, name, origin in own:
+        if rule is None and name not in inherited:
+            if name not in ge_names:
+                mine = ", ".join(sorted(inherited)) or "none"
+                raise RuleSchemaError(
+                    f"{origin}: rule {name!r} is disabled but neither an inherited rule nor "
+                    f"one of GE's has that name; inherited: {mine}; GE's: "
+                    f"{', '.join(sorted(ge_names))}")
+            names.append(name)
+    return tuple(sorted(set(names)))
 
 
 def _parse(text: str, source: str) -> Any:

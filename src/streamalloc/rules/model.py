@@ -92,6 +92,7 @@ class RuleSet(msgspec.Struct, frozen=True):
     rules: tuple[Rule, ...]
     source: str = ""
     on_free: bool = False
+    disabled: tuple[str, ...] = ()  # GE's rules a set built on `free` disables (in ge mode)
     over_ge: bool = False  # a set built on `free` with GE's default rules added
     # (`ge_rules_for`): what ge mode runs for it; its digest is the twin file's
 
@@ -129,7 +130,8 @@ class RuleSet(msgspec.Struct, frozen=True):
 
     def canonical_text(self) -> str:
         """The rule set as it runs (rules in order, inherited ones included): sorted JSON."""
-        built_on = {"extends": FREE} if self.on_free else {}  # (it runs otherwise)
+        built_on = {"extends": FREE, "disable": list(self.disabled)} if self.on_free else {}
+        # (it runs otherwise)
         return json.dumps({"format": "streamalloc.rules/v1", "name": self.name, "flow": self.flow,
                            "rules": [_canonical(r) for r in self.rules], **built_on},
                           indent=1, sort_keys=True, default=_plain) + "\n"
