@@ -3,7 +3,8 @@
 A case is a graph (a small model of any flow, a layered graph, or one with While and If
 subgraphs), the optimal mode's settings (objective, concurrency, slack, event budget,
 workers), device limits (task depth, streams, events, notifies, notify mode) and a rule set
-(GE's, `free`, or random user rules built on `free` or on GE's). `check_optimal_case` runs it:
+(GE's, `free`, or random user rules built on `free`, disabling some of GE's for the baseline, or
+on GE's). `check_optimal_case` runs it:
 the plan verifies against the rule set it records and emulates without deadlock; under
 `--concurrency ge` with a baseline within the limits it is never worse than the baseline; an
 event budget holds; a refusal is what ge mode says of the same rules, or an error that no plan
@@ -81,7 +82,13 @@ def optimal_cases(draw: st.DrawFn) -> OptimalCase:
             limits["streamalloc.max_notifies"] = str(draw(st.integers(1, 30)))
     rules = draw(st.sampled_from([None, "free", "user"]))
     if rules == "user":
-        rules = (draw(st.sampled_from(["free", "ge-static-multi-stream"])), draw(user_rules()))
+        base = draw(st.sampled_from(["free", "ge-static-multi-stream"]))
+        own = draw(user_rules())
+        if base == "free" and draw(st.booleans()):  # GE's rules its baseline runs without
+            own = [*own, {"name": draw(st.sampled_from(["parallel-group", "mini-dag",
+                                                        "optimize-ineffective"])),
+                          "disable": True}]
+        rules = (base, own)
     return OptimalCase(graph, settings, limits, rules)
 
 
