@@ -201,7 +201,6 @@ def _label(file: Path, k: int, suffix: bool) -> str:
 
 
 Point = tuple[str, float | None, int | None]  # a frontier point: objective, slack, event budget
-Run = tuple[str, str, CompareSettings]  # what the progress line says, the mode, the settings
 
 
 def _frontier_points(settings: CompareSettings) -> list[Point]:
@@ -217,14 +216,15 @@ def _frontier_points(settings: CompareSettings) -> list[Point]:
     return points
 
 
-def _point_run(point: Point, settings: CompareSettings) -> Run:
+def _point_run(point: Point, settings: CompareSettings) -> tuple[str, CompareSettings]:
+    """What the progress line says of a frontier point, and the optimal mode's settings."""
     objective, slack, budget = point
     options = msgspec.structs.replace(settings.optimal, objective=objective,
                                       makespan_slack=slack or 0.0, event_budget=budget,
                                       way_out=False)
     label = f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%") \
         + ("" if budget is None else f", budget {budget}")
-    return label, "optimal", replace(settings, optimal=options)
+    return label, replace(settings, optimal=options)
 
 
 def _frontier(name: str, graph: Graph, points: list[tuple[Point, dict[str, Any]]]
@@ -290,9 +290,9 @@ def _job_rows(job: Job, inputs: Sequence[_Input], settings: CompareSettings
     i = inputs[k]
     if point is None:
         return graph_rows(i.path, i.graph, settings, i.step, name=i.name)
-    label, mode, its_settings = _point_run(point, settings)
+    label, its_settings = _point_run(point, settings)
     i.step(label)
-    return [_run(i.graph, mode, its_settings)[0]]
+    return [_run(i.graph, "optimal", its_settings)[0]]
 
 
 _FORKED: tuple[Sequence[_Input], CompareSettings] | None = None

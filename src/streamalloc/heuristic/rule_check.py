@@ -66,7 +66,7 @@ def conflict_message(rules: RuleSet, allocation: Allocation, problems: list[Brok
     if user is not None:
         other, did = user
         # over GE's rules (a file built on free) the user changes only the file's rules
-        own = [r.name for r in (rule, other) if not r.origin.startswith("<builtin")]
+        own = [r.name for r in (rule, other) if not r.shipped]
         change = f"Change the match of {' or '.join(map(repr, own))}" \
             if rules.over_ge and len(own) == 1 else \
             "Change the match of one of them or disable one"

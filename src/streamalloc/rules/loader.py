@@ -22,7 +22,7 @@ from streamalloc.errors import RuleSchemaError
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders.located import line_of, load_mapping
 from streamalloc.rules.kinds import KINDS, MATCH_REF
-from streamalloc.rules.model import FREE, Rule, RuleSet
+from streamalloc.rules.model import FREE, Rule, RuleSet, builtin_source
 from streamalloc.rules.predicates import NodePredicate, compile_match, compile_when
 from streamalloc.rules.schema import RULES_SCHEMA
 from streamalloc.validation import SchemaCheck, explain
@@ -47,7 +47,7 @@ def builtin_rules(name: str) -> RuleSet:
     """A shipped rule set by name."""
     if name not in builtin_names():
         raise RuleSchemaError(f"unknown rule set {name!r}; shipped: {', '.join(builtin_names())}")
-    return _load_text(_builtin_text(name), f"<builtin {name}>", 0)
+    return _load_text(_builtin_text(name), builtin_source(name), 0)
 
 
 def default_rule_set(graph: Graph) -> RuleSet:
@@ -109,7 +109,7 @@ def _load_text(text: str, source: str, depth: int) -> RuleSet:
         raise RuleSchemaError(f"{_at(source, document, where)}: {_what(document, where)}: "
                               f"{explain(error)}")
     base = _base(document, source, depth)
-    on_free = base is not None and (base.on_free or base.source == f"<builtin {FREE}>")
+    on_free = base is not None and (base.on_free or base.source == builtin_source(FREE))
     own = [_rule(document, i, source) for i in range(len(document["rules"]))]
     disabled = _disabled_of_ge(base, own) if on_free else ()
     kept = [entry for entry in own if entry[0] is not None or entry[1] not in disabled]
@@ -169,7 +169,7 @@ def _base(document: Mapping[str, Any], source: str, depth: int) -> RuleSet | Non
         raise RuleSchemaError(f"{source}: 'extends' chain deeper than {_MAX_EXTENDS} files "
                               "(does it extend itself?)")
     if parent in builtin_names():
-        return _load_text(_builtin_text(parent), f"<builtin {parent}>", depth + 1)
+        return _load_text(_builtin_text(parent), builtin_source(parent), depth + 1)
     path = Path(source).parent / parent
     try:
         text = path.read_text(encoding="utf-8")

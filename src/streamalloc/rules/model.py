@@ -22,6 +22,14 @@ SCOPE_RANK = {"label": 0, "graph": 1, "model": 2}
 FREE = "free"  # the shipped rule set that declares no rules (for the optimal mode)
 
 
+def builtin_source(name: str) -> str:
+    """The `source` of shipped rule set `name` (its rules' origins start with it)."""
+    return f"<builtin {name}>"
+
+
+SHIPPED_PREFIX = builtin_source("")[:-1]
+
+
 def _canonical(rule: Rule) -> dict[str, Any]:
     return {"name": rule.name, "kind": rule.kind, "priority": rule.priority,
             "match": rule.match_block, "when": rule.when_block, "options": rule.options,
@@ -80,6 +88,11 @@ class Rule(msgspec.Struct, frozen=True):
     def enabled(self, options: Mapping[str, str]) -> bool:
         """Does the `when:` gate hold for these graph options?"""
         return self.when(options)
+
+    @property
+    def shipped(self) -> bool:
+        """Is it a rule of a shipped rule set (GE's), not of a user's file?"""
+        return self.origin.startswith(SHIPPED_PREFIX)
 
 
 class RuleSet(msgspec.Struct, frozen=True):

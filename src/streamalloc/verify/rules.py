@@ -23,9 +23,10 @@ def plan_rule_set(view: PlanView, given: str | None, graph: Graph) -> RuleSet | 
         return rule_set(given) if given else None
     if given:
         rules = rule_set(given)
-        if rules.digest != ref.digest and rules.binds_optimal_only and \
-                ge_rules_for(rules, graph).digest == ref.digest:
-            return ge_rules_for(rules, graph)
+        if rules.digest != ref.digest and rules.binds_optimal_only:
+            composed = ge_rules_for(rules, graph)
+            if composed.digest == ref.digest:
+                return composed
         if rules.digest != ref.digest:
             way = f"{ref.name!r} is shipped: verify without --rules, or with --rules " \
                 f"{ref.name}" \
