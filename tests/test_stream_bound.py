@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from streamalloc.errors import LimitExceeded
 from streamalloc.facts import UNLIMITED_DEPTH
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir import DataInput, GraphBuilder
-from streamalloc.ir.graph import Graph
+from streamalloc.ir.graph import AttrValue, Graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.optimal.evaluate import task_dag
 from streamalloc.optimal.stream_bound import (
@@ -35,6 +36,7 @@ from streamalloc.optimal.stream_bound import (
 )
 from streamalloc.rules import constraints as c
 from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.split import CONTINUOUS_LABEL
 
 NAMES = ["a", "b", "r1", "r2", "r3"]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -87,12 +89,19 @@ def test_a_pin_to_stream_k_needs_k_plus_one_streams() -> None:
 
 def _heavy(count: int, units: int, **options: str) -> Graph:
     """A chain of `count` Relus of `units` task units each."""
+    return _chain([units] * count, **options)
+
+
+def _chain(units: list[int], labels: dict[int, str] | None = None, **options: str) -> Graph:
+    """A chain of Relus of these task units; `labels`: continuous stream labels by index."""
     builder = GraphBuilder("heavy")
     builder.add_node("x", "Data")
-    for i in range(count):
+    for i, count in enumerate(units):
+        label = (labels or {}).get(i)
         builder.add_node(f"r{i}", "Relu", inputs=[DataInput(f"r{i - 1}" if i else "x")],
-                         task_count=units)
-    builder.add_node("out", "NetOutput", inputs=[DataInput(f"r{count - 1}")])
+                         task_count=count,
+                         attrs={} if label is None else {CONTINUOUS_LABEL: AttrValue("str", label)})
+    builder.add_node("out", "NetOutput", inputs=[DataInput(f"r{len(units) - 1}")])
     return api.with_options(builder.build(), options)
 
 
@@ -107,15 +116,62 @@ def test_the_nodes_task_units_need_streams_of_the_stream_depth() -> None:
     assert split_streams_needed(_heavy(5, 400, **{UNLIMITED_DEPTH: "true"}), dag) is None
 
 
+def test_a_task_larger_than_the_stream_depth_has_a_stream_alone() -> None:
+    """Four nodes of 15 units at a depth of 37 (10 beyond the reserved units): the split
+    puts each on a stream of its own, four, not the 6 of their 60 units over 10."""
+    graph = _heavy(4, 15, **{"streamalloc.max_task_per_stream": "37"})
+    needed = split_streams_needed(graph, task_dag(graph, allocate_ge(graph)))
+    assert needed is not None and needed.streams == 4
+    assert needed.why == ("the nodes' 60 task units, option streamalloc.max_task_per_stream 37 "
+                          "less 27 reserved: at most 10 on a stream, or one larger task alone")
+    assert api.plan(graph).to_json()["physical_stream_count"] >= 4
+
+
+@pytest.mark.parametrize("depth", ["20", "27"])
+def test_a_depth_within_the_reserved_units_gives_each_task_a_stream(depth: str) -> None:
+    """At or below the 27 reserved units GE splits before every task after a stream's first:
+    each of three nodes needs a stream (at 27 the bound divided by zero)."""
+    graph = _heavy(3, 2, **{"streamalloc.max_task_per_stream": depth,
+                            "streamalloc.max_streams": "3"})
+    needed = split_streams_needed(graph, task_dag(graph, allocate_ge(graph)))
+    assert needed is not None and needed.streams == 3
+    assert needed.why.endswith(f"option streamalloc.max_task_per_stream {depth} leaves no units "
+                               "beyond the 27 reserved: each task with units on a stream of its "
+                               "own")
+    with pytest.raises(LimitExceeded, match="it needs at least 3 streams"):
+        allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_split_never_makes_fewer_streams_than_the_bound(seed: int) -> None:
+    """Random task units and depths, some nodes of one continuous label (its group moves as
+    one, counted by GE's approximation): ge mode's one stream, split, has at least as many
+    physical streams as the bound says every plan needs. Draws where ge mode fails (a stream
+    over its depth with its profiling units) are drawn again."""
+    rng = random.Random(seed)
+    while True:
+        depth = rng.choice([20, 27, 28, 30, 35, 40, 60])
+        units = [rng.choice([0, 1, 2, 3, 5, 8, 13]) for _ in range(rng.randint(1, 12))]
+        labels = {i: "L" for i in range(1, len(units)) if rng.random() < 0.2}
+        graph = _chain(units, labels, **{"streamalloc.max_task_per_stream": str(depth)})
+        try:
+            physical = api.plan(graph).to_json()["physical_stream_count"]
+        except LimitExceeded:
+            continue
+        needed = split_streams_needed(graph, task_dag(graph, allocate_ge(graph)))
+        assert needed is not None and physical >= needed.streams
+        return
+
+
 def test_a_stream_limit_the_task_units_cannot_fit_fails_before_the_search(
         monkeypatch: pytest.MonkeyPatch) -> None:
     graph = _heavy(5, 400, **{"streamalloc.max_streams": "3"})
     monkeypatch.setattr(driver, "search", pytest.fail)
     with pytest.raises(LimitExceeded) as caught:
         allocate_optimal(graph, None, OptimalOptions(time_limit=1.0, objective="makespan"))
-    assert ("it needs at least 3 streams (the nodes' 2000 task units, at most 997 on a "
-            "stream: option streamalloc.max_task_per_stream 1024 less 27 reserved), over the "
-            "limit of 2") in str(caught.value)
+    assert ("it needs at least 3 streams (the nodes' 2000 task units, option "
+            "streamalloc.max_task_per_stream 1024 less 27 reserved: at most 997 on a stream, or "
+            "one larger task alone), over the limit of 2") in str(caught.value)
 
 
 def test_each_dedicated_group_that_waits_or_is_waited_for_needs_an_event() -> None:

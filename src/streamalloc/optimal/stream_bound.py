@@ -10,10 +10,11 @@ the most that any one of those rules (or the other nodes) needs; a pin to stream
 (streams 0..k) where that is more. Engine caps bound the streams from above, not below, and a
 stream may span graphs (ge mode's own streams do), so neither adds to it.
 
-A stream holds at most `max_task_per_stream` less the reserved units of node tasks (GE splits
-it there, and sync tasks only add), so the nodes' units over that is a bound on the physical
-streams (none where the runtime does not split, nor in single-stream mode, whose one stream GE
-may make huge).
+A stream holds at most `max_task_per_stream` less the reserved units of node tasks, or one
+larger task alone (GE splits before a task that would pass that, unless the stream holds
+nothing yet; sync tasks only add), so the bins a packing of the nodes' units needs bound the
+physical streams (none where the runtime does not split, nor in single-stream mode, whose one
+stream GE may make huge).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from streamalloc.facts import RESERVED_UNITS, UNLIMITED_DEPTH
+from streamalloc.facts import RESERVED_UNITS
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.bins import martello_toth
+from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.rules.constraints import (
     Constraint,
     DedicatedStream,
@@ -33,6 +36,7 @@ from streamalloc.rules.constraints import (
 )
 from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.limits import limits_of
+from streamalloc.sync.split import CONTINUOUS_LABEL, splits_before
 from streamalloc.sync.tasks import main_units
 
 
@@ -130,12 +134,20 @@ def _dedicated_groups(dag: TaskDag, constraints: Sequence[Constraint]
 def split_streams_needed(graph: Graph, dag: TaskDag) -> StreamsNeeded | None:
     """The fewest physical streams `dag`'s nodes' task units need; None where the runtime does
     not split streams or in single-stream mode."""
-    if graph.option(UNLIMITED_DEPTH) == "true" or \
-            graph.option("ge.enableSingleStream") == "true":
+    capacity = node_capacity(graph)
+    if capacity is None or graph.option("ge.enableSingleStream") == "true":
         return None
+    nodes = [graph.node(n) for n in dag.names]
+    # a node the split keeps with its predecessors, or one of a continuous label (its group
+    # moves as one, counted by GE's approximation), may join any stream: left out
+    sizes = [main_units(graph, node) for node in nodes
+             if splits_before(node) and not node.has_attr(CONTINUOUS_LABEL)]
     most = limits_of(graph).max_task_per_stream
     depth = most - RESERVED_UNITS
-    total = sum(main_units(graph, graph.node(n)) for n in dag.names)
-    return StreamsNeeded(-(-total // depth), f"the nodes' {total} task units, at most {depth} "
-                                             f"on a stream: option streamalloc.max_task_per_stream"
-                                             f" {most} less {RESERVED_UNITS} reserved")
+    option = f"option streamalloc.max_task_per_stream {most}"
+    why = f"{option} less {RESERVED_UNITS} reserved: at most {depth} on a stream, or one " \
+        "larger task alone" if depth > 0 else \
+        f"{option} leaves no units beyond the {RESERVED_UNITS} reserved: each task with units " \
+        "on a stream of its own"
+    return StreamsNeeded(martello_toth(sizes, capacity),
+                         f"the nodes' {sum(sizes)} task units, {why}")

@@ -226,9 +226,12 @@ def _visit(walk: _Walk, result: SplitResult, row: int, s: int, u: int) -> None:
 def _splittable(walk: _Walk, row: int) -> bool:
     """A stream over capacity splits before `row` unless GE keeps the task with its
     predecessors (a node with subgraphs, a subgraph's first activator, an RTS label node)."""
-    if row in walk.rows.made:
-        return True
-    node = walk.graph.node(walk.rows.names[row])
+    return row in walk.rows.made or splits_before(walk.graph.node(walk.rows.names[row]))
+
+
+def splits_before(node: Node) -> bool:
+    """May a split open a new stream at this graph node? Not at a node with subgraphs, a
+    subgraph's first activator or an RTS label node: GE keeps it with its predecessors."""
     return not node.subgraphs and node.attr("subgraph_first_active") is not True \
         and node.type not in NO_SPLIT_TYPES
 
