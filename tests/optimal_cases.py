@@ -71,9 +71,14 @@ def optimal_cases(draw: st.DrawFn) -> OptimalCase:
     limits: dict[str, str] = {}
     sometimes = st.sampled_from([True, False, False])  # (each limit: most cases fit it)
     if draw(sometimes):
-        limits["streamalloc.max_task_per_stream"] = str(draw(st.sampled_from([32, 64, 300])))
+        # (27: GE reserves 27 units, so at 27 or less it splits before every task after a
+        # stream's first; below about 10 a stream cannot hold its profiling units: refused)
+        limits["streamalloc.max_task_per_stream"] = str(draw(st.sampled_from(
+            [8, 20, 27, 28, 32, 64, 300])))
+    elif draw(st.sampled_from([True, False, False, False])):
+        limits["streamalloc.unlimited_stream_depth"] = "true"
     if draw(sometimes):
-        limits["streamalloc.max_streams"] = str(draw(st.integers(2, 8)))
+        limits["streamalloc.max_streams"] = str(draw(st.integers(1, 8)))
     if draw(sometimes):
         limits["streamalloc.max_events"] = str(draw(st.integers(1, 30)))
     if draw(sometimes):
