@@ -68,6 +68,21 @@ def optimal_cases(draw: st.DrawFn) -> OptimalCase:
         "workers": draw(st.sampled_from([1, 1, 2])), "time_limit": 0.3}
     if objective == "makespan" and draw(st.booleans()):
         settings["event_budget"] = draw(st.integers(0, 6))
+    limits = _limits(draw)
+    rules = draw(st.sampled_from([None, "free", "user"]))
+    if rules == "user":
+        base = draw(st.sampled_from(["free", "ge-static-multi-stream"]))
+        own = draw(user_rules())
+        if base == "free" and draw(st.booleans()):  # GE's rules its baseline runs without
+            own = [*own, {"name": draw(st.sampled_from(["parallel-group", "mini-dag",
+                                                        "optimize-ineffective"])),
+                          "disable": True}]
+        rules = (base, own)
+    return OptimalCase(graph, settings, limits, rules)
+
+
+def _limits(draw: st.DrawFn) -> dict[str, str]:
+    """Device limits, each in a third of the cases (most cases fit it)."""
     limits: dict[str, str] = {}
     sometimes = st.sampled_from([True, False, False])  # (each limit: most cases fit it)
     if draw(sometimes):
@@ -85,16 +100,7 @@ def optimal_cases(draw: st.DrawFn) -> OptimalCase:
         limits["ge.event"] = "notify"
         if draw(st.booleans()):
             limits["streamalloc.max_notifies"] = str(draw(st.integers(1, 30)))
-    rules = draw(st.sampled_from([None, "free", "user"]))
-    if rules == "user":
-        base = draw(st.sampled_from(["free", "ge-static-multi-stream"]))
-        own = draw(user_rules())
-        if base == "free" and draw(st.booleans()):  # GE's rules its baseline runs without
-            own = [*own, {"name": draw(st.sampled_from(["parallel-group", "mini-dag",
-                                                        "optimize-ineffective"])),
-                          "disable": True}]
-        rules = (base, own)
-    return OptimalCase(graph, settings, limits, rules)
+    return limits
 
 
 def case_graph(case: OptimalCase, folder: Path) -> Graph:

@@ -72,11 +72,14 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--mode", "optimal", "--event-budget", "-1"], "--event-budget -1: expected a number >= 0"),
-    (["--mode", "optimal", "--time-limit", "-1"], "--time-limit -1: expected a number >= 0"),
-    (["--mode", "optimal", "--workers", "0"], "--workers 0: expected a number >= 1"),
+    (["--mode", "optimal", "--event-budget", "-1"],
+     "--event-budget -1: expected a finite number >= 0"),
+    (["--mode", "optimal", "--time-limit", "-1"], "--time-limit -1: expected a finite number >= 0"),
+    (["--mode", "optimal", "--time-limit", "inf"],
+     "--time-limit inf: expected a finite number >= 0"),
+    (["--mode", "optimal", "--workers", "0"], "--workers 0: expected a finite number >= 1"),
     (["--mode", "optimal", "--makespan-slack", "-5"],
-     "--makespan-slack -5: expected a number >= 0"),
+     "--makespan-slack -5: expected a finite number >= 0"),
     (["--mode", "optimal", "--event-budget", "3"], "add --objective makespan"),
     (["--event-budget", "3"], "--event-budget: only --mode optimal reads it; add --mode optimal"),
     (["--mode", "preset", "--objective", "makespan", "--seed", "1"],

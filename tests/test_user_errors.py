@@ -353,7 +353,7 @@ SMALL = "format: streamalloc.graph/v1\nname: g\nnodes:\n- {name: d, type: Data}\
     ("desc_attr.yaml", SMALL + "- {name: a, type: Relu, attrs: {x: {type: tensor_desc, "
      "value: zz}}}\n", ["show"], 3, "{f}:5: node 'a' attribute 'x': "),
     ("slack.yaml", SMALL, ["allocate", "--mode", "optimal", "--makespan-slack", "nan"], 2,
-     "--makespan-slack nan: expected a number >= 0"),
+     "--makespan-slack nan: expected a finite number >= 0"),
     ("port.yaml", SMALL + '- {name: a, type: Relu, inputs: ["d:99999999999999999999"]}\n',
      ["show"], 3, "{f}:5: node 'a' input 0 (d:99999999999999999999): node 'd' has no "
      "described outputs, and a port runs 0..2147483647, not 99999999999999999999"),

@@ -86,8 +86,8 @@ def optimal_options(args: argparse.Namespace) -> api.OptimalOptions:
     for field, least in (("makespan_slack", 0), ("time_limit", 0), ("event_budget", 0),
                          ("workers", 1)):
         if field in given and (given[field] < least or not math.isfinite(given[field])):
-            raise UsageError(f"{OPTIMAL_FLAGS[field]} {given[field]:g}: expected a number >= "
-                             f"{least}")  # NaN is none: it is neither below nor above
+            raise UsageError(f"{OPTIMAL_FLAGS[field]} {given[field]:g}: expected a finite "
+                             f"number >= {least}")  # NaN is none: neither below nor above
     if "event_budget" in given and given.get("objective", "events") != "makespan":
         raise UsageError("--event-budget bounds the events of --objective makespan (the events "
                          "objective needs the fewest already); add --objective makespan")
