@@ -51,10 +51,6 @@ class LimitExceeded(AllocationInfeasible):
     """A device limit (streams, tasks, events, notifies, memory) is exceeded; says by how much."""
 
 
-class SolverLimitReached(AllocationInfeasible):
-    """The solver stopped at its time or search limit without a usable answer."""
-
-
 class PlanVerifyError(StreamallocError):
     """A plan failed verification; the message names the edge, stream or event."""
 

@@ -77,11 +77,6 @@ def write_atomic(path: str | Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
-def write_json_atomic(path: str | Path, document: Any, plain: Collection[str] = ()) -> None:
-    """`stage_json`, committed."""
-    stage_json(path, document, plain).commit()
-
-
 class Progress:
     """`with Progress("allocate", sys.stderr): ...` shows `streamalloc allocate: 3 s` while the
     block runs longer than `after` seconds, and clears the line at the end."""

@@ -10,6 +10,7 @@ from streamalloc.memory import MemType, Status, VarDesc, VarGraphError, VarManag
 from streamalloc.memory.codes import NC1HWC0, ND
 from streamalloc.memory.passes import (
     VAR_PASSES,
+    RebuildStateCtrl,
     VariableOpPass,
     VariablePrepareOpPass,
     VarIsInitializedOpPass,
@@ -306,3 +307,25 @@ def test_registry_and_runner() -> None:
     assert result.changed
     with pytest.raises(ValueError, match="known: variable-prepare-op"):
         run_passes(_assign_graph(), ["nope"], ctx())
+
+
+def test_a_change_flags_the_graphs_using_the_variable_and_the_one_compiling() -> None:
+    """Spec 15's GraphRebuildStateCtrl: a format change flags every graph whose resources hold
+    the variable and the graph being compiled, until its build ends; a variable changes at
+    most once; removing a graph forgets its resources and its flag."""
+    rebuild = RebuildStateCtrl()
+    rebuild.add_graph(1, names=["w"])
+    rebuild.add_graph(2, names=["other"])
+    rebuild.start_build(3)
+    assert rebuild.is_var_permit_to_change_formats("w")
+    rebuild.set_state_changed("w")
+    assert not rebuild.is_var_permit_to_change_formats("w")
+    assert [rebuild.is_graph_need_rebuild(g) for g in (1, 2, 3)] == [True, False, True]
+    rebuild.set_graph_build_end(3)
+    assert not rebuild.is_graph_need_rebuild(3)
+    rebuild.set_state_changed("other")  # no graph compiling now: only graph 2
+    assert [rebuild.is_graph_need_rebuild(g) for g in (1, 2, 3)] == [True, True, False]
+    rebuild.remove_graph(1)
+    assert not rebuild.is_graph_need_rebuild(1)
+    rebuild.set_state_changed("w")
+    assert not rebuild.is_graph_need_rebuild(1)

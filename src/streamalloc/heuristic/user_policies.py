@@ -13,7 +13,6 @@ from typing import Self
 from streamalloc.heuristic.context import GraphContext
 from streamalloc.heuristic.plan import INVALID, GraphPlan, Note
 from streamalloc.heuristic.rule_pass import RulePass
-from streamalloc.ir.graph import Node
 from streamalloc.passes import PassResult, outcome
 from streamalloc.rules.model import Rule
 from streamalloc.rules.predicates import NodePredicate
@@ -114,7 +113,3 @@ class SeparateStreams(RulePass):
                 changes.update((n, (new, note)) for n in mine[stream])
         return plan.set_nodes(changes)
 
-
-def node_names(ctx: GraphContext, rule: Rule) -> list[Node]:
-    """The graph's nodes the rule matches (for constraints and tests)."""
-    return list(rule.matching(ctx.nodes))

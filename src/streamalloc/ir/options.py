@@ -169,9 +169,6 @@ OPTIONS: tuple[OptionSpec, ...] = (
           'variable manager: `"1"` lifts the memory limits of its checks'),
     _spec("ge.variableUse1gHugePage", _choices("", "0", "1", "2"),
           'variable manager: `"1"` 1 GiB pages only, `"2"` 1 GiB pages first, else normal pages'),
-    _spec("ge.exec.staticMemoryPolicy", _choices("", "0", "1", "2", "3", "4"),
-          'variable manager: `"1"`, `"2"`, `"4"` static extend mode; `"3"`, `"4"` expandable '
-          "memory (the environment variable `GE_USE_STATIC_MEMORY` wins)"),
     _spec("ge.exec.variable_acc", _choices("", "True", "False"),
           'variable passes (Python API): `"False"` turns variable format fusion off'),
     _spec("ge.AllowMultiGraphParallelCompile", _choices("", "0", "1"),

@@ -270,8 +270,6 @@ def share(total: int, ratio: tuple[int, int]) -> int:
 
 EVALUATE_MODE = "ge.evaluateGraphResourceMode"
 HUGE_PAGE_OPTION = "ge.variableUse1gHugePage"
-STATIC_MEMORY_POLICY = "ge.exec.staticMemoryPolicy"
-STATIC_MEMORY_ENV = "GE_USE_STATIC_MEMORY"
 HUGE_PAGE_ONLY = "1"  # 1 GiB pages only, no fallback
 HUGE_PAGE_FIRST = "2"  # 1 GiB pages first, fall back to normal pages
 

@@ -1,6 +1,6 @@
 """The options GE's variable manager reads not from its arguments but from the thread's
 context (graph options first, then session, then global): evaluate mode (spec 11), the 1 GiB
-huge-page policy (spec 7) and the static/dynamic memory policy."""
+huge-page policy (spec 7)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,16 @@ from streamalloc.memory.codes import (
     HUGE_PAGE_FIRST,
     HUGE_PAGE_ONLY,
     HUGE_PAGE_OPTION,
-    STATIC_MEMORY_ENV,
-    STATIC_MEMORY_POLICY,
 )
 
 
 @dataclass
 class GeContext:
-    """Global, session and graph options plus the environment GE's memory code consults."""
+    """Global, session and graph options GE's memory code consults."""
 
     global_options: dict[str, str] = field(default_factory=dict)
     session_options: dict[str, str] = field(default_factory=dict)
     graph_options: dict[str, str] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
 
     def option(self, key: str, default: str = "") -> str:
         """The option as GE's context answers: graph, then session, then global options."""
@@ -37,10 +34,6 @@ class GeContext:
         """Replace the graph options (GE's SetGraphOption)."""
         self.graph_options = dict(options)
 
-    def set_session_options(self, options: Mapping[str, str]) -> None:
-        """Replace the session options."""
-        self.session_options = dict(options)
-
     def evaluate_mode(self) -> bool:
         """Evaluate mode: the "for check" limits are unbounded (spec 11)."""
         return self.option(EVALUATE_MODE) == "1"
@@ -49,15 +42,3 @@ class GeContext:
         """"1" (1 GiB only), "2" (1 GiB first) or "" (normal pages), from the huge-page option."""
         value = self.option(HUGE_PAGE_OPTION)
         return value if value in (HUGE_PAGE_ONLY, HUGE_PAGE_FIRST) else ""
-
-    def static_memory_policy(self) -> str:
-        """The static memory policy: env GE_USE_STATIC_MEMORY, else ge.exec.staticMemoryPolicy."""
-        return self.env.get(STATIC_MEMORY_ENV) or self.option(STATIC_MEMORY_POLICY)
-
-    def extend_size_memory(self) -> bool:
-        """Static extend mode: policy "1", "2" or "4" (spec 11)."""
-        return self.static_memory_policy() in ("1", "2", "4")
-
-    def expandable_memory(self) -> bool:
-        """Dynamic expandable mode: policy "3" or "4" (spec 11)."""
-        return self.static_memory_policy() in ("3", "4")

@@ -137,10 +137,6 @@ class RuleSet(msgspec.Struct, frozen=True):
             walk(rule.when_block)
         return frozenset(found)
 
-    def by_scope(self, scope: str) -> tuple[Rule, ...]:
-        """The rules of one scope (label, graph, model), in order."""
-        return tuple(r for r in self.rules if r.spec.scope == scope)
-
     def canonical_text(self) -> str:
         """The rule set as it runs (rules in order, inherited ones included): sorted JSON."""
         built_on = {"extends": FREE, "disable": list(self.disabled)} if self.on_free else {}

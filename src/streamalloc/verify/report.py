@@ -26,11 +26,6 @@ class Violation(msgspec.Struct, frozen=True):
     kind: str
     message: str
 
-    @property
-    def is_limit(self) -> bool:
-        """A device limit (exit 4) rather than a wrong plan (exit 5)."""
-        return self.kind.startswith(LIMIT_PREFIX)
-
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
 
