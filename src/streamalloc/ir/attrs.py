@@ -48,11 +48,6 @@ class AttrValue(msgspec.Struct, frozen=True):
     kind: str
     value: Any
 
-    @property
-    def py(self) -> Any:
-        """The bare Python value (tuple, int, str, ...)."""
-        return self.value
-
 
 _NO_ATTRS: Mapping[str, AttrValue] = MappingProxyType({})
 
