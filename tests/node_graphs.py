@@ -44,3 +44,19 @@ def fork_join_chain_nodes(rng: random.Random, modules: int) -> list[str]:
         nodes.append(f"{{name: {last}, type: Concat, inputs: [{', '.join(ends)}], "
                      f"cost_us: {rng.choice([1, 3])}}}")
     return [*nodes, f"{{name: out, type: NetOutput, inputs: [{last}]}}"]
+
+
+def random_nodes(rng: random.Random, size: int) -> list[str]:
+    """A random DAG: each node reads one to three earlier ones; some take no device work (a
+    NOP on its stream), the others a random time and block dim (wide ones contend)."""
+    nodes, names = ["{name: x, type: Data}"], []
+    for i in range(size):
+        inputs = ", ".join(rng.sample(names, min(len(names), rng.choice([1, 2, 2, 3]))) or ["x"])
+        if rng.random() < 0.1:
+            nodes.append(f"{{name: n{i}, type: Reshape, inputs: [{inputs}], task_count: 0}}")
+        else:
+            nodes.append(f"{{name: n{i}, type: Add, inputs: [{inputs}], "
+                         f"cost_us: {rng.choice([1, 2, 3, 5, 8, 13, 20])}, "
+                         f"attrs: {{block_dim: {rng.choice([1, 4, 16, 20, 32])}}}}}")
+        names.append(f"n{i}")
+    return [*nodes, f"{{name: out, type: NetOutput, inputs: [{', '.join(names)}]}}"]

@@ -8,8 +8,10 @@ import random
 from pathlib import Path
 
 import pytest
+from every_plan import every_plan
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from node_graphs import fork_join_chain_nodes, graph_of, random_nodes
 
 from streamalloc import api
 from streamalloc.errors import LimitExceeded
@@ -159,6 +161,24 @@ def _chain(options: dict[str, str], units: int, *, fork: bool = False) -> Graph:
 def _bound(graph: Graph, limit_us: float | None) -> int | None:
     return events_bound(graph, task_dag(graph, api.allocate(graph, mode="preset")),
                         limit_us=limit_us, costs=COSTS)
+
+
+@pytest.mark.parametrize("seed", [7, 13, 36, 40, 41, 44])
+def test_every_plan_of_a_tiny_graph_within_a_limit_has_the_bound_s_events(
+        tmp_path: Path, seed: int) -> None:
+    """Every assignment of up to 6 streamed nodes, in several execution orders: within no
+    makespan limit, ge mode's makespan, the fastest plan's, and halfway between, the fewest
+    events of the plans within it are the bound (none is below; here the bound is reached)."""
+    rng = random.Random(seed)
+    nodes = random_nodes(rng, rng.randint(4, 6)) if seed % 2 \
+        else fork_join_chain_nodes(rng, 1)
+    graph = graph_of(tmp_path, f"g{seed}", nodes)
+    baseline, dag, runs = every_plan(graph, COSTS, rng)
+    fastest = min(run.makespan_us for run in runs)
+    for limit in (None, baseline.makespan_us, fastest, (fastest + baseline.makespan_us) / 2):
+        fewest = min(run.events for run in runs
+                     if limit is None or run.makespan_us <= limit + EPS_US)
+        assert events_bound(graph, dag, limit_us=limit, costs=COSTS) == fewest, limit
 
 
 def test_a_stream_over_capacity_needs_its_split_event() -> None:

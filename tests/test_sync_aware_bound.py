@@ -9,12 +9,13 @@ the clique's local search."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 import pytest
-from node_graphs import fork_join_chain_nodes, graph_of
+from every_plan import every_plan
+from node_graphs import fork_join_chain_nodes, graph_of, random_nodes
 from real_models import DATA
 
 from streamalloc.heuristic.driver import allocate_ge
@@ -29,7 +30,6 @@ from streamalloc.optimal.bounds import (
 from streamalloc.optimal.cliques import DENSE_BITS, _grown, _swapped, bits_of
 from streamalloc.optimal.evaluate import evaluate, task_dag
 from streamalloc.optimal.evaluator import Evaluator
-from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.split_join import least_gap
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -42,29 +42,13 @@ from streamalloc.sync.limits import without_device_limits
 COSTS = default_cost_table()
 
 
-def _random_nodes(rng: random.Random, size: int) -> list[str]:
-    """A random DAG: each node reads one to three earlier ones; some take no device work (a
-    NOP on its stream), the others a random time and block dim (wide ones contend)."""
-    nodes, names = ["{name: x, type: Data}"], []
-    for i in range(size):
-        inputs = ", ".join(rng.sample(names, min(len(names), rng.choice([1, 2, 2, 3]))) or ["x"])
-        if rng.random() < 0.1:
-            nodes.append(f"{{name: n{i}, type: Reshape, inputs: [{inputs}], task_count: 0}}")
-        else:
-            nodes.append(f"{{name: n{i}, type: Add, inputs: [{inputs}], "
-                         f"cost_us: {rng.choice([1, 2, 3, 5, 8, 13, 20])}, "
-                         f"attrs: {{block_dim: {rng.choice([1, 4, 16, 20, 32])}}}}}")
-        names.append(f"n{i}")
-    return [*nodes, f"{{name: out, type: NetOutput, inputs: [{', '.join(names)}]}}"]
-
-
 @pytest.mark.parametrize(("shape", "seed"), [*(("random", s) for s in range(40)),
                                              *(("fork_join_chain", s) for s in range(24))])
 def test_bound_holds_for_random_plans_of_random_graphs(tmp_path: Path, shape: str,
                                                        seed: int) -> None:
     """Random DAGs, and chains of fork-joins, where every module has a series floor."""
     rng = random.Random(seed)
-    nodes = _random_nodes(rng, rng.randint(4, 12)) if shape == "random" \
+    nodes = random_nodes(rng, rng.randint(4, 12)) if shape == "random" \
         else fork_join_chain_nodes(rng, rng.randint(1, 3))
     graph = graph_of(tmp_path, f"{shape}{seed}", nodes)
     rules = default_rule_set(graph)
@@ -80,33 +64,6 @@ def test_bound_holds_for_random_plans_of_random_graphs(tmp_path: Path, shape: st
     assert baseline.makespan_us >= bound - 1e-9
 
 
-
-def _partitions(size: int) -> Iterator[list[int]]:
-    """Every assignment of `size` nodes to streams, once per partition (restricted growth)."""
-    def grow(prefix: list[int], top: int) -> Iterator[list[int]]:
-        if len(prefix) == size:
-            yield list(prefix)
-            return
-        for k in range(top + 2):
-            yield from grow([*prefix, k], max(top, k))
-    yield from grow([0], 0)
-
-
-def _random_orders(orders: Orders, rng: random.Random, count: int) -> list[Order]:
-    """The graph's order and up to `count - 1` random topological orders of its root."""
-    found = {orders.start}
-    for _ in range(count * 4):
-        placed: list[str] = []
-        while len(placed) < len(orders.start):
-            ready = [n for n in orders.start if n not in placed
-                     and all(p in placed for p in orders.preds[n])]
-            placed.append(rng.choice(ready))
-        found.add(tuple(placed))
-        if len(found) == count:
-            break
-    return sorted(found)
-
-
 @pytest.mark.parametrize("seed", [7, 13, 36, 40, 41, 44, 47, 58])  # plans of 2+ streams fastest
 def test_no_plan_of_a_small_graph_runs_below_the_bound(tmp_path: Path, seed: int) -> None:
     """Every assignment of up to 6 streamed nodes to streams, each in several execution
@@ -114,26 +71,18 @@ def test_no_plan_of_a_small_graph_runs_below_the_bound(tmp_path: Path, seed: int
     OPTIMAL, runs as fast as the fastest of them (an exhaustive check on 210 such graphs of
     up to 7 nodes found the bound below or at the fastest plan on every one)."""
     rng = random.Random(seed)
-    nodes = _random_nodes(rng, rng.randint(4, 6)) if seed % 2 \
+    nodes = random_nodes(rng, rng.randint(4, 6)) if seed % 2 \
         else fork_join_chain_nodes(rng, 1)
     graph = graph_of(tmp_path, f"g{seed}", nodes)
-    rules = default_rule_set(graph)
-    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
-    dag = task_dag(graph, baseline.allocation)
-    assert dag.size <= 6
-    orders = Orders.of(graph)
-    assert orders is not None
-    evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"), COSTS,
-                          orders=orders)
-    runs = [evaluator.outcome(streams, order) for order in _random_orders(orders, rng, 4)
-            for streams in _partitions(dag.size)]
-    fastest = min(run.makespan_us for run in runs if run is not None)
+    _, _, runs = every_plan(graph, COSTS, rng)
+    fastest = min(run.makespan_us for run in runs)
     assert graph_sync_aware_bound(graph, COSTS).bound_us <= fastest + 1e-9
     _, report = allocate_optimal(graph, builtin_rules("free"),
                                  OptimalOptions(objective="makespan", time_limit=1.0))
     assert report.makespan_us >= fastest - 1e-9
     if report.status == "OPTIMAL":
         assert report.makespan_us == pytest.approx(fastest)
+
 
 def test_the_bound_is_the_same_from_every_plan_of_a_graph() -> None:
     """The program's tids run stream by stream, so they differ from plan to plan; the bound
