@@ -307,7 +307,7 @@ def test_the_help_states_the_defaults_optimal_options_holds(
     defaults = OptimalOptions()
     assert f"(CP-SAT seconds); default {defaults.time_limit:g}" in text
     assert f"solver random seed; default {defaults.seed}" in text
-    assert f"solver worker threads; default {defaults.workers}" in text
+    assert f"one process each; default {defaults.workers}" in text
     assert f"(1 + P/100); default {defaults.makespan_slack:g}" in text
     assert defaults.objective == "events" and defaults.concurrency == "ge"
     assert "fewest events (then fewest streams; the default)" in text

@@ -57,7 +57,8 @@ def _optimal_args(parser: argparse.ArgumentParser,
                        help="deterministic time limit of the search (CP-SAT seconds); "
                             "default 10")
     group.add_argument("--seed", type=int, help="solver random seed; default 0")
-    group.add_argument("--workers", type=int, help="solver worker threads; default 1")
+    group.add_argument("--workers", type=int, help="solver workers: CP-SAT threads, or the "
+                       "makespan objective's searches, one process each; default 1")
     group.add_argument("--cost", metavar="FILE", help="cost table instead of the shipped one")
 
 
