@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
+
+from node_graphs import fork_join_chain_nodes, graph_of, random_nodes
 
 from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
@@ -61,3 +64,11 @@ def every_plan(graph: Graph, costs: CostTable, rng: random.Random, *, orders: in
     runs = [evaluator.outcome(streams, order) for order in random_orders(ordering, rng, orders)
             for streams in partitions(dag.size)]
     return baseline, dag, [run for run in runs if run is not None]
+
+
+def tiny_graph(tmp_path: Path, seed: int) -> tuple[Graph, random.Random]:
+    """A random DAG of 4 to 6 nodes (odd seeds) or a fork-join (even ones), and the generator
+    that drew it, for the execution orders."""
+    rng = random.Random(seed)
+    nodes = random_nodes(rng, rng.randint(4, 6)) if seed % 2 else fork_join_chain_nodes(rng, 1)
+    return graph_of(tmp_path, f"g{seed}", nodes), rng

@@ -8,10 +8,9 @@ import random
 from pathlib import Path
 
 import pytest
-from every_plan import every_plan
+from every_plan import every_plan, tiny_graph
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from node_graphs import fork_join_chain_nodes, graph_of, random_nodes
 
 from streamalloc import api
 from streamalloc.errors import LimitExceeded
@@ -169,10 +168,7 @@ def test_every_plan_of_a_tiny_graph_within_a_limit_has_the_bound_s_events(
     """Every assignment of up to 6 streamed nodes, in several execution orders: within no
     makespan limit, ge mode's makespan, the fastest plan's, and halfway between, the fewest
     events of the plans within it are the bound (none is below; here the bound is reached)."""
-    rng = random.Random(seed)
-    nodes = random_nodes(rng, rng.randint(4, 6)) if seed % 2 \
-        else fork_join_chain_nodes(rng, 1)
-    graph = graph_of(tmp_path, f"g{seed}", nodes)
+    graph, rng = tiny_graph(tmp_path, seed)
     baseline, dag, runs = every_plan(graph, COSTS, rng)
     fastest = min(run.makespan_us for run in runs)
     for limit in (None, baseline.makespan_us, fastest, (fastest + baseline.makespan_us) / 2):

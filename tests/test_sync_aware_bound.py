@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from every_plan import every_plan
+from every_plan import every_plan, tiny_graph
 from node_graphs import fork_join_chain_nodes, graph_of, random_nodes
 from real_models import DATA
 
@@ -70,10 +70,7 @@ def test_no_plan_of_a_small_graph_runs_below_the_bound(tmp_path: Path, seed: int
     orders: none runs faster than the bound, and the optimal mode's plan, where it says
     OPTIMAL, runs as fast as the fastest of them (an exhaustive check on 210 such graphs of
     up to 7 nodes found the bound below or at the fastest plan on every one)."""
-    rng = random.Random(seed)
-    nodes = random_nodes(rng, rng.randint(4, 6)) if seed % 2 \
-        else fork_join_chain_nodes(rng, 1)
-    graph = graph_of(tmp_path, f"g{seed}", nodes)
+    graph, rng = tiny_graph(tmp_path, seed)
     _, _, runs = every_plan(graph, COSTS, rng)
     fastest = min(run.makespan_us for run in runs)
     assert graph_sync_aware_bound(graph, COSTS).bound_us <= fastest + 1e-9
