@@ -66,9 +66,15 @@ def every_plan(graph: Graph, costs: CostTable, rng: random.Random, *, orders: in
     return baseline, dag, [run for run in runs if run is not None]
 
 
-def tiny_graph(tmp_path: Path, seed: int) -> tuple[Graph, random.Random]:
+def tiny_graph(tmp_path: Path, seed: int, *, engines: bool = False
+               ) -> tuple[Graph, random.Random]:
     """A random DAG of 4 to 6 nodes (odd seeds) or a fork-join (even ones), and the generator
-    that drew it, for the execution orders."""
+    that drew it, for the execution orders; with `engines`, about a third of the random DAG's
+    tasks run on AI CPU or HCCL instead of AI Core."""
     rng = random.Random(seed)
     nodes = random_nodes(rng, rng.randint(4, 6)) if seed % 2 else fork_join_chain_nodes(rng, 1)
+    if engines:
+        nodes = [n.replace("type: Add,", "type: Add, engine: "
+                           + rng.choice(["DNN_VM_AICPU_ASCEND", "DNN_HCCL"]) + ",")
+                 if rng.random() < 0.35 else n for n in nodes]
     return graph_of(tmp_path, f"g{seed}", nodes), rng
