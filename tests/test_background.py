@@ -6,14 +6,22 @@ from __future__ import annotations
 import io
 import os
 import signal
+import sys
 import threading
 import time
+from multiprocessing.connection import wait
 from pathlib import Path
 
 import pytest
 
 from streamalloc import background
-from streamalloc.background import SERIAL_ENV, Background, can_fork, only_fork_safe_threads
+from streamalloc.background import (
+    SERIAL_ENV,
+    Background,
+    can_fork,
+    can_start_processes,
+    only_fork_safe_threads,
+)
 from streamalloc.outputs import Progress
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -38,6 +46,25 @@ def test_the_call_runs_in_a_child_and_returns_its_result() -> None:
     assert can_fork()
     pid, doubled = Background(_pid_and, 21).result()
     assert doubled == 42 and pid != os.getpid()
+
+
+def _sleeps_then(seconds: float, value: int) -> tuple[int, bool, bool]:
+    time.sleep(seconds)
+    return value, can_fork(), can_start_processes()
+
+
+def test_calls_are_waited_for_together_and_their_children_fork_no_more() -> None:
+    """`compare --jobs` waits for whichever of its runs ends first (`fileno`); a run in a
+    child starts no child or pool of its own: its siblings have the other cores."""
+    if background.usable_cpus() < 2:
+        pytest.skip("a child runs only with a second CPU")
+    slow, fast = Background(_sleeps_then, 2.0, 1), Background(_sleeps_then, 0.0, 2)
+    assert slow.forked and fast.forked
+    ready = wait([slow.fileno(), fast.fileno()], timeout=1.5)
+    assert ready == [fast.fileno()]
+    assert fast.result() == (2, False, False)
+    assert slow.result() == (1, False, False)
+    assert can_fork() and can_start_processes() == (sys.platform == "linux")
 
 
 def test_an_exception_in_the_child_is_raised_by_the_call_in_the_caller() -> None:

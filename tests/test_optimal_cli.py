@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -191,6 +193,32 @@ def test_compare_jobs_run_a_graphs_runs_at_once_with_the_same_rows(
     assert documents[0] == documents[1] == documents[2]
     assert main(["compare", EXAMPLE, "--jobs", "0"]) == 2
     assert "--jobs 0: expected a number of processes >= 1" in capsys.readouterr().err
+
+
+def test_compare_jobs_run_again_what_a_dead_process_ran(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose process dies (the OOM killer, say) runs again in the command's process:
+    the same rows (a pool of processes waited for it forever)."""
+    layers = str(Path(EXAMPLE).with_name("transformer_layers.yaml"))
+
+    def document() -> dict[str, Any]:
+        assert main(["compare", EXAMPLE, layers, "--json", "--modes", "ge,ge-minimal",
+                     "--jobs", "2"]) == 0
+        its = json.loads(capsys.readouterr().out)
+        for row in its["rows"]:
+            assert row.pop("wall_s") >= 0
+        return its
+
+    alive = document()
+    parent, job_rows = os.getpid(), compare_module._job_rows
+
+    def dies_in_a_child(job: compare_module.Job, *args: Any) -> Any:
+        if os.getpid() != parent and job[0] == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return job_rows(job, *args)
+
+    monkeypatch.setattr(compare_module, "_job_rows", dies_in_a_child)
+    assert len(alive["rows"]) == 4 and document() == alive
 
 
 def test_each_frontier_point_shows_the_best_plan_within_its_limits() -> None:

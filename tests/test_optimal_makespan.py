@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -530,6 +532,19 @@ def test_more_workers_search_more_ways_and_never_run_slower(
     assert len(both) == 2 and both[0] == alone and both[1] != alone
     with monkeypatch.context() as threads:
         threads.setattr(makespan_search, "can_start_processes", lambda: False)
+        assert makespan_search.searches(squeezenet, dag, [start, other], constraints=[],
+                                        evaluator=replace(evaluator, options=two_workers)) \
+            == both
+    with monkeypatch.context() as killed:  # a search's process that dies (the OOM killer, say)
+        # is searched again here: the same results (a pool of processes waited forever)
+        parent, search = os.getpid(), makespan_search._search
+
+        def dies_in_a_child(portfolio: makespan_search.Portfolio, k: int) -> list[Found]:
+            if os.getpid() != parent and k == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return search(portfolio, k)
+
+        killed.setattr(makespan_search, "_search", dies_in_a_child)
         assert makespan_search.searches(squeezenet, dag, [start, other], constraints=[],
                                         evaluator=replace(evaluator, options=two_workers)) \
             == both

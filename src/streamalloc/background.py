@@ -4,9 +4,10 @@ plan while the verifier checks it.
 The child starts as a copy of the caller (fork), so nothing is sent to it; it sends back the
 pickled result. `result()` waits for it. Where a fork is not available, not safe or of no use
 (no `os.fork`, Python threads running other than the progress line's, one usable CPU, the
-environment variable `STREAMALLOC_SERIAL` set), or the child fails in any way (an exception, a
-result that does not pickle, a signal), the call runs in the caller when `result()` is asked
-for, so its result or exception is the same either way: only the wall time differs.
+environment variable `STREAMALLOC_SERIAL` set, or the caller is itself such a child, whose
+cores its siblings use), or the child fails in any way (an exception, a result that does not
+pickle, a signal), the call runs in the caller when `result()` is asked for, so its result or
+exception is the same either way: only the wall time differs.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ SERIAL_ENV = "STREAMALLOC_SERIAL"  # set (to anything): every call runs in the c
 
 
 _AT_FORK = threading.Lock()  # held by a fork-safe thread's steps; a fork waits for it
+_IN_CHILD = False  # this process is a `Background` call's child
 
 
 def can_fork() -> bool:
     """Whether `Background` calls run in a child process here and now: on one CPU a child
     only competes with the caller."""
     return hasattr(os, "fork") and not os.environ.get(SERIAL_ENV) and usable_cpus() > 1 \
-        and only_fork_safe_threads()
+        and only_fork_safe_threads() and not _IN_CHILD
 
 
 def only_fork_safe_threads() -> bool:
@@ -45,11 +47,13 @@ def only_fork_safe_threads() -> bool:
 
 
 def can_start_processes() -> bool:
-    """Whether a pool of processes forked from this one may start here: on Linux, with no
-    Python thread but fork-safe ones (a Ray worker has some), in a process that is not itself
-    a pool's (which may not start processes: a `compare --jobs` run's)."""
+    """Whether several processes forked from this one may run at once here (`compare --jobs`,
+    the makespan objective's `--workers`): on Linux, with no Python thread but fork-safe ones
+    (a Ray worker has some), in a process that is not a daemon (which may not start
+    processes) nor a `Background` call's child (a `compare --jobs` run's: its siblings use the
+    other cores)."""
     return sys.platform == "linux" and only_fork_safe_threads() \
-        and not multiprocessing.current_process().daemon
+        and not multiprocessing.current_process().daemon and not _IN_CHILD
 
 
 class _ForkSafeThread(threading.Thread):
@@ -125,6 +129,18 @@ class Background(Generic[_R]):
         if can_fork():
             self._child = _start(self._call)
 
+    @property
+    def forked(self) -> bool:
+        """Whether the call runs in a child process (else `result()` runs it here)."""
+        return self._child is not None
+
+    def fileno(self) -> int:
+        """The read end of the child's pipe: readable once the child is done, so several
+        calls can be waited for at once (`multiprocessing.connection.wait`). Only while
+        `forked`."""
+        assert self._child is not None
+        return self._child[1]
+
     def result(self) -> _R:
         """The call's result: the child's, or the call run here when there is no child or it
         failed."""
@@ -158,6 +174,8 @@ def _start(call: Callable[[], object]) -> tuple[int, int]:
         os.close(write_end)
         return pid, read_end
     # the child: it must never return into the caller's code, whatever happens
+    global _IN_CHILD  # noqa: PLW0603 - the child's own copy
+    _IN_CHILD = True
     status = 1
     try:
         os.close(read_end)

@@ -11,28 +11,26 @@ makespan objective (its fast end: the fastest plan the search finds), and the ma
 objective at event budgets between the two. Each run searches on its own, so a larger slack
 may end with a worse plan than a smaller one found: each point shows the best plan of the runs
 within its limits (`best_known`), and says whether it is on the Pareto front (`pareto`).
-`--jobs N` runs N of all those runs at once (`_run_jobs`).
+`--jobs N` runs N of all those runs at once (`_Runs`).
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
-import signal
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
+from multiprocessing.connection import wait
 from pathlib import Path
-from queue import SimpleQueue
-from typing import Any
+from typing import Any, cast
 
 import msgspec.structs
 
 from streamalloc import api
-from streamalloc.background import can_start_processes
+from streamalloc.background import Background, can_start_processes
 from streamalloc.errors import (
     AllocationInfeasible,
     GeSyncRace,
@@ -67,9 +65,9 @@ FRONTIER_SLACKS = (0.0, 5.0, 10.0, 25.0, 50.0)
 CARRIED = ("logical_streams", "physical_streams", "events", "notifies", "makespan_us",
            "chain_sync_us", "status", "gap", "reason")  # a frontier point's figures that come
 # from the plan it shows
-READ_AHEAD_NODES = 200_000  # under --jobs, graphs are read until they hold this many nodes
-# in all, then run together: their memory stays bounded (and the 17 real models, 8.5k nodes,
-# share the processes)
+READ_AHEAD_NODES = 200_000  # under --jobs, graphs are read ahead while the graphs not done
+# hold fewer nodes than this: their memory stays bounded (and the 17 real models, 8.5k nodes,
+# are all read at once)
 FRONTIER_SHARES = (0.25, 0.5, 0.75)  # of the events between the slack-0 and the fastest plan:
 # the frontier's event budgets (those strictly between, once each)
 
@@ -83,7 +81,7 @@ class CompareSettings:
     options: dict[str, str]
     optimal: OptimalOptions
     frontier: bool = False
-    jobs: int = 1  # runs at once, in forked processes (`_run_jobs`)
+    jobs: int = 1  # runs at once, in forked processes (`_Runs`)
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -96,76 +94,16 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def compare(paths: Sequence[str], settings: CompareSettings) -> dict[str, Any]:
-    """The comparison document (format streamalloc.compare/v1). One graph at a time; with
-    `--jobs` N > 1, where processes may start (`background.can_start_processes`), graphs of up
-    to READ_AHEAD_NODES nodes in all are read at once and their runs share the N processes
-    (`_run_jobs`)."""
+    """The comparison document (format streamalloc.compare/v1): every graph's runs
+    (`_Runs`), with `--jobs` N > 1 N at a time."""
     if settings.jobs < 1:
         raise UsageError(f"--jobs {settings.jobs}: expected a number of processes >= 1")
-    names = input_names(paths)
-    rows: list[dict[str, Any]] = []
-    frontier: list[dict[str, Any]] = []
-    ahead = READ_AHEAD_NODES if settings.jobs > 1 and can_start_processes() else 0
-    with Progress("compare", sys.stderr) as progress:
-        group: list[_Input] = []
-        held = 0  # the group's nodes
-        for k, (path, name) in enumerate(zip(paths, names, strict=True)):
-            step = partial(_show, progress, f"compare {k + 1}/{len(paths)} {name}")
-            step("reading")
-            group.append(_Input(path, name, step, api.read_graph(path, settings.options,
-                                                                 settings.rules)))
-            held += len(group[-1].graph.by_name)
-            if k + 1 < len(paths) and held < ahead:
-                continue
-            for its_rows, its_frontier in _documents(group, settings, partial(
-                    _show, progress, "compare")):
-                rows += its_rows
-                frontier += its_frontier
-            group, held = [], 0
-    return {"format": COMPARE_FORMAT, "rows": rows, "frontier": frontier}
-
-
-@dataclass(frozen=True)
-class _Input:
-    """A graph to compare: its file, its `input`, its progress line and the graph read."""
-
-    path: str
-    name: str
-    step: Callable[[str], None]
-    graph: Graph
-
-
-def _documents(inputs: Sequence[_Input], settings: CompareSettings,
-               step: Callable[[str], None]) -> list[tuple[list[dict[str, Any]],
-                                                          list[dict[str, Any]]]]:
-    """Each input's rows and frontier entries. Its jobs (`_run_jobs`): its rows (one job: its
-    ge row's results serve the optimal mode's baseline) and each frontier point
-    (`_frontier_points`), the fastest plan and the slack-0 one first: the budgets between
-    their events (`_between`) are released when both have run."""
+    files = list(zip(paths, input_names(paths), strict=True))
     points = _frontier_points(settings) if settings.frontier else []
-    jobs: list[Job] = []
-    for k in range(len(inputs)):
-        jobs += [(k, points[-1]), (k, points[0])] if points else []
-        jobs += [(k, None), *((k, point) for point in points[1:-1])]
-    rows: dict[Job, list[dict[str, Any]]] = {}
-    budgets: dict[int, list[Point]] = {}
-
-    def released(job: Job, its_rows: list[dict[str, Any]]) -> list[Job]:
-        rows[job] = its_rows
-        k, point = job
-        if point is None or point not in (points[0], points[-1]):
-            return []
-        fewest, fastest = rows.get((k, points[0])), rows.get((k, points[-1]))
-        if fewest is None or fastest is None:
-            return []
-        budgets[k] = [("makespan", None, budget) for budget in _between(fewest[0], fastest[0])]
-        return [(k, budget) for budget in budgets[k]]
-
-    _run_jobs(jobs, released, inputs, settings, step)
-    return [(rows[(k, None)], _frontier(i.name, i.graph, [
-        (point, rows[(k, point)][0])
-        for point in [*points[:-1], *budgets.get(k, []), *points[-1:]]]) if points else [])
-        for k, i in enumerate(inputs)]
+    with Progress("compare", sys.stderr) as progress:
+        documents = _Runs(settings, points, progress).documents(files)
+    return {"format": COMPARE_FORMAT, "rows": [row for rows, _ in documents for row in rows],
+            "frontier": [entry for _, entries in documents for entry in entries]}
 
 
 def input_names(paths: Sequence[str]) -> list[str]:
@@ -239,73 +177,151 @@ def _frontier(name: str, graph: Graph, points: list[tuple[Point, dict[str, Any]]
         entries, pareto_front([(e["events"], e["makespan_us"]) for e in entries]), strict=True)]
 
 
+@dataclass(frozen=True)
+class _Input:
+    """A graph to compare: its file, its `input`, its progress line and the graph read."""
+
+    path: str
+    name: str
+    step: Callable[[str], None]
+    graph: Graph
+
+
 Job = tuple[int, Point | None]  # an input's position, and a frontier point to run on its
 # graph or None: its rows (`graph_rows`)
+Rows = list[dict[str, Any]]
 
 
-def _run_jobs(jobs: Sequence[Job],
-              released: Callable[[Job, list[dict[str, Any]]], list[Job]],
-              inputs: Sequence[_Input], settings: CompareSettings,
-              step: Callable[[str], None]) -> None:
-    """Run `jobs` in order, each giving its rows to `released`, whose jobs run next, before
-    the rest. With `--jobs` N > 1, N at a time in processes forked from this one (they share
-    the graphs read here) where forking is safe; else one after the other. Every run is
-    independent (its own search, seeded alike), so the rows are the same either way: only
-    the wall time differs. `step` shows how many ran."""
-    queue = deque(jobs)
-    if settings.jobs == 1 or len(jobs) < 2 or not can_start_processes():
-        while queue:
-            job = queue.popleft()
-            queue.extendleft(reversed(released(job, _job_rows(job, inputs, settings))))
-        return
-    for k in sorted({k for k, point in jobs if point is not None}):  # a graph's bound, which
-        _makespan_bound(inputs[k].graph, settings)  # its optimal runs read: computed once,
-        # here (seconds on Inception v1), and the processes inherit it
-    global _FORKED  # noqa: PLW0603 - what the forked processes read
-    _FORKED = (inputs, settings)
-    workers = min(settings.jobs, len(jobs))
-    outcomes: SimpleQueue[tuple[Job, list[dict[str, Any]]] | BaseException] = SimpleQueue()
-    running = finished = 0
-    try:
-        with multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts) as pool:
-            # (leaving the block terminates the workers: Ctrl-C stops every run at once)
-            while queue or running:
-                while queue and running < workers:
-                    pool.apply_async(_forked_job, (queue.popleft(),), callback=outcomes.put,
-                                     error_callback=outcomes.put)
-                    running += 1
-                step(f"{finished} jobs done, {running} running, {len(queue)} waiting")
-                outcome = outcomes.get()
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                running, finished = running - 1, finished + 1
-                queue.extendleft(reversed(released(*outcome)))
-    finally:
-        _FORKED = None
+@dataclass
+class _Runs:
+    """Every graph's jobs: its rows (one job: its ge row's results serve the optimal mode's
+    baseline) and each frontier point (`_frontier_points`), the fastest plan and the slack-0
+    one first: the budgets between their events (`_between`) are released when both have run,
+    and run before the jobs waiting.
+
+    With `--jobs` N > 1, where processes may start (`background.can_start_processes`), N jobs
+    run at once, each in a process forked from this one as it starts
+    (`background.Background`): it has the graphs read by then, and nothing is sent to it.
+    Graphs are read while jobs run, as long as the graphs not done hold fewer than
+    READ_AHEAD_NODES nodes (memory stays bounded), and a process that ends makes room for the
+    next job, whatever its graph. Otherwise one graph is read and run at a time, here. Every
+    run is independent (its own search, seeded alike), so the documents are the same either
+    way: only the wall time differs."""
+
+    settings: CompareSettings
+    points: list[Point]
+    progress: Progress
+    inputs: dict[int, _Input] = field(default_factory=dict)  # read, with jobs left
+    left: dict[int, int] = field(default_factory=dict)  # per graph read: its jobs left
+    queue: deque[Job] = field(default_factory=deque)
+    running: dict[Job, Background[Rows]] = field(default_factory=dict)
+    rows: dict[Job, Rows] = field(default_factory=dict)
+    budgets: dict[int, list[Point]] = field(default_factory=dict)
+    done: dict[int, tuple[Rows, Rows]] = field(default_factory=dict)  # rows, frontier
+    held: int = 0  # nodes of the graphs in `inputs`
+    finished: int = 0  # jobs
+
+    def documents(self, files: Sequence[tuple[str, str]]) -> list[tuple[Rows, Rows]]:
+        """Each file's rows and frontier entries, in the order of `files` (path, input)."""
+        parallel = self.settings.jobs > 1 and can_start_processes()
+        slots = self.settings.jobs if parallel else 1
+        ahead = READ_AHEAD_NODES if parallel else 0
+        unread = deque(enumerate(files))
+        try:
+            while unread or self.queue or self.running:
+                while parallel and self.queue and len(self.running) < slots:
+                    job = self.queue.popleft()
+                    self.running[job] = Background(_job_rows, job, self.inputs[job[0]],
+                                                   self.settings)
+                if unread and len(self.queue) < slots and (not self.inputs or self.held < ahead):
+                    k, (path, name) = unread.popleft()
+                    self._read(k, path, name, len(files), parallel)
+                elif not parallel:
+                    job = self.queue.popleft()
+                    self._finished(job, _job_rows(job, self.inputs[job[0]], self.settings))
+                else:
+                    self._show()
+                    for job in self._ended():
+                        self._finished(job, self.running.pop(job).result())
+        finally:
+            for background in self.running.values():
+                background.cancel()
+        return [self.done[k] for k in range(len(files))]
+
+    def _read(self, k: int, path: str, name: str, count: int, parallel: bool) -> None:
+        """Read graph `k` and queue its jobs."""
+        step = partial(_show, self.progress, f"compare {k + 1}/{count} {name}")
+        step("reading")
+        graph = api.read_graph(path, self.settings.options, self.settings.rules)
+        if self.points and parallel:  # the bound its optimal runs read: computed once, here
+            _makespan_bound(graph, self.settings)  # (seconds on Inception v1), and the
+            # processes forked for them inherit it
+        self.inputs[k] = _Input(path, name, step, graph)
+        self.held += len(graph.by_name)
+        points = self.points
+        jobs: list[Job] = [(k, points[-1]), (k, points[0])] if points else []
+        jobs += [(k, None), *((k, point) for point in points[1:-1])]
+        self.queue.extend(jobs)
+        self.left[k] = len(jobs)
+
+    def _ended(self) -> list[Job]:
+        """Running jobs that ended (waits for one). A job without a process of its own
+        (`Background` found forking unsafe here) runs when its result is asked for."""
+        unforked = [job for job, background in self.running.items() if not background.forked]
+        if unforked:
+            return unforked[:1]
+        by_pipe = {background.fileno(): job for job, background in self.running.items()}
+        return [by_pipe[fd] for fd in sorted(cast(list[int], wait(list(by_pipe))))]
+
+    def _finished(self, job: Job, rows: Rows) -> None:
+        """Take a job's rows and queue the jobs they release, first; close its graph when
+        none of its jobs is left."""
+        self.finished += 1
+        self.rows[job] = rows
+        released = self._released(job)
+        self.queue.extendleft(reversed(released))
+        k = job[0]
+        self.left[k] += len(released) - 1
+        if not self.left[k]:
+            self._close(k)
+
+    def _released(self, job: Job) -> list[Job]:
+        """The budget points a frontier job releases: once its graph's slack-0 and fastest
+        plans have both run."""
+        k, point = job
+        points = self.points
+        if point is None or point not in (points[0], points[-1]):
+            return []
+        fewest, fastest = self.rows.get((k, points[0])), self.rows.get((k, points[-1]))
+        if fewest is None or fastest is None:
+            return []
+        self.budgets[k] = [("makespan", None, budget)
+                           for budget in _between(fewest[0], fastest[0])]
+        return [(k, budget) for budget in self.budgets[k]]
+
+    def _close(self, k: int) -> None:
+        """Graph `k`'s rows and frontier entries, from its jobs' rows; it is no longer held."""
+        i = self.inputs.pop(k)
+        self.held -= len(i.graph.by_name)
+        points = self.points
+        ran = [*points[:-1], *self.budgets.pop(k, []), *points[-1:]] if points else []
+        frontier = _frontier(i.name, i.graph, [(point, self.rows.pop((k, point))[0])
+                                               for point in ran]) if points else []
+        self.done[k] = (self.rows.pop((k, None)), frontier)
+
+    def _show(self) -> None:
+        _show(self.progress, "compare", f"{self.finished} jobs done, {len(self.running)} "
+              f"running, {len(self.queue)} waiting")
 
 
-def _job_rows(job: Job, inputs: Sequence[_Input], settings: CompareSettings
-              ) -> list[dict[str, Any]]:
-    k, point = job
-    i = inputs[k]
+def _job_rows(job: Job, i: _Input, settings: CompareSettings) -> Rows:
+    """The rows of a job on graph `i`."""
+    point = job[1]
     if point is None:
         return graph_rows(i.path, i.graph, settings, i.step, name=i.name)
     label, its_settings = _point_run(point, settings)
     i.step(label)
     return [_run(i.graph, "optimal", its_settings)[0]]
-
-
-_FORKED: tuple[Sequence[_Input], CompareSettings] | None = None
-
-
-def _ignore_interrupts() -> None:
-    """Ctrl-C goes to the whole process group: this process stops the runs, not they."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _forked_job(job: Job) -> tuple[Job, list[dict[str, Any]]]:
-    assert _FORKED is not None
-    return job, _job_rows(job, *_FORKED)
 
 
 def best_known(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

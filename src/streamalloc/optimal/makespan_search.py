@@ -4,12 +4,10 @@ start, and the numbering of the streams that runs fastest."""
 from __future__ import annotations
 
 import math
-import multiprocessing
-import signal
 from collections.abc import Sequence
 from dataclasses import replace
 
-from streamalloc.background import can_start_processes
+from streamalloc.background import Background, can_start_processes
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.bounds import makespan_bound, segment_runs
 from streamalloc.optimal.critical import improvements
@@ -88,28 +86,16 @@ def searches(graph: Graph, dag: TaskDag, starts: Sequence[Found], *,
     portfolio = (graph, dag, starts, constraints, evaluator)
     if workers == 1 or not can_start_processes():
         return [_search(portfolio, k) for k in range(workers)]
-    global _PORTFOLIO  # noqa: PLW0603 - what the forked processes read
     _floor_us(evaluator)  # computed once, here: the processes inherit it
-    _PORTFOLIO = portfolio
+    runs = [Background(_search, portfolio, k) for k in range(workers)]
     try:
-        with multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts) as pool:
-            return pool.map(_forked_search, range(workers))
-    finally:
-        _PORTFOLIO = None
+        return [run.result() for run in runs]
+    finally:  # (Ctrl-C: the searches still running are stopped)
+        for run in runs:
+            run.cancel()
 
 
 Portfolio = tuple[Graph, TaskDag, Sequence[Found], list[Constraint], Evaluator]
-_PORTFOLIO: Portfolio | None = None
-
-
-def _ignore_interrupts() -> None:
-    """Ctrl-C goes to the whole process group: the parent stops the pool, not its workers."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _forked_search(k: int) -> list[Found]:
-    assert _PORTFOLIO is not None
-    return _search(_PORTFOLIO, k)
 
 
 def _search(portfolio: Portfolio, k: int) -> list[Found]:
