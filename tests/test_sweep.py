@@ -5,7 +5,9 @@ this process, in local processes (`--jobs 2`) or on a local Ray instance (`--ray
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,9 @@ import pytest
 from streamalloc import schemas
 from streamalloc.cli import main, parser
 from streamalloc.commands import sweep as sweep_module
+from streamalloc.commands import sweep_run
 from streamalloc.commands.sweep import UNREPRODUCIBLE, sweep, sweep_markdown
-from streamalloc.commands.sweep_spec import SPEC_SCHEMA, load_spec
+from streamalloc.commands.sweep_spec import SPEC_SCHEMA, SweepPoint, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPHS = ROOT / "examples" / "graphs"
@@ -164,6 +167,33 @@ def test_a_failing_point_names_the_point_and_keeps_its_exit_code(
     assert "spec.yaml: point 1 (" in err and "ge.hcomParallel=7, ge): " in err
     assert "ge): the point's options: option ge.hcomParallel is '7'" in err
     assert not (tmp_path / "o.json").exists()
+
+
+def dies_at_point_1(point: SweepPoint) -> sweep_run.PointResult:
+    """A point's run whose process dies at point 1 (by name: the processes are spawned)."""
+    if point.index == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return sweep_run.run_point(point)
+
+
+def test_points_left_by_a_dead_process_run_one_at_a_time(tmp_path: Path) -> None:
+    """--jobs 2: a process that dies (the OOM killer, say) breaks the pool; the points not
+    done run again one at a time, and the one whose process dies even alone fails, named
+    (an internal error without the point before)."""
+    points = load_spec(write(tmp_path, HEADER + f"graphs: {GRAPHS / 'train_step.yaml'}\n"
+                             "modes: [ge, ge-minimal]\noptions: {ge.hcomParallel: [0, 1]}\n"
+                             )).points()
+    results = {r.index: r for r in sweep_run.processes(points, 2, dies_at_point_1)}
+    assert sorted(results) == [0, 1, 2, 3]
+    died = results.pop(1)
+    assert died.row is None and died.error is not None
+    assert died.error.message.startswith("its process died")
+    for k, result in results.items():
+        assert result.error is None and result.row is not None
+        alone = sweep_run.run_point(points[k]).row
+        assert alone is not None
+        assert {c: v for c, v in result.row.items() if c not in UNREPRODUCIBLE} \
+            == {c: v for c, v in alone.items() if c not in UNREPRODUCIBLE}
 
 
 def test_input_warnings_print_once_whatever_the_points(

@@ -13,8 +13,9 @@ import logging
 import multiprocessing
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -105,19 +106,57 @@ def serial(points: Sequence[SweepPoint]) -> Iterator[PointResult]:
         yield run_point(point)
 
 
-def processes(points: Sequence[SweepPoint], jobs: int) -> Iterator[PointResult]:
-    """`--jobs N`: N spawned processes (the same on every platform; no state forked from
-    this one), fed the points in the order the spec lists."""
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(points)) or 1,
-                               mp_context=multiprocessing.get_context("spawn"))
+def processes(points: Sequence[SweepPoint], jobs: int,
+              run: Callable[[SweepPoint], PointResult] = run_point) -> Iterator[PointResult]:
+    """`--jobs N`: `run` of each point in N spawned processes (the same on every platform;
+    no state forked from this one), fed the points in the order the spec lists. A process
+    that dies (the OOM killer, say) breaks them all: the points not done then run one at a
+    time (alone, a point has the memory to itself), and a point whose process dies even so
+    fails, named."""
+    left = {point.index: point for point in points}
     try:
-        pending: set[Future[PointResult]] = {pool.submit(run_point, p) for p in points}
+        for result in _pooled(points, min(jobs, len(points)) or 1, run):
+            del left[result.index]
+            yield result
+    except BrokenProcessPool:
+        yield from _one_at_a_time(list(left.values()), run)
+
+
+def _pooled(points: Sequence[SweepPoint], workers: int,
+            run: Callable[[SweepPoint], PointResult]) -> Iterator[PointResult]:
+    pool = _pool(workers)
+    try:
+        pending: set[Future[PointResult]] = {pool.submit(run, p) for p in points}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield future.result()
     finally:  # also when the caller stops at a failed point: drop what has not started
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _one_at_a_time(points: Sequence[SweepPoint],
+                   run: Callable[[SweepPoint], PointResult]) -> Iterator[PointResult]:
+    pool = None
+    try:
+        for point in points:
+            pool = pool or _pool(1)
+            try:
+                result = pool.submit(run, point).result()
+            except BrokenProcessPool:
+                pool.shutdown(wait=True)
+                pool = None
+                result = PointResult(point.index, None, (), PointError(
+                    1, "its process died (out of memory, or a signal), also when it ran "
+                    "alone"))
+            yield result
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def on_ray(points: Sequence[SweepPoint], address: str, jobs: int) -> Iterator[PointResult]:
