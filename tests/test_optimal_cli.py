@@ -302,6 +302,32 @@ def test_modes_at_one_point_all_stay_visible() -> None:
         plt.close(fig)
 
 
+@pytest.mark.parametrize("graphs", [1, 4])
+def test_the_legend_sits_right_below_the_panels(graphs: int) -> None:
+    """The figure grows by the legend's own height: the legend overlaps no panel's axis
+    labels, and no band of blank space lies between them (the room once kept for the most
+    entries a legend can have left 0.65 in of it under one panel)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    rows = [{"input": f"g{k}", "mode": mode, "makespan_us": 300.0 + 10 * m, "events": 4 + m,
+             "makespan_bound_us": 250.0}
+            for k in range(graphs) for m, mode in enumerate(("ge", "ge-minimal", "optimal"))]
+    frontier = [{"input": f"g{k}", "objective": "makespan", "slack": None, "events": 9,
+                 "makespan_us": 280.0, "status": "FEASIBLE", "pareto": True}
+                for k in range(graphs)]
+    fig = frontier_figure({"rows": rows, "frontier": frontier})
+    try:
+        renderer = fig.canvas.get_renderer()
+        legend = fig.legends[0].get_window_extent(renderer)
+        lowest = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes if ax.axison)
+        gap_inches = (lowest - legend.y1) / fig.dpi
+        assert 0 <= gap_inches <= 0.25, gap_inches
+        assert legend.y0 >= 0
+    finally:
+        plt.close(fig)
+
+
 def test_compare_plot_under_full_concurrency_has_no_frontier(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Full concurrency ignores the makespan slack: no frontier to run or draw."""

@@ -31,8 +31,7 @@ COLORS = {"ge": "tab:blue", "ge-minimal": "tab:orange", "optimal": "tab:green"} 
 SIZES = {"ge": 230, "ge-minimal": 110, "optimal": 70}
 HOLLOW = {"ge", "ge-minimal"}
 FASTEST_SIZE = 330
-LEGEND_LINE_INCHES = 0.22  # a line of the legend below the panels
-LEGEND_ENTRIES = 7  # at most: three modes, the bound, the frontier, behind it, the fastest
+LEGEND_PAD_INCHES = 0.1  # between the panels' axis labels and the legend below them
 
 
 def compare_table(document: Mapping[str, Any]) -> str:
@@ -107,9 +106,7 @@ def frontier_figure(document: Mapping[str, Any]) -> Any:
     cols = min(3, len(graphs)) or 1
     rows = math.ceil(len(graphs) / cols) or 1
     columns = 2 if cols == 1 else 3  # legend columns that fit the figure's width
-    legend_inches = LEGEND_LINE_INCHES * (math.ceil(LEGEND_ENTRIES / columns) + 1)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows + legend_inches),
-                             squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
     frontier: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for point in document.get("frontier", ()):
         frontier[point["input"]].append(point)
@@ -122,8 +119,12 @@ def frontier_figure(document: Mapping[str, Any]) -> Any:
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
-    fig.legend(list(legend.values()), list(legend), loc="lower center", fontsize=8,
-               ncol=min(columns, len(legend)) or 1, frameon=False, markerscale=0.6)
+    drawn = fig.legend(list(legend.values()), list(legend), loc="lower center", fontsize=8,
+                       ncol=min(columns, len(legend)) or 1, frameon=False, markerscale=0.6)
+    # the figure grows by the legend's own height (its lines, as many as its entries take)
+    legend_inches = drawn.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi \
+        + LEGEND_PAD_INCHES
+    fig.set_figheight(4 * rows + legend_inches)
     fig.tight_layout(rect=(0.0, legend_inches / fig.get_figheight(), 1.0, 1.0))
     return fig
 
