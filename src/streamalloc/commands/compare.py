@@ -30,6 +30,7 @@ from typing import Any, cast
 import msgspec.structs
 
 from streamalloc import api
+from streamalloc.allocation import Allocation
 from streamalloc.background import Background, can_start_processes
 from streamalloc.errors import (
     AllocationInfeasible,
@@ -48,6 +49,7 @@ from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
 from streamalloc.runtime_emu.critical_chain import chain_summary
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.runtime_emu.program import Program
+from streamalloc.sync.driver import synchronize
 from streamalloc.sync.limits import without_device_limits
 from streamalloc.sync.result import SyncPlan
 from streamalloc.verify import verify_plan
@@ -408,15 +410,16 @@ def graph_rows(path: str, graph: Graph, settings: CompareSettings,
     plan's program gives it; without one, ge mode's with the device limits lifted). `step(mode)`
     before each mode's run (the progress line); `name` is the rows' `input` (`input_names`),
     by default the file's name without its suffix."""
-    try:
-        reference: int | None = nimble_min_events(
-            task_dag(graph, api.allocate(graph, ge_rules_for(settings.rules, graph))))
+    allocation: Allocation | None
+    try:  # GE's allocation: the reference's, and the ge rows' (allocated once)
+        allocation = api.allocate(graph, ge_rules_for(settings.rules, graph))
+        reference: int | None = nimble_min_events(task_dag(graph, allocation))
     except GE_FAILURES:  # one of GE's error cases: each mode's row says which
-        reference = None
+        allocation = reference = None
     runs = []
     for mode in settings.modes:
         step(mode)
-        runs.append(_run(graph, mode, settings))
+        runs.append(_run(graph, mode, settings, allocation))
     if not runs:
         return []
     bound = _makespan_bound(graph, settings, next((p for _, p in runs if p is not None), None))
@@ -444,8 +447,8 @@ def _costs(settings: CompareSettings) -> CostTable:
     return settings.optimal.costs or default_cost_table()
 
 
-def _run(graph: Graph, mode: str, settings: CompareSettings
-         ) -> tuple[dict[str, Any], Program | None]:
+def _run(graph: Graph, mode: str, settings: CompareSettings,
+         allocation: Allocation | None = None) -> tuple[dict[str, Any], Program | None]:
     """The row of one mode, and the program its plan was emulated from. Over a device limit
     (streams, events, notifies): a ge or ge-minimal plan is measured with the limits lifted,
     status OVER_LIMIT and the limit as its reason (GE's figures still tell what the optimal
@@ -453,12 +456,13 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
     NO_PLAN, its reason, and null for the figures of a plan. Where GE fails on the graph
     (one of its error cases: infeasible, or input GE rejects, such as single-stream mode with
     a stream label), so does every mode, which gives NO_PLAN and GE's error: the other graphs
-    go on (a graph that does not load stops the run before)."""
+    go on (a graph that does not load stops the run before). `allocation`: ge mode's on
+    `graph`, when known."""
     began = time.perf_counter()
     program: Program | None
     try:
         try:
-            row, program = _measured(graph, mode, settings)
+            row, program = _measured(graph, mode, settings, allocation)
         except LimitExceeded as exc:
             if mode == "optimal":
                 raise
@@ -471,8 +475,8 @@ def _run(graph: Graph, mode: str, settings: CompareSettings
     return {**row, "wall_s": round(time.perf_counter() - began, 3)}, program
 
 
-def _measured(graph: Graph, mode: str, settings: CompareSettings
-              ) -> tuple[dict[str, Any], Program]:
+def _measured(graph: Graph, mode: str, settings: CompareSettings,
+              allocation: Allocation | None = None) -> tuple[dict[str, Any], Program]:
     solver: dict[str, Any] = {}
     if mode == "optimal":
         plan, report = api.optimal_plan(graph, settings.rules, settings.optimal)
@@ -480,7 +484,9 @@ def _measured(graph: Graph, mode: str, settings: CompareSettings
         rules = api.recorded_rules(graph, settings.rules, report)
     else:
         rules = ge_rules_for(settings.rules, graph)
-        plan = api.plan(graph, rules, "ge", "minimal" if mode == "ge-minimal" else "ge")
+        sync = "minimal" if mode == "ge-minimal" else "ge"
+        plan = api.plan(graph, rules, "ge", sync) if allocation is None else \
+            synchronize(graph, allocation, sync)
     document = plan.to_json()
     raise_for_ge_plan(verify_plan(graph, document, rules=rules), document)
     result = emulate(graph, document, costs=_costs(settings))
