@@ -47,9 +47,10 @@ SEGMENT_TIME = 2.5  # deterministic seconds a segment's solve may take: Inceptio
 SERIES_TIME = 5.0  # deterministic seconds all segments' solves may take together (Inception
 # v1: 0.16; 3.1 with the LP, for 2.5x the wall time)
 SEGMENTS = 16  # distinct segments solved (equal ones are solved once: BERT's 11 layers)
-ALL_SYNC_TASKS = 8  # segments up to this many tasks give every Send and Recv stream time;
-# larger ones only a fork's Sends and a join's Recvs (a weaker floor, a smaller model: with
-# every one, Inception v1's second and eighth modules were not solved in 3 deterministic s)
+ALL_SYNC_TASKS = 8  # segments up to this many tasks are solved with every Send and Recv on
+# its stream at once; larger ones first with a fork's Sends and a join's Recvs only (from
+# nothing, the full model took Inception v1's modules 0.14-0.49 deterministic s, 2-6 s of wall
+# time each, for the same floors; from the smaller model's floor and run, none: 0.2-0.6 s)
 
 
 Segment = tuple[tuple[tuple[int, str | None, int, int], ...], tuple[tuple[int, ...], ...], int]
@@ -147,8 +148,32 @@ def least_gap(segment: Segment, record: int, wait: int) -> float:
 def _solved(segment: Segment, record: int, wait: int, time_limit: float
             ) -> tuple[float, float, Solution | None]:
     """`least_gap` within `time_limit` deterministic seconds, the time it took, and the best
-    run found (None without one)."""
-    relaxation = _Relaxation(segment, record, wait)
+    run the first solve found (None without one). A segment of more than ALL_SYNC_TASKS
+    tasks is solved twice: with only a fork's Sends and a join's Recvs on their streams,
+    then with every one, from the first solve's floor and run (the second model's runs are
+    among the first's, so its floor is at least that one; hinted so, it is solved at once
+    where the two floors are equal)."""
+    n = len(segment[0])
+    first = _Relaxation(segment, record, wait, every=n <= ALL_SYNC_TASKS)
+    gap, spent, solution = _solve(first, time_limit, None)
+    if n <= ALL_SYNC_TASKS or spent >= time_limit:
+        return gap, spent, solution
+    every = _Relaxation(segment, record, wait, every=True)
+    every.model.add(every.start[n - 1] - segment[2] >= math.ceil(gap - 1e-9))
+    more, extra, _ = _solve(every, time_limit - spent, solution)
+    return max(gap, more), spent + extra, solution
+
+
+def _solve(relaxation: _Relaxation, time_limit: float, hint: Solution | None
+           ) -> tuple[float, float, Solution | None]:
+    """CP-SAT's bound on `relaxation`'s objective within `time_limit` deterministic seconds,
+    the time it took and its best run, hinted with `hint`'s streams and starts."""
+    if hint is not None:
+        for row, stream, start, chosen in zip(relaxation.stream, hint[0], relaxation.start,
+                                              hint[1], strict=True):
+            for k, on in enumerate(row):
+                relaxation.model.add_hint(on, k == stream)
+            relaxation.model.add_hint(start, chosen)
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = time_limit
     solver.parameters.num_workers = 1  # deterministic: the bound depends on the model only
@@ -174,8 +199,10 @@ class _Relaxation:
     """The CP-SAT model of a segment's runs: per task its stream (k <= i for task i: streams
     numbered by their first task) and start; the first task starts at 0."""
 
-    def __init__(self, segment: Segment, record: int, wait: int) -> None:
+    def __init__(self, segment: Segment, record: int, wait: int, *, every: bool) -> None:
         tasks, self.preds, first_up = segment
+        self.every = every  # every Send and Recv takes its stream's time (else a fork's and
+        # a join's only)
         self.n = n = len(tasks)
         self.model = model = cp_model.CpModel()
         self.time = [task[0] for task in tasks]
@@ -216,9 +243,9 @@ class _Relaxation:
         """Producers before consumers; across streams the first Send after the producer and
         the last Recv before the consumer between them. A Send without a consumer elsewhere
         parks after the tasks of its stream, a Recv without a producer elsewhere before
-        them. Small segments give every Send and Recv stream time, larger ones only a
-        fork's and a join's (ALL_SYNC_TASKS)."""
-        model, start, time, every = self.model, self.start, self.time, self.n <= ALL_SYNC_TASKS
+        them. With `every`, every Send and Recv takes its stream's time; else only a fork's
+        Sends and a join's Recvs."""
+        model, start, time, every = self.model, self.start, self.time, self.every
         consumers = [0] * self.n
         for preds in self.preds:
             for u in preds:
