@@ -50,7 +50,7 @@ SEGMENTS = 16  # distinct segments solved (equal ones are solved once: BERT's 11
 ALL_SYNC_TASKS = 8  # segments up to this many tasks are solved with every Send and Recv on
 # its stream at once; larger ones first with a fork's Sends and a join's Recvs only (from
 # nothing, the full model took Inception v1's modules 0.14-0.49 deterministic s, 2-6 s of wall
-# time each, for the same floors; from the smaller model's floor and run, none: 0.2-0.6 s)
+# time each, for the same floors; from the smaller model's floor and run, 0.2-0.6 s)
 
 
 Segment = tuple[tuple[tuple[int, str | None, int, int], ...], tuple[tuple[int, ...], ...], int]
