@@ -214,13 +214,11 @@ class _Runs:
     points: list[Point]
     progress: Progress
     inputs: dict[int, _Input] = field(default_factory=dict)  # read, with jobs left
-    left: dict[int, int] = field(default_factory=dict)  # per graph read: its jobs left
     queue: deque[Job] = field(default_factory=deque)
     running: dict[Job, Background[Rows]] = field(default_factory=dict)
     rows: dict[Job, Rows] = field(default_factory=dict)
     budgets: dict[int, list[Point]] = field(default_factory=dict)
     done: dict[int, tuple[Rows, Rows]] = field(default_factory=dict)  # rows, frontier
-    held: int = 0  # nodes of the graphs in `inputs`
     finished: int = 0  # jobs
 
     def documents(self, files: Sequence[tuple[str, str]]) -> list[tuple[Rows, Rows]]:
@@ -235,7 +233,8 @@ class _Runs:
                     job = self.queue.popleft()
                     self.running[job] = Background(_job_rows, job, self.inputs[job[0]],
                                                    self.settings)
-                if unread and len(self.queue) < slots and (not self.inputs or self.held < ahead):
+                if unread and len(self.queue) < slots and (not self.inputs or sum(
+                        len(i.graph.by_name) for i in self.inputs.values()) < ahead):
                     k, (path, name) = unread.popleft()
                     self._read(k, path, name, len(files), parallel)
                 elif not parallel:
@@ -259,12 +258,9 @@ class _Runs:
             _makespan_bound(graph, self.settings)  # (seconds on Inception v1), and the
             # processes forked for them inherit it
         self.inputs[k] = _Input(path, name, step, graph)
-        self.held += len(graph.by_name)
         points = self.points
-        jobs: list[Job] = [(k, points[-1]), (k, points[0])] if points else []
-        jobs += [(k, None), *((k, point) for point in points[1:-1])]
-        self.queue.extend(jobs)
-        self.left[k] = len(jobs)
+        self.queue.extend([(k, points[-1]), (k, points[0])] if points else [])
+        self.queue.extend([(k, None), *((k, point) for point in points[1:-1])])
 
     def _ended(self) -> list[Job]:
         """Running jobs that ended (waits for one). A job without a process of its own
@@ -280,11 +276,9 @@ class _Runs:
         none of its jobs is left."""
         self.finished += 1
         self.rows[job] = rows
-        released = self._released(job)
-        self.queue.extendleft(reversed(released))
+        self.queue.extendleft(reversed(self._released(job)))
         k = job[0]
-        self.left[k] += len(released) - 1
-        if not self.left[k]:
+        if all(other != k for other, _ in (*self.queue, *self.running)):
             self._close(k)
 
     def _released(self, job: Job) -> list[Job]:
@@ -303,12 +297,11 @@ class _Runs:
 
     def _close(self, k: int) -> None:
         """Graph `k`'s rows and frontier entries, from its jobs' rows; it is no longer held."""
-        i = self.inputs.pop(k)
-        self.held -= len(i.graph.by_name)
-        points = self.points
-        ran = [*points[:-1], *self.budgets.pop(k, []), *points[-1:]] if points else []
-        frontier = _frontier(i.name, i.graph, [(point, self.rows.pop((k, point))[0])
-                                               for point in ran]) if points else []
+        i, points = self.inputs.pop(k), self.points
+        frontier = _frontier(i.name, i.graph, [
+            (point, self.rows.pop((k, point))[0])
+            for point in [*points[:-1], *self.budgets.pop(k, []), *points[-1:]]]) \
+            if points else []
         self.done[k] = (self.rows.pop((k, None)), frontier)
 
     def _show(self) -> None:
