@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from node_graphs import graph_of
 from real_models import DATA, LIGHT
 from test_heuristic_properties import build, models
 
@@ -286,17 +287,33 @@ def test_full_concurrency_keeps_the_budget_or_says_why() -> None:
     assert "budget of 2 events" in report.reason and "Nimble's minimum, 5" in report.reason
 
 
-def test_full_concurrency_without_a_solution_says_so_under_the_makespan_objective() -> None:
-    """GE's rules put nodes that do not reach each other on one stream, which full
-    concurrency forbids: CP-SAT finds no plan, and the baseline is kept as a fallback that
-    names two such nodes. It used to be written as CP-SAT's answer (phase `hint`, status
-    UNKNOWN or INFEASIBLE) with fewer events than its events bound, Nimble's minimum."""
-    plan, report = allocate_optimal(api.read_graph(TRAIN_STEP), None, OptimalOptions(
+def test_full_concurrency_without_a_solution_says_so_under_the_makespan_objective(
+        tmp_path: Path) -> None:
+    """GE's engine caps leave no plan under full concurrency: one AI Core stream and two AI
+    CPU streams, where n0's stream can take one of the two unordered AI Core nodes, and the
+    other AI CPU nodes need two more (caps that no check before the search combines). CP-SAT
+    finds no plan, and the baseline is kept as a fallback that names two nodes ge mode puts on
+    one stream. It used to be written as CP-SAT's answer (phase `hint`, status UNKNOWN or
+    INFEASIBLE) with fewer events than its events bound, Nimble's minimum."""
+    branches = [("n1", "AIcoreEngine"), ("n2", "DNN_VM_AICPU_ASCEND"),
+                ("n3", "DNN_VM_AICPU_ASCEND"), ("n6", "AIcoreEngine")]
+    nodes = ["{name: x, type: Data}",
+             "{name: n0, type: Add, engine: DNN_VM_AICPU_ASCEND, inputs: [x]}",
+             *(f"{{name: {n}, type: Add, engine: {e}, inputs: [n0]}}" for n, e in branches),
+             "{name: out, type: NetOutput, inputs: [n1, n2, n3, n6]}"]
+    graph = graph_of(tmp_path, "caps", nodes).with_options(
+        {"ge.streamMaxParallelNum": "AIcoreEngine:1,DNN_VM_AICPU_ASCEND:2"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(
         objective="makespan", concurrency="full", time_limit=1.0))
     assert report.status == "FALLBACK" and "under --concurrency full" in report.reason
     assert "which no path orders, on one stream" in report.reason
-    assert report.events_bound is None and report.nimble_min_events == 5
+    assert "before any search" not in report.reason
+    assert report.events_bound is None and report.nimble_min_events == 6
     assert report.objective is None and plan.event_count == report.baseline_events
+    plan, report = allocate_optimal(api.read_graph(TRAIN_STEP), None, OptimalOptions(
+        objective="makespan", concurrency="full", time_limit=1.0))
+    assert report.status == "FALLBACK"
+    assert "(proven before any search): rule 'assign-by-dependency'" in report.reason
 
 
 @settings(max_examples=20, derandomize=True, deadline=None, database=None,

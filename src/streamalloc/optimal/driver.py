@@ -33,6 +33,7 @@ from streamalloc.optimal.evaluate import (
 )
 from streamalloc.optimal.event_bound import events_bound, events_only
 from streamalloc.optimal.found import Search
+from streamalloc.optimal.full_conflict import full_concurrency_conflict
 from streamalloc.optimal.nimble import chain_events, fewest_streams, unordered_neighbours
 from streamalloc.optimal.options import (
     EPS_US,
@@ -87,6 +88,13 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                          "every node on one stream, and --concurrency full "
                                          "keeps nodes no path orders apart; the ge-mode plan "
                                          "is kept", nimble, fewest=None, searched=False)
+    conflict = None if chains is None else full_concurrency_conflict(
+        graph, dag, constraints, baseline.allocation.total_stream_num
+        - baseline.allocation.main_stream_num)
+    if conflict:  # a proof CP-SAT may spend its whole time limit on
+        return _fallback(baseline, over, "no plan under --concurrency full holds the rules "
+                                         "and the device limits (proven before any search): "
+                                         f"{conflict}", nimble, fewest=None, searched=False)
     fewest = floor(nimble=nimble)
     most = _most_events(graph)
     rescue = partial(_rescue, graph, dag, baseline, constraints, rules=rules or base_rules,

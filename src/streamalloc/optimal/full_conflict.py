@@ -1,0 +1,198 @@
+"""Rules and stream limits no plan under `--concurrency full` can hold, found before any
+search.
+
+Under full concurrency two nodes share a stream only if one reaches the other, so nodes that
+no path orders need a stream each. Nodes of equal depth (longest path from a source, or to a
+sink) are such nodes. So:
+
+* the device's stream limit (less the attached streams) must hold the most nodes of a depth;
+* a rule that keeps nodes on one stream (`SameStream`, `DedicatedStream`, `PinnedStream`)
+  can hold only if its nodes form a chain: in T-order, each reaches the next;
+* an engine cap (`StreamCap`: at most N streams of a graph opened by the engine's nodes)
+  needs, for nodes A of the cap that no path orders (each depth's), a stream each. A
+  stream's opener is its node of least rank in the graph (`Derived.openers` in
+  `rules/check.py`), and on a chain it is ordered with every other node of the stream. So at
+  most N of those streams are opened by the cap's nodes, and each other one by a distinct
+  node outside the cap that is ordered with its member of A and ranks before it:
+  |A| <= N + a maximum matching of A to such nodes.
+
+CP-SAT can take its whole time limit to prove a cap's conflict (BERT base under GE's rules:
+UNKNOWN after 10 s), and then said only that a longer limit might find a plan; where it
+proved one, its answer named two nodes ge mode's plan puts on one stream, not the cause. A
+conflict found here is a proof, named by its rule or limit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import networkx as nx
+
+from streamalloc.ir.graph import Graph
+from streamalloc.rules.constraints import (
+    Constraint,
+    DedicatedStream,
+    PinnedStream,
+    SameStream,
+    StreamCap,
+)
+from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.limits import limits_of
+
+NAMED = 3  # nodes a message names
+
+
+def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
+                              attached: int = 0) -> str | None:
+    """Why no plan under full concurrency holds `constraints` within the device's stream
+    limit (less the `attached` streams the nodes ask for): the limit, or the first rule
+    found that none can hold; None where this finds neither."""
+    order = _Order(dag)
+    found = _over_stream_limit(graph, order, attached)
+    if found:
+        return found
+    for c in constraints:
+        if isinstance(c, SameStream | DedicatedStream | PinnedStream):
+            found = _unchained(dag, c.rule, sorted(order.index[n] for n in c.nodes
+                                                   if n in order.index))
+        elif isinstance(c, StreamCap):
+            found = _over_cap(graph, order, c)
+        else:
+            continue
+        if found:
+            return found
+    return None
+
+
+@dataclass
+class _Order:
+    """The dag's node indices, and what the caps' checks read of its order, made once."""
+
+    dag: TaskDag
+    index: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = {n: v for v, n in enumerate(self.dag.names)}
+
+    @cached_property
+    def depths(self) -> tuple[list[int], list[int]]:
+        """Per node its longest path from a source, and to a sink (in edges)."""
+        dag = self.dag
+        down, up = [0] * dag.size, [0] * dag.size
+        for v in range(dag.size):
+            down[v] = max((down[u] + 1 for u in dag.preds[v]), default=0)
+        for v in range(dag.size - 1, -1, -1):
+            up[v] = max((up[w] + 1 for w in dag.succs[v]), default=0)
+        return down, up
+
+    @cached_property
+    def after(self) -> list[int]:
+        """Bitset of the nodes each node reaches (itself excluded)."""
+        dag = self.dag
+        below = [0] * dag.size
+        for v in range(dag.size - 1, -1, -1):
+            bits = 0
+            for w in dag.succs[v]:
+                bits |= below[w] | (1 << w)
+            below[v] = bits
+        return below
+
+
+def _over_stream_limit(graph: Graph, order: _Order, attached: int) -> str | None:
+    """Nodes of equal depth, more than the streams the device leaves, named."""
+    device = limits_of(graph)
+    usable = device.model_streams - attached
+    widest = max((level for depth in order.depths for level in _levels(depth, order.dag.size)),
+                 key=len, default=[])
+    if len(widest) <= usable:
+        return None
+    given = f", less the {attached} attached streams its nodes ask for" if attached else ""
+    return (f"{_named(order.dag, widest)}, which no path orders, need {len(widest)} streams, "
+            f"over the {max(usable, 0)} the device leaves (option streamalloc.max_streams: "
+            f"{device.max_streams} slots, less the caller's stream{given})")
+
+
+def _levels(depth: list[int], size: int, members: Sequence[int] | None = None
+            ) -> list[list[int]]:
+    """The nodes of `members` (default: all) by equal depth, largest first."""
+    levels: dict[int, list[int]] = {}
+    for v in range(size) if members is None else members:
+        levels.setdefault(depth[v], []).append(v)
+    return sorted(levels.values(), key=len, reverse=True)
+
+
+def _named(dag: TaskDag, nodes: list[int]) -> str:
+    """"nodes 'a', 'b', 'c' and 2 more"."""
+    names = ", ".join(repr(dag.names[v]) for v in nodes[:NAMED])
+    return f"nodes {names}" + (f" and {len(nodes) - NAMED} more" if len(nodes) > NAMED else "")
+
+
+def _unchained(dag: TaskDag, rule: str, members: list[int]) -> str | None:
+    """Two of a one-stream rule's members (in T-order) that no path orders, named."""
+    for u, v in itertools.pairwise(members):
+        if not dag.reaches(u, v):  # T-order: v never reaches u either
+            return (f"rule {rule!r} keeps {dag.names[u]!r} and {dag.names[v]!r}, which no path "
+                    "orders, on one stream")
+    return None
+
+
+def _over_cap(graph: Graph, order: _Order, cap: StreamCap) -> str | None:
+    """A set of the cap's nodes that no path orders and that need more streams than the cap
+    and the other nodes can open (the module docstring), named."""
+    dag, index = order.dag, order.index
+    members = [index[n] for n in cap.nodes if n in index and dag.graphs[index[n]] == cap.graph]
+    if len(members) <= cap.cap:
+        return None
+    position = graph.graph(cap.graph).index  # G-order
+
+    def rank(v: int) -> tuple[int, int]:
+        name = dag.names[v]
+        return cap.order.get(name, -1), position[name]
+
+    outside = 0  # the graph's streamed nodes outside the cap: the other possible openers
+    for v in range(dag.size):
+        if dag.graphs[v] == cap.graph and dag.names[v] not in cap.members:
+            outside |= 1 << v
+    for depth in order.depths:
+        for level in _levels(depth, dag.size, members):
+            if len(level) <= cap.cap:
+                break
+            opened = _openers_outside(level, outside, dag, order.after, rank)
+            if len(level) > cap.cap + opened:
+                return (f"rule {cap.rule!r} lets engine {cap.engine} open at most {cap.cap} "
+                        f"stream{'s' if cap.cap != 1 else ''} in graph {cap.graph!r}, and "
+                        f"its {_named(dag, level)}, which no path orders, need "
+                        f"{len(level)} streams, of which other nodes can open at most "
+                        f"{opened}")
+    return None
+
+
+def _openers_outside(level: list[int], outside: int, dag: TaskDag, after: list[int],
+                     rank: Callable[[int], tuple[int, int]]) -> int:
+    """The most of `level`'s streams that nodes outside the cap can open: a maximum matching
+    of each member to a node of `outside` ordered with it and ranked before it. A member
+    with as many such nodes as the level has members always finds a free one, so only the
+    others are matched (their lists are short)."""
+    short: dict[int, list[int]] = {}
+    for v in level:
+        mine = rank(v)
+        found: list[int] = []
+        bits = (dag.ancestors[v] | after[v]) & outside
+        while bits and len(found) < len(level):
+            low = bits & -bits
+            o = low.bit_length() - 1
+            bits ^= low
+            if rank(o) < mine:
+                found.append(o)
+        if len(found) < len(level):
+            short[v] = found
+    if not short:
+        return len(level)
+    pairs = nx.Graph()
+    pairs.add_nodes_from(("a", v) for v in short)
+    pairs.add_edges_from((("a", v), ("o", o)) for v, found in short.items() for o in found)
+    matched = nx.bipartite.maximum_matching(pairs, top_nodes=[("a", v) for v in short])
+    return len(level) - len(short) + len(matched) // 2

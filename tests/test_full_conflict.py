@@ -1,0 +1,132 @@
+"""Rules no plan under --concurrency full can hold, found before the search
+(`optimal/full_conflict.py`): each conflict is checked against every plan of tiny graphs, and
+the optimal mode answers at once with the rule that cannot hold."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+from every_plan import partitions
+from node_graphs import graph_of
+from real_models import DATA
+
+from streamalloc import api
+from streamalloc.heuristic.driver import allocate_ge
+from streamalloc.ir.graph import Graph
+from streamalloc.optimal import OptimalOptions
+from streamalloc.optimal.driver import allocate_optimal, solver_constraints
+from streamalloc.optimal.evaluate import breaks, task_dag
+from streamalloc.optimal.full_conflict import full_concurrency_conflict
+from streamalloc.rules import RuleSet, builtin_rules, default_rule_set, load_rules
+from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.limits import limits_of
+
+TRAIN_STEP = Path(__file__).parent.parent / "examples" / "graphs" / "train_step.yaml"
+ENGINES = ["AIcoreEngine", "AIcoreEngine", "AIcoreEngine", "DNN_VM_AICPU_ASCEND", "DNN_HCCL"]
+
+
+def _random_graph(tmp_path: Path, rng: random.Random, k: int) -> Graph:
+    """A random DAG of 4 to 7 nodes on AI Core, AI CPU and HCCL, with engine caps of 1 or 2,
+    on a device of 3, 4 or 15 usable streams."""
+    nodes, names = ["{name: x, type: Data}"], []
+    for i in range(rng.randint(4, 7)):
+        inputs = ", ".join(rng.sample(names, min(len(names), rng.choice([1, 1, 2])))) or "x"
+        nodes.append(f"{{name: n{i}, type: Add, engine: {rng.choice(ENGINES)}, "
+                     f"inputs: [{inputs}]}}")
+        names.append(f"n{i}")
+    nodes.append(f"{{name: out, type: NetOutput, inputs: [{', '.join(names)}]}}")
+    caps = f"AIcoreEngine:{rng.choice([1, 1, 2])},DNN_VM_AICPU_ASCEND:{rng.choice([1, 2])}"
+    return graph_of(tmp_path, f"g{k}", nodes).with_options(
+        {"ge.streamMaxParallelNum": caps, "ge.hcomParallel": rng.choice(["0", "1"]),
+         "streamalloc.max_streams": rng.choice(["4", "5", "16"]),
+         "streamalloc.unlimited_stream_depth": "true"})
+
+
+def _chain_plan_exists(graph: Graph, dag: TaskDag, rules: RuleSet) -> bool:
+    """Does any plan whose streams are chains (full concurrency) hold the rules and the
+    stream limit (no attached streams, no split)?"""
+    constraints = solver_constraints(graph, rules)
+    usable = limits_of(graph).model_streams
+    for streams in partitions(dag.size):
+        chains: dict[int, list[int]] = {}
+        for v, s in enumerate(streams):
+            chains.setdefault(s, []).append(v)
+        if len(chains) <= usable and all(dag.reaches(u, v) for chain in chains.values()
+               for u, v in itertools.pairwise(chain)) \
+                and not breaks(graph, dag, constraints, streams):
+            return True
+    return False
+
+
+def test_every_conflict_is_a_proof_on_tiny_graphs(tmp_path: Path) -> None:
+    """On 150 random tiny graphs under GE's rules: wherever a conflict is found, no plan of
+    chains holds the rules and the stream limit (every partition of the streamed nodes
+    tried). Most graphs with no
+    such plan are found (the check is a sufficient condition, not an exact one)."""
+    rng = random.Random(7)
+    found = infeasible = 0
+    for k in range(150):
+        graph = _random_graph(tmp_path, rng, k)
+        rules = default_rule_set(graph)
+        dag = task_dag(graph, allocate_ge(graph, rules))
+        conflict = full_concurrency_conflict(graph, dag, solver_constraints(graph, rules))
+        exists = _chain_plan_exists(graph, dag, rules)
+        assert not (conflict and exists), (k, conflict)
+        found += conflict is not None
+        infeasible += not exists
+    assert found >= 25 and found >= 0.8 * infeasible, (found, infeasible)
+
+
+@pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # ge mode's one stream
+def test_a_one_stream_rule_over_unordered_nodes_is_named(tmp_path: Path) -> None:
+    """A same-stream rule over two parallel branches: no chain holds both."""
+    graph = graph_of(tmp_path, "fork", [
+        "{name: x, type: Data}", "{name: a, type: Relu, inputs: [x]}",
+        "{name: b, type: Relu, inputs: [x]}", "{name: c, type: Relu, inputs: [a]}",
+        "{name: out, type: NetOutput, inputs: [b, c]}"])
+    rules_file = tmp_path / "together.yaml"
+    rules_file.write_text("format: streamalloc.rules/v1\nname: together\nextends: free\n"
+                          "rules:\n  - {name: together, kind: same-stream, "
+                          "match: {name: '^(a|b|c)$'}}\n")
+    rules = load_rules(rules_file)
+    plan, report = allocate_optimal(graph, rules, OptimalOptions(concurrency="full"))
+    assert report.status == "FALLBACK" and report.deterministic_time == 0.0
+    assert report.reason == ("no plan under --concurrency full holds the rules and the "
+                             "device limits (proven before any search): rule 'together' "
+                             "keeps 'a' and 'b', which no path orders, on one stream")
+    assert full_concurrency_conflict(graph, task_dag(graph, allocate_ge(graph, rules)), []) \
+        is None
+    assert plan.event_count == report.baseline_events
+
+
+def test_bert_under_ges_rules_is_answered_at_once() -> None:
+    """BERT base under GE's rules: AI Core may open one stream, and a layer's query, key and
+    value projections (and one more node) need four, of which the other engines' nodes can
+    open one. CP-SAT ran out of its 10 s without a plan or a proof (UNKNOWN) and said a longer
+    limit might find one; now the rule is named, without a search."""
+    graph = api.read_graph(DATA / "onnx" / "bert_base.onnx")
+    _, report = allocate_optimal(graph, None, OptimalOptions(concurrency="full",
+                                                             time_limit=10.0))
+    assert report.status == "FALLBACK" and report.deterministic_time == 0.0
+    assert "rule 'assign-by-dependency' lets engine AIcoreEngine open at most 1 stream" \
+        in report.reason
+    assert "need 4 streams, of which other nodes can open at most 1" in report.reason
+    assert report.nimble_min_events == 50 and report.events_bound is None
+
+
+@pytest.mark.parametrize("caps, conflict", [("AIcoreEngine:1", True),
+                                            ("AIcoreEngine:2", False)])
+def test_the_engine_cap_decides(caps: str, conflict: bool) -> None:
+    """The example training step's two convolutions run side by side: one AI Core stream
+    cannot hold both under full concurrency, two can."""
+    graph = api.read_graph(TRAIN_STEP, {"ge.streamMaxParallelNum": caps})
+    dag = task_dag(graph, allocate_ge(graph, default_rule_set(graph)))
+    found = full_concurrency_conflict(graph, dag, solver_constraints(graph, None))
+    assert (found is not None) == conflict
+    assert found is None or "its nodes 'conv1', 'conv2', which no path orders, need 2 " \
+        "streams" in found
+    assert full_concurrency_conflict(graph, dag, solver_constraints(
+        graph, builtin_rules("free"))) is None
