@@ -396,6 +396,20 @@ def test_explain_in_optimal_mode_names_the_solver_the_constraints_and_the_neighb
     assert "only --mode optimal reads it" in capsys.readouterr().err
 
 
+def test_explain_of_a_fallback_shows_ge_modes_rules(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    """Where the optimal mode keeps ge mode's plan, GE's passes placed the node: explain shows
+    them and why the plan was kept. It used to say "the solver placed it ... no pass of the
+    rule set ran" beside "decided by assign-by-dependency"."""
+    assert main(["explain", EXAMPLE, "conv1", "--mode", "optimal", "--concurrency", "full"]) == 0
+    out = capsys.readouterr().out
+    assert "decided by assign-by-dependency\nthe optimal mode kept ge mode's plan (--objective " \
+        "events, --concurrency full; status FALLBACK: no plan under --concurrency full" in out
+    assert "the solver placed it" not in out
+    assert "assign-by-dependency  subgraph train_step/sg0       2  reuses the stream of " \
+        "train_step/sg1" in out
+
+
 def test_explain_in_optimal_mode_says_why_a_node_has_no_stream(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A data-like source gets no stream in either mode; it used to read "the solver placed it

@@ -134,10 +134,17 @@ def run_explain(args: argparse.Namespace) -> int:
         options = optimal_options(args)
         plan, report = api.optimal_plan(graph, given, options)
         allocation = plan.allocation
+        settings = f"--objective {options.objective}, --concurrency {options.concurrency}"
+        if report.status == "FALLBACK" and args.node in allocation.nodes:  # ge mode's plan,
+            # made by its passes
+            sys.stdout.write(explain_node(
+                graph, allocation, args.node,
+                kept=f"the optimal mode kept ge mode's plan ({settings}; status FALLBACK: "
+                     f"{report.reason})"))
+            return 0
         status = ", ".join([f"status {report.status}",
                             *status_notes(report.status, report.phase)])
-        solver = (f"--objective {options.objective}, --concurrency {options.concurrency}; "
-                  + status, solver_constraints(graph, given))
+        solver = (f"{settings}; {status}", solver_constraints(graph, given))
     if args.node not in allocation.nodes:
         raise UsageError(f"graph {graph.name!r} has no node {args.node!r}")
     sys.stdout.write(explain_node(graph, allocation, args.node, solver))

@@ -81,14 +81,18 @@ def sync_summary(plan: SyncPlan) -> str:
 
 
 def explain_node(graph: Graph, allocation: Allocation, name: str,
-                 solver: tuple[str, Sequence[Constraint]] | None = None) -> str:
+                 solver: tuple[str, Sequence[Constraint]] | None = None, *,
+                 kept: str | None = None) -> str:
     """Every rule that touched the node, in rule order, and where it ended. For a plan of the
     optimal mode (`solver`: its settings in words, and the constraints it kept), the
-    constraints that name the node and the streams of its producers and consumers."""
+    constraints that name the node and the streams of its producers and consumers; for ge
+    mode's plan that the optimal mode kept (its FALLBACK), the rules, after `kept`: why."""
     node = graph.node(name)
     result = allocation.nodes[name]
     lines = [f"node {name} ({node.type}, engine {node.engine}, graph {node.graph}): "
              f"stream {result.stream}, decided by {result.rule}"]
+    if kept is not None:
+        lines.append(kept)
     if result.attached:
         lines.append(f"attached streams: {', '.join(map(str, result.attached))}")
     if solver is not None:
