@@ -339,6 +339,24 @@ def test_compare_plot_under_full_concurrency_has_no_frontier(
     assert document["frontier"] == [] and len(document["rows"]) == 2
 
 
+@pytest.mark.parametrize("events", [0, 7])
+def test_compare_plot_counts_events_in_whole_numbers(events: int) -> None:
+    """Where every mode has the same events (a FALLBACK under full concurrency), the events
+    axis used to read 6.7, 6.8, ... 7.3; its ticks are whole counts, none below 0."""
+    from streamalloc.report.compare_report import frontier_figure
+    row = {"input": "g", "makespan_us": 346.4, "events": events, "makespan_bound_us": 263.8}
+    fig = frontier_figure({"rows": [{**row, "mode": m} for m in ("ge", "optimal")]})
+    try:
+        ax = fig.axes[0]
+        low, high = ax.get_ylim()
+        ticks = [t for t in ax.get_yticks() if low <= t <= high]
+        assert len(ticks) >= 2 and all(t == int(t) >= 0 for t in ticks), ticks
+        assert low <= events <= high
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+
+
 @pytest.mark.parametrize("args", [["--concurrency", "full", "--rules", "free"], []])
 def test_optimal_plans_do_not_depend_on_the_hash_seed(tmp_path: Path, args: list[str]) -> None:
     outputs = []

@@ -165,3 +165,8 @@ def _panel(ax: Any, name: str, rows: list[Mapping[str, Any]],
     ax.set_xlabel("emulated makespan (us)")
     ax.set_ylabel("events")
     ax.yaxis.get_major_locator().set_params(integer=True)  # events are counts
+    low, high = ax.get_ylim()
+    if high - low < 2:  # one count in view: the locator falls back to fractions (6.7, 6.8,
+        # ... around every mode's 7 events)
+        low = max((low + high) / 2 - 1, -0.5)
+        ax.set_ylim(low, low + 2)
