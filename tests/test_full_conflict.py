@@ -1,6 +1,7 @@
-"""Rules no plan under --concurrency full can hold, found before the search
-(`optimal/full_conflict.py`): each conflict is checked against every plan of tiny graphs, and
-the optimal mode answers at once with the rule that cannot hold."""
+"""What the optimal mode knows under --concurrency full before any search: rules and stream
+limits no plan can hold (`optimal/full_conflict.py`; each conflict checked against every plan
+of tiny graphs, and the answer names the rule), and plans at the bounds
+(`optimal/at_bounds.py`)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,15 @@ from streamalloc.ir.graph import Graph
 from streamalloc.optimal import OptimalOptions
 from streamalloc.optimal.driver import allocate_optimal, solver_constraints
 from streamalloc.optimal.evaluate import breaks, task_dag
-from streamalloc.optimal.full_conflict import full_concurrency_conflict
+from streamalloc.optimal.full_conflict import full_concurrency_conflict, widest_level
 from streamalloc.rules import RuleSet, builtin_rules, default_rule_set, load_rules
 from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.limits import limits_of
+from streamalloc.verify import verify_plan
 
 TRAIN_STEP = Path(__file__).parent.parent / "examples" / "graphs" / "train_step.yaml"
+PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+            "ge.hcomParallel": "1"}
 ENGINES = ["AIcoreEngine", "AIcoreEngine", "AIcoreEngine", "DNN_VM_AICPU_ASCEND", "DNN_HCCL"]
 
 
@@ -130,3 +134,20 @@ def test_the_engine_cap_decides(caps: str, conflict: bool) -> None:
         "streams" in found
     assert full_concurrency_conflict(graph, dag, solver_constraints(
         graph, builtin_rules("free"))) is None
+
+
+def test_nimbles_chains_within_ges_rules_at_the_bounds_are_the_plan() -> None:
+    """BERT base under GE's rules and the parallel options: Nimble's chains hold the rules
+    with Nimble's minimum of 50 events on 4 streams, and 4 nodes of one depth need 4. CP-SAT
+    found the same events and streams and ran out its 10 s without a proof (FEASIBLE, 8.4 s
+    of wall time); the plan is now known optimal before any search."""
+    graph = api.read_graph(DATA / "onnx" / "bert_base.onnx", PARALLEL)
+    plan, report = allocate_optimal(graph, None, OptimalOptions(concurrency="full"))
+    assert (report.status, report.phase, report.deterministic_time) == \
+        ("OPTIMAL", "matching+rules", 0.0)
+    assert plan.event_count == report.nimble_min_events == report.events_bound == 50
+    assert plan.allocation.main_stream_num == 4
+    dag = task_dag(graph, allocate_ge(graph, default_rule_set(graph)))
+    assert len(widest_level(dag)) == 4
+    document = plan.to_json()
+    assert verify_plan(graph, document, rules=default_rule_set(graph)).exit_code == 0

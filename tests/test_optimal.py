@@ -26,7 +26,7 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.json_text import _plain
-from streamalloc.optimal import OptimalOptions, allocate_optimal
+from streamalloc.optimal import OptimalOptions, allocate_optimal, at_bounds
 from streamalloc.rules import builtin_rules, default_rule_set
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.sync.result import PLAIN_SECTIONS
@@ -99,11 +99,20 @@ def test_full_concurrency_on_diamonds_is_nimbles_minimum(tmp_path: Path) -> None
     assert plan["event_count"] == 6 == nimble_reference(graph, plan)
 
 
-def test_cp_sat_proves_small_cases_optimal(tmp_path: Path) -> None:
-    """GE's rules with a cap of 3 AI Core streams, the diamonds' width: CP-SAT's model (free
-    rules get Nimble's chains without it)."""
+def test_cp_sat_proves_small_cases_optimal(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """GE's rules with a cap of 3 AI Core streams, the diamonds' width: Nimble's chains hold
+    them, with Nimble's minimum on 3 streams, as many as the most nodes of one depth, so they
+    are the plan without a search (free rules get them too). Without that shortcut CP-SAT's
+    model proves the same optimum."""
     graph = graph_of(tmp_path, DIAMONDS, {"streamalloc.max_task_per_stream": "4096",
                                           "ge.streamMaxParallelNum": "AIcoreEngine:3"})
+    plan, solver = optimal(graph, None, concurrency="full")
+    assert solver["status"] == "OPTIMAL" and solver["phase"] == "matching+rules"
+    assert solver["deterministic_time"] == 0.0 and solver["objective"] is None
+    assert plan["logical_stream_count"] == 3
+    assert plan["event_count"] == solver["nimble_min_events"] == 6
+    monkeypatch.setattr(at_bounds, "_full_unsearched", lambda *_, **__: None)
     plan, solver = optimal(graph, None, concurrency="full")
     assert solver["status"] == "OPTIMAL" and solver["phase"] == "cp-sat"
     assert plan["logical_stream_count"] == 3

@@ -101,12 +101,22 @@ class _Order:
         return below
 
 
+def widest_level(dag: TaskDag) -> list[int]:
+    """The most nodes of one depth (from a source or to a sink): nodes no path orders, so a
+    plan under full concurrency needs as many streams at least."""
+    return _widest(_Order(dag))
+
+
+def _widest(order: _Order) -> list[int]:
+    return max((level for depth in order.depths for level in _levels(depth, order.dag.size)),
+               key=len, default=[])
+
+
 def _over_stream_limit(graph: Graph, order: _Order, attached: int) -> str | None:
     """Nodes of equal depth, more than the streams the device leaves, named."""
     device = limits_of(graph)
     usable = device.model_streams - attached
-    widest = max((level for depth in order.depths for level in _levels(depth, order.dag.size)),
-                 key=len, default=[])
+    widest = _widest(order)
     if len(widest) <= usable:
         return None
     given = f", less the {attached} attached streams its nodes ask for" if attached else ""

@@ -39,11 +39,10 @@ def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | N
     given = hint_chains(dag, baseline.allocation)
     if options.concurrency == "full" and nimble is not None:  # ge mode's streams put
         # unordered nodes on one stream, which full concurrency forbids: no solution to start
-        # from, and a fallback where CP-SAT finds none in its time. Nimble's chains, within
-        # the rules if the repair keeps them chains, are one.
-        full = within_rules(graph, dag, nimble, constraints, durations)
-        if full is not None and len(full) <= stream_limit \
-                and unordered_neighbours(dag, full) is None:
+        # from, and a fallback where CP-SAT finds none in its time
+        full = full_start(graph, dag, nimble, constraints, durations=durations,
+                          stream_limit=stream_limit)
+        if full is not None:
             given = [list(c) for c in full]
     hint = [list(c) for c in within_stream_limit(
         graph, dag, tuple(tuple(c) for c in given), limit=stream_limit,
@@ -62,6 +61,17 @@ def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | N
                       event_limit=pairs if options.event_budget is None
                       else min(pairs, options.event_budget),
                       stream_limit=stream_limit, window=options.window)
+
+
+def full_start(graph: Graph, dag: TaskDag, nimble: tuple[tuple[int, ...], ...],
+               constraints: Sequence[Constraint], *, durations: Sequence[int],
+               stream_limit: int) -> tuple[tuple[int, ...], ...] | None:
+    """A plan under full concurrency to start from: Nimble's chains within the rules, where
+    the repair keeps them chains within the stream limit (else None)."""
+    full = within_rules(graph, dag, nimble, constraints, durations)
+    if full is None or len(full) > stream_limit or unordered_neighbours(dag, full) is not None:
+        return None
+    return full
 
 
 def pair_limit(graph: Graph) -> int:
