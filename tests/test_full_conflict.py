@@ -121,6 +121,20 @@ def test_bert_under_ges_rules_is_answered_at_once() -> None:
     assert report.nimble_min_events == 50 and report.events_bound is None
 
 
+def test_a_cap_no_depth_shows_is_counted_by_a_flow() -> None:
+    """Llama tiny under GE's rules and the parallel options (4 AI Core streams): no depth
+    holds more AI Core nodes than the cap and the other nodes can open, but every AI Core node
+    other than a stream's opener follows a node that reaches it, and at most 125 of its 131
+    can, each after a node of its own. CP-SAT found no plan in 60 s (UNKNOWN) and said a
+    longer limit might."""
+    graph = api.read_graph(DATA / "onnx" / "llama_tiny.onnx", PARALLEL)
+    dag = task_dag(graph, allocate_ge(graph, default_rule_set(graph)))
+    found = full_concurrency_conflict(graph, dag, solver_constraints(graph, None))
+    assert found is not None
+    assert "lets engine AIcoreEngine open at most 4 streams in graph 'main_graph', and its 131 " \
+        "nodes open 6 at least" in found and "at most 125 of them can" in found
+
+
 @pytest.mark.parametrize("caps, conflict", [("AIcoreEngine:1", True),
                                             ("AIcoreEngine:2", False)])
 def test_the_engine_cap_decides(caps: str, conflict: bool) -> None:

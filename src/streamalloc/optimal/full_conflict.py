@@ -14,7 +14,10 @@ sink) are such nodes. So:
   `rules/check.py`), and on a chain it is ordered with every other node of the stream. So at
   most N of those streams are opened by the cap's nodes, and each other one by a distinct
   node outside the cap that is ordered with its member of A and ranks before it:
-  |A| <= N + a maximum matching of A to such nodes.
+  |A| <= N + a maximum matching of A to such nodes. And where ranks follow the paths, a
+  chain's opener is its first node of the graph: every other node of the cap follows a node
+  of its own that reaches it, so the cap's nodes open at least their number less the most
+  that can (a maximum flow), which catches caps that no one depth shows.
 
 CP-SAT can take its whole time limit to prove a cap's conflict (BERT base under GE's rules:
 UNKNOWN after 10 s), and then said only that a longer limit might find a plan; where it
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import networkx as nx
+from networkx.algorithms.flow import shortest_augmenting_path
 
 from streamalloc.ir.graph import Graph
 from streamalloc.rules.constraints import (
@@ -43,6 +47,9 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.limits import limits_of
 
 NAMED = 3  # nodes a message names
+FLOW_MAX_NODES = 3_000  # streamed nodes up to which a cap's openers are counted by a flow (the
+# real models of bench/: 0.2 s at most; a 2,000-node generated graph 0.7 s a cap, in pure
+# Python; networkx's default preflow-push took 1.1)
 
 
 def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
@@ -177,7 +184,64 @@ def _over_cap(graph: Graph, order: _Order, cap: StreamCap) -> str | None:
                         f"its {_named(dag, level)}, which no path orders, need "
                         f"{len(level)} streams, of which other nodes can open at most "
                         f"{opened}")
-    return None
+    return _heads_over_cap(dag, cap, members, rank)
+
+
+def _heads_over_cap(dag: TaskDag, cap: StreamCap, members: list[int],
+                    rank: Callable[[int], tuple[int, int]]) -> str | None:
+    """The cap's nodes that open a stream in every plan of chains, more than the cap allows:
+    where rank follows the paths of the graph (no subgraph cycle), a chain's opener is its
+    first node of the graph, so each other node of the cap has its own node of the graph
+    before it on its stream, one that reaches it. The most of them that can, each after a
+    node of its own, are a maximum flow: a unit from each node of the graph along the paths,
+    one into each node of the cap (a matching of nodes to nodes that reach them, on the
+    graph's edges instead of its pairs). Llama tiny: 6 openers against a cap of 4, which nodes
+    of one depth did not show. Up to FLOW_MAX_NODES streamed nodes."""
+    if dag.size > FLOW_MAX_NODES:
+        return None
+    in_graph = [dag.graphs[v] == cap.graph for v in range(dag.size)]
+    if not _rank_follows_paths(dag, in_graph, rank):
+        return None  # a subgraph cycle: an opener may come after a node it reaches
+    following = _most_following(dag, in_graph, members)
+    if len(members) - following <= cap.cap:
+        return None
+    return (f"rule {cap.rule!r} lets engine {cap.engine} open at most {cap.cap} "
+            f"stream{'s' if cap.cap != 1 else ''} in graph {cap.graph!r}, and its "
+            f"{len(members)} nodes open {len(members) - following} at least: on a stream whose "
+            f"nodes are ordered, each node of the engine but its opener follows a node of the "
+            f"graph that reaches it, and at most {following} of them can, each after a node of "
+            "its own (a maximum matching)")
+
+
+def _rank_follows_paths(dag: TaskDag, in_graph: list[bool],
+                        rank: Callable[[int], tuple[int, int]]) -> bool:
+    """Does every node of the graph rank above every node of the graph that reaches it?"""
+    latest: list[tuple[int, int]] = [(-2, -1)] * dag.size  # the highest rank reaching a node
+    for v in range(dag.size):
+        for u in dag.preds[v]:
+            latest[v] = max(latest[v], latest[u], rank(u) if in_graph[u] else (-2, -1))
+        if in_graph[v] and latest[v] >= rank(v):
+            return False
+    return True
+
+
+def _most_following(dag: TaskDag, in_graph: list[bool], members: list[int]) -> int:
+    """The most of `members` that can each follow a node of the graph of its own that
+    reaches it: the maximum flow of `_heads_over_cap`."""
+    flow = nx.DiGraph()
+    for u, v in dag.edges:
+        flow.add_edge(("path", u), ("path", v))  # (no capacity: unbounded)
+        if in_graph[u]:
+            flow.add_edge(("from", u), ("path", v))
+    for v in range(dag.size):
+        if in_graph[v]:
+            flow.add_edge("source", ("from", v), capacity=1)
+    for v in members:
+        flow.add_edge(("path", v), "sink", capacity=1)
+    if not (flow.has_node("source") and flow.has_node("sink")):
+        return 0
+    return round(nx.maximum_flow_value(flow, "source", "sink",
+                                       flow_func=shortest_augmenting_path))
 
 
 def _openers_outside(level: list[int], outside: int, dag: TaskDag, after: list[int],
