@@ -81,7 +81,7 @@ def test_every_conflict_is_a_proof_on_tiny_graphs(tmp_path: Path) -> None:
         assert not (conflict and exists), (k, conflict)
         found += conflict is not None
         infeasible += not exists
-    assert found >= 25 and found >= 0.8 * infeasible, (found, infeasible)
+    assert found >= 25 and found >= 0.95 * infeasible, (found, infeasible)
 
 
 @pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # ge mode's one stream
@@ -133,6 +133,33 @@ def test_a_cap_no_depth_shows_is_counted_by_a_flow() -> None:
     assert found is not None
     assert "lets engine AIcoreEngine open at most 4 streams in graph 'main_graph', and its 131 " \
         "nodes open 6 at least" in found and "at most 125 of them can" in found
+
+
+def test_caps_that_only_together_leave_too_few_streams(tmp_path: Path) -> None:
+    """One AI Core stream and two AI CPU streams: n0 (AI CPU) can open the stream of one of
+    two unordered AI Core nodes, and the AI CPU nodes n2 and n3 need two more: each cap alone
+    holds, together they need 4 followers where 3 nodes can go before them."""
+    branches = [("n1", "AIcoreEngine"), ("n2", "DNN_VM_AICPU_ASCEND"),
+                ("n3", "DNN_VM_AICPU_ASCEND"), ("n6", "AIcoreEngine")]
+    nodes = ["{name: x, type: Data}",
+             "{name: n0, type: Add, engine: DNN_VM_AICPU_ASCEND, inputs: [x]}",
+             *(f"{{name: {n}, type: Add, engine: {e}, inputs: [n0]}}" for n, e in branches),
+             "{name: out, type: NetOutput, inputs: [n1, n2, n3, n6]}"]
+    graph = graph_of(tmp_path, "caps", nodes).with_options(
+        {"ge.streamMaxParallelNum": "AIcoreEngine:1,DNN_VM_AICPU_ASCEND:2"})
+    rules = default_rule_set(graph)
+    dag = task_dag(graph, allocate_ge(graph, rules))
+    constraints = solver_constraints(graph, rules)
+    assert not _chain_plan_exists(graph, dag, rules)
+    for cap in constraints:  # each cap alone
+        assert full_concurrency_conflict(graph, dag, [cap]) is None
+    found = full_concurrency_conflict(graph, dag, constraints)
+    assert found == (
+        "rule 'assign-by-dependency' lets engines open streams in graph 'caps', "
+        "DNN_VM_AICPU_ASCEND at most 2 and AIcoreEngine at most 1; on a stream whose nodes "
+        "are ordered, each node of theirs but the stream's opener follows a node of the graph "
+        "that reaches it, so 2 of them must, and at most 1 can, each after a node of its own "
+        "(a maximum flow)")
 
 
 @pytest.mark.parametrize("caps, conflict", [("AIcoreEngine:1", True),

@@ -43,6 +43,7 @@ from streamalloc.ir.training import training_step
 from streamalloc.optimal import (
     OptimalOptions,
     allocate_optimal,
+    driver,
     makespan_budget,
     makespan_search,
     search,
@@ -288,32 +289,43 @@ def test_full_concurrency_keeps_the_budget_or_says_why() -> None:
 
 
 def test_full_concurrency_without_a_solution_says_so_under_the_makespan_objective(
-        tmp_path: Path) -> None:
-    """GE's engine caps leave no plan under full concurrency: one AI Core stream and two AI
-    CPU streams, where n0's stream can take one of the two unordered AI Core nodes, and the
-    other AI CPU nodes need two more (caps that no check before the search combines). CP-SAT
-    finds no plan, and the baseline is kept as a fallback that names two nodes ge mode puts on
-    one stream. It used to be written as CP-SAT's answer (phase `hint`, status UNKNOWN or
-    INFEASIBLE) with fewer events than its events bound, Nimble's minimum."""
-    branches = [("n1", "AIcoreEngine"), ("n2", "DNN_VM_AICPU_ASCEND"),
-                ("n3", "DNN_VM_AICPU_ASCEND"), ("n6", "AIcoreEngine")]
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n1, n2, n4 and n6 are pairwise unordered (at two depths), so a plan of chains needs 4
+    streams where the device leaves 3: the flow counting the fewest chains finds it before
+    the search. Without that check CP-SAT finds no plan, and the baseline is kept as a
+    fallback that names two nodes ge mode puts on one stream. It used to be written as
+    CP-SAT's answer (phase `hint`, status UNKNOWN or INFEASIBLE) with fewer events than its
+    events bound, Nimble's minimum."""
     nodes = ["{name: x, type: Data}",
-             "{name: n0, type: Add, engine: DNN_VM_AICPU_ASCEND, inputs: [x]}",
-             *(f"{{name: {n}, type: Add, engine: {e}, inputs: [n0]}}" for n, e in branches),
-             "{name: out, type: NetOutput, inputs: [n1, n2, n3, n6]}"]
-    graph = graph_of(tmp_path, "caps", nodes).with_options(
-        {"ge.streamMaxParallelNum": "AIcoreEngine:1,DNN_VM_AICPU_ASCEND:2"})
-    plan, report = allocate_optimal(graph, None, OptimalOptions(
-        objective="makespan", concurrency="full", time_limit=1.0))
+             "{name: n0, type: Add, engine: AIcoreEngine, inputs: [x]}",
+             "{name: n1, type: Add, engine: DNN_VM_AICPU_ASCEND, inputs: [n0]}",
+             "{name: n2, type: Add, engine: DNN_HCCL, inputs: [n0]}",
+             "{name: n3, type: Add, engine: AIcoreEngine, inputs: [n0]}",
+             "{name: n4, type: Add, engine: DNN_HCCL, inputs: [n3, n0]}",
+             "{name: n5, type: Add, engine: AIcoreEngine, inputs: [n2, n1]}",
+             "{name: n6, type: Add, engine: AIcoreEngine, inputs: [n3]}",
+             "{name: out, type: NetOutput, inputs: [n0, n1, n2, n3, n4, n5, n6]}"]
+    graph = graph_of(tmp_path, "limits", nodes).with_options(
+        {"ge.streamMaxParallelNum": "AIcoreEngine:1,DNN_VM_AICPU_ASCEND:2",
+         "ge.hcomParallel": "1", "streamalloc.max_streams": "4",
+         "streamalloc.unlimited_stream_depth": "true"})
+    options = OptimalOptions(objective="makespan", concurrency="full", time_limit=1.0)
+    plan, report = allocate_optimal(graph, None, options)
+    assert report.status == "FALLBACK" and report.reason.endswith(
+        "(proven before any search): its 8 streamed nodes need 4 streams of nodes that paths "
+        "order at least (each node but a stream's first follows a node of its own that reaches "
+        "it, and at most 4 can: a maximum flow), over the 3 the device leaves (option "
+        "streamalloc.max_streams: 4 slots, less the caller's stream)")
+    _, report = allocate_optimal(api.read_graph(TRAIN_STEP), None, options)
+    assert report.status == "FALLBACK"
+    assert "(proven before any search): rule 'assign-by-dependency'" in report.reason
+    monkeypatch.setattr(driver, "full_concurrency_conflict", lambda *_, **__: None)
+    plan, report = allocate_optimal(graph, None, options)
     assert report.status == "FALLBACK" and "under --concurrency full" in report.reason
     assert "which no path orders, on one stream" in report.reason
     assert "before any search" not in report.reason
     assert report.events_bound is None and report.nimble_min_events == 6
-    assert report.objective is None and plan.event_count == report.baseline_events
-    plan, report = allocate_optimal(api.read_graph(TRAIN_STEP), None, OptimalOptions(
-        objective="makespan", concurrency="full", time_limit=1.0))
-    assert report.status == "FALLBACK"
-    assert "(proven before any search): rule 'assign-by-dependency'" in report.reason
+    assert report.objective is None and plan.event_count == report.baseline_events == 4
 
 
 @settings(max_examples=20, derandomize=True, deadline=None, database=None,

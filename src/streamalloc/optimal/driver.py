@@ -90,7 +90,8 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                          "is kept", nimble, fewest=None, searched=False)
     conflict = None if chains is None else full_concurrency_conflict(
         graph, dag, constraints, baseline.allocation.total_stream_num
-        - baseline.allocation.main_stream_num)
+        - baseline.allocation.main_stream_num,
+        streams=len(chains[0]))
     if conflict:  # a proof CP-SAT may spend its whole time limit on
         return _fallback(baseline, over, "no plan under --concurrency full holds the rules "
                                          "and the device limits (proven before any search): "

@@ -5,7 +5,8 @@ Under full concurrency two nodes share a stream only if one reaches the other, s
 no path orders need a stream each. Nodes of equal depth (longest path from a source, or to a
 sink) are such nodes. So:
 
-* the device's stream limit (less the attached streams) must hold the most nodes of a depth;
+* the device's stream limit (less the attached streams) must hold the most nodes of a depth,
+  and the fewest chains that hold every node (a maximum flow, as for the caps below);
 * a rule that keeps nodes on one stream (`SameStream`, `DedicatedStream`, `PinnedStream`)
   can hold only if its nodes form a chain: in T-order, each reaches the next;
 * an engine cap (`StreamCap`: at most N streams of a graph opened by the engine's nodes)
@@ -17,7 +18,8 @@ sink) are such nodes. So:
   |A| <= N + a maximum matching of A to such nodes. And where ranks follow the paths, a
   chain's opener is its first node of the graph: every other node of the cap follows a node
   of its own that reaches it, so the cap's nodes open at least their number less the most
-  that can (a maximum flow), which catches caps that no one depth shows.
+  that can (a maximum flow), which catches caps that no one depth shows; and the caps of a
+  graph together, one flow for all their engines' nodes (a node is before one node at most).
 
 CP-SAT can take its whole time limit to prove a cap's conflict (BERT base under GE's rules:
 UNKNOWN after 10 s), and then said only that a longer limit might find a plan; where it
@@ -53,15 +55,19 @@ FLOW_MAX_NODES = 3_000  # streamed nodes up to which a cap's openers are counted
 
 
 def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
-                              attached: int = 0) -> str | None:
+                              attached: int = 0, *, streams: int | None = None) -> str | None:
     """Why no plan under full concurrency holds `constraints` within the device's stream
     limit (less the `attached` streams the nodes ask for): the limit, or the first rule
-    found that none can hold; None where this finds neither."""
+    found that none can hold; None where this finds neither. `streams`: the streams of a plan
+    of chains (Nimble's): within the limit, the fewest chains need not be counted."""
     order = _Order(dag)
-    found = _over_stream_limit(graph, order, attached)
+    found = _over_stream_limit(graph, order, attached, streams)
     if found:
         return found
+    caps: dict[str, list[StreamCap]] = {}
     for c in constraints:
+        if isinstance(c, StreamCap):
+            caps.setdefault(c.graph, []).append(c)
         if isinstance(c, SameStream | DedicatedStream | PinnedStream):
             found = _unchained(dag, c.rule, sorted(order.index[n] for n in c.nodes
                                                    if n in order.index))
@@ -69,6 +75,10 @@ def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[
             found = _over_cap(graph, order, c)
         else:
             continue
+        if found:
+            return found
+    for together in caps.values():
+        found = _caps_together(graph, order, together)
         if found:
             return found
     return None
@@ -119,17 +129,30 @@ def _widest(order: _Order) -> list[int]:
                key=len, default=[])
 
 
-def _over_stream_limit(graph: Graph, order: _Order, attached: int) -> str | None:
-    """Nodes of equal depth, more than the streams the device leaves, named."""
+def _over_stream_limit(graph: Graph, order: _Order, attached: int, streams: int | None
+                       ) -> str | None:
+    """Nodes of equal depth, more than the streams the device leaves, named; else (up to
+    FLOW_MAX_NODES streamed nodes, where `streams` is over the limit) the fewest chains that
+    hold every node, more than it leaves: each node but a chain's first follows a node of its
+    own that reaches it, and the most that can is a maximum flow (Dilworth's width, from the
+    graph's edges)."""
     device = limits_of(graph)
     usable = device.model_streams - attached
-    widest = _widest(order)
-    if len(widest) <= usable:
+    given = f"over the {max(usable, 0)} the device leaves (option streamalloc.max_streams: " \
+        f"{device.max_streams} slots, less the caller's stream" + \
+        (f", less the {attached} attached streams its nodes ask for)" if attached else ")")
+    dag, widest = order.dag, _widest(order)
+    if len(widest) > usable:
+        return f"{_named(dag, widest)}, which no path orders, need {len(widest)} streams, {given}"
+    if (streams is not None and streams <= usable) or dag.size > FLOW_MAX_NODES:
         return None
-    given = f", less the {attached} attached streams its nodes ask for" if attached else ""
-    return (f"{_named(order.dag, widest)}, which no path orders, need {len(widest)} streams, "
-            f"over the {max(usable, 0)} the device leaves (option streamalloc.max_streams: "
-            f"{device.max_streams} slots, less the caller's stream{given})")
+    everything = [True] * dag.size
+    chains = dag.size - _most_following(dag, everything, [(range(dag.size), dag.size)])
+    if chains <= usable:
+        return None
+    return (f"its {dag.size} streamed nodes need {chains} streams of nodes that paths order "
+            f"at least (each node but a stream's first follows a node of its own that reaches "
+            f"it, and at most {dag.size - chains} can: a maximum flow), {given}")
 
 
 def _levels(depth: list[int], size: int, members: Sequence[int] | None = None
@@ -202,7 +225,7 @@ def _heads_over_cap(dag: TaskDag, cap: StreamCap, members: list[int],
     in_graph = [dag.graphs[v] == cap.graph for v in range(dag.size)]
     if not _rank_follows_paths(dag, in_graph, rank):
         return None  # a subgraph cycle: an opener may come after a node it reaches
-    following = _most_following(dag, in_graph, members)
+    following = _most_following(dag, in_graph, [(members, len(members))])
     if len(members) - following <= cap.cap:
         return None
     return (f"rule {cap.rule!r} lets engine {cap.engine} open at most {cap.cap} "
@@ -211,6 +234,36 @@ def _heads_over_cap(dag: TaskDag, cap: StreamCap, members: list[int],
             f"nodes are ordered, each node of the engine but its opener follows a node of the "
             f"graph that reaches it, and at most {following} of them can, each after a node of "
             "its own (a maximum matching)")
+
+
+def _caps_together(graph: Graph, order: _Order, caps: list[StreamCap]) -> str | None:
+    """The caps of one graph (engines' nodes are apart) counted together, as
+    `_heads_over_cap` counts one: each cap's nodes but the cap's number must follow a node of
+    their own, and one node can be before only one (every engine cap of a graph ranks by one
+    order). A random graph whose AI Core streams need two AI CPU openers, and whose AI CPU
+    nodes need both AI CPU streams the cap allows, fits either cap alone."""
+    dag, index = order.dag, order.index
+    groups = [(members, len(members) - c.cap) for c in caps
+              for members in [[index[n] for n in c.nodes
+                               if n in index and dag.graphs[index[n]] == c.graph]]
+              if len(members) > c.cap]
+    if len(groups) < 2 or dag.size > FLOW_MAX_NODES:
+        return None
+    position, ranks = graph.graph(caps[0].graph).index, caps[0].order
+    in_graph = [dag.graphs[v] == caps[0].graph for v in range(dag.size)]
+    if not _rank_follows_paths(dag, in_graph,
+                               lambda v: (ranks.get(dag.names[v], -1), position[dag.names[v]])):
+        return None
+    needed = sum(most for _, most in groups)
+    following = _most_following(dag, in_graph, groups)
+    if following >= needed:
+        return None
+    limits = " and ".join(f"{c.engine} at most {c.cap}" for c in caps)
+    rules = ", ".join(dict.fromkeys(repr(c.rule) for c in caps))
+    return (f"rule {rules} lets engines open streams in graph {caps[0].graph!r}, {limits}; "
+            f"on a stream whose nodes are ordered, each node of theirs but the stream's opener "
+            f"follows a node of the graph that reaches it, so {needed} of them must, and at "
+            f"most {following} can, each after a node of its own (a maximum flow)")
 
 
 def _rank_follows_paths(dag: TaskDag, in_graph: list[bool],
@@ -225,9 +278,11 @@ def _rank_follows_paths(dag: TaskDag, in_graph: list[bool],
     return True
 
 
-def _most_following(dag: TaskDag, in_graph: list[bool], members: list[int]) -> int:
-    """The most of `members` that can each follow a node of the graph of its own that
-    reaches it: the maximum flow of `_heads_over_cap`."""
+def _most_following(dag: TaskDag, in_graph: list[bool],
+                    groups: Sequence[tuple[Sequence[int], int]]) -> int:
+    """The most nodes of `groups` (each: its nodes, and at most how many of them count) that
+    can each follow a node of the graph of its own that reaches it: the maximum flow of
+    `_heads_over_cap`."""
     flow = nx.DiGraph()
     for u, v in dag.edges:
         flow.add_edge(("path", u), ("path", v))  # (no capacity: unbounded)
@@ -236,8 +291,10 @@ def _most_following(dag: TaskDag, in_graph: list[bool], members: list[int]) -> i
     for v in range(dag.size):
         if in_graph[v]:
             flow.add_edge("source", ("from", v), capacity=1)
-    for v in members:
-        flow.add_edge(("path", v), "sink", capacity=1)
+    for k, (members, most) in enumerate(groups):
+        for v in members:
+            flow.add_edge(("path", v), ("group", k), capacity=1)
+        flow.add_edge(("group", k), "sink", capacity=most)
     if not (flow.has_node("source") and flow.has_node("sink")):
         return 0
     return round(nx.maximum_flow_value(flow, "source", "sink",
