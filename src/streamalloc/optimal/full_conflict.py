@@ -49,8 +49,8 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.limits import limits_of
 
 NAMED = 3  # nodes a message names
-FLOW_MAX_NODES = 3_000  # streamed nodes up to which a cap's openers are counted by a flow (the
-# real models of bench/: 0.2 s at most; a 2,000-node generated graph 0.7 s a cap, in pure
+FLOW_MAX_NODES = 3_000  # streamed nodes up to which the flows count openers and chains (the
+# real models of bench/: 0.2 s at most; a 2,000-node generated graph 0.7 s a flow, in pure
 # Python; networkx's default preflow-push took 1.1)
 
 
@@ -68,13 +68,10 @@ def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[
     for c in constraints:
         if isinstance(c, StreamCap):
             caps.setdefault(c.graph, []).append(c)
-        if isinstance(c, SameStream | DedicatedStream | PinnedStream):
+            found = _over_cap(graph, order, c)
+        elif isinstance(c, SameStream | DedicatedStream | PinnedStream):
             found = _unchained(dag, c.rule, sorted(order.index[n] for n in c.nodes
                                                    if n in order.index))
-        elif isinstance(c, StreamCap):
-            found = _over_cap(graph, order, c)
-        else:
-            continue
         if found:
             return found
     for together in caps.values():
