@@ -87,7 +87,7 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     """`unsearched` under full concurrency: without rules Nimble's chains where they fit the
     stream limit and none splits; with rules, Nimble's chains brought within them
     (`full_start`) where their plan reaches Nimble's minimum on as few streams as nodes of one
-    depth (`full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 ->
+    depth (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 ->
     0.1 s of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof)."""
     matched, fewest = nimble
     if not constraints:
@@ -98,12 +98,12 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
         return None
     start = full_start(graph, dag, matched, constraints, stream_limit=stream_limit,
                        durations=task_durations(graph, dag, evaluator.costs))
-    if start is not None and full_at_bounds(evaluator, start, events_floor):
+    if start is not None and _full_at_bounds(evaluator, start, events_floor):
         return Search(start, "OPTIMAL", None, None, 0.0, "matching+rules")
     return None
 
 
-def full_at_bounds(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
+def _full_at_bounds(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
                    events_floor: int | None) -> bool:
     """Under full concurrency: does the plan of `chains` (which hold the rules) run within
     the device limits with no more events than `events_floor` (the events bound: Nimble's

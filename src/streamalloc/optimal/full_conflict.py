@@ -38,6 +38,7 @@ import networkx as nx
 from networkx.algorithms.flow import shortest_augmenting_path
 
 from streamalloc.ir.graph import Graph
+from streamalloc.optimal.fork_join import closure
 from streamalloc.rules.constraints import (
     Constraint,
     DedicatedStream,
@@ -103,16 +104,20 @@ class _Order:
         return down, up
 
     @cached_property
-    def after(self) -> list[int]:
+    def after(self) -> dict[int, int]:
         """Bitset of the nodes each node reaches (itself excluded)."""
-        dag = self.dag
-        below = [0] * dag.size
-        for v in range(dag.size - 1, -1, -1):
-            bits = 0
-            for w in dag.succs[v]:
-                bits |= below[w] | (1 << w)
-            below[v] = bits
-        return below
+        return closure(range(self.dag.size - 1, -1, -1), self.dag.succs)
+
+    def members(self, cap: StreamCap) -> list[int]:
+        """The cap's nodes with a stream, in its graph."""
+        index, graphs = self.index, self.dag.graphs
+        return [index[n] for n in cap.nodes if n in index and graphs[index[n]] == cap.graph]
+
+    def rank(self, graph: Graph, cap: StreamCap) -> Callable[[int], tuple[int, int]]:
+        """A node's rank in the order that picks a stream's opener in the cap's graph: its
+        engine subgraph's, then its position in G-order (`Derived.openers`)."""
+        position, names = graph.graph(cap.graph).index, self.dag.names
+        return lambda v: (cap.order.get(names[v], -1), position[names[v]])
 
 
 def widest_level(dag: TaskDag) -> list[int]:
@@ -179,16 +184,10 @@ def _unchained(dag: TaskDag, rule: str, members: list[int]) -> str | None:
 def _over_cap(graph: Graph, order: _Order, cap: StreamCap) -> str | None:
     """A set of the cap's nodes that no path orders and that need more streams than the cap
     and the other nodes can open (the module docstring), named."""
-    dag, index = order.dag, order.index
-    members = [index[n] for n in cap.nodes if n in index and dag.graphs[index[n]] == cap.graph]
+    dag, members = order.dag, order.members(cap)
     if len(members) <= cap.cap:
         return None
-    position = graph.graph(cap.graph).index  # G-order
-
-    def rank(v: int) -> tuple[int, int]:
-        name = dag.names[v]
-        return cap.order.get(name, -1), position[name]
-
+    rank = order.rank(graph, cap)
     outside = 0  # the graph's streamed nodes outside the cap: the other possible openers
     for v in range(dag.size):
         if dag.graphs[v] == cap.graph and dag.names[v] not in cap.members:
@@ -239,17 +238,13 @@ def _caps_together(graph: Graph, order: _Order, caps: list[StreamCap]) -> str | 
     their own, and one node can be before only one (every engine cap of a graph ranks by one
     order). A random graph whose AI Core streams need two AI CPU openers, and whose AI CPU
     nodes need both AI CPU streams the cap allows, fits either cap alone."""
-    dag, index = order.dag, order.index
-    groups = [(members, len(members) - c.cap) for c in caps
-              for members in [[index[n] for n in c.nodes
-                               if n in index and dag.graphs[index[n]] == c.graph]]
+    dag = order.dag
+    groups = [(members, len(members) - c.cap) for c in caps for members in [order.members(c)]
               if len(members) > c.cap]
     if len(groups) < 2 or dag.size > FLOW_MAX_NODES:
         return None
-    position, ranks = graph.graph(caps[0].graph).index, caps[0].order
     in_graph = [dag.graphs[v] == caps[0].graph for v in range(dag.size)]
-    if not _rank_follows_paths(dag, in_graph,
-                               lambda v: (ranks.get(dag.names[v], -1), position[dag.names[v]])):
+    if not _rank_follows_paths(dag, in_graph, order.rank(graph, caps[0])):
         return None
     needed = sum(most for _, most in groups)
     following = _most_following(dag, in_graph, groups)
@@ -298,7 +293,7 @@ def _most_following(dag: TaskDag, in_graph: list[bool],
                                        flow_func=shortest_augmenting_path))
 
 
-def _openers_outside(level: list[int], outside: int, dag: TaskDag, after: list[int],
+def _openers_outside(level: list[int], outside: int, dag: TaskDag, after: dict[int, int],
                      rank: Callable[[int], tuple[int, int]]) -> int:
     """The most of `level`'s streams that nodes outside the cap can open: a maximum matching
     of each member to a node of `outside` ordered with it and ranked before it. A member
