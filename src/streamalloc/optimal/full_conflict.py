@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import networkx as nx
-from networkx.algorithms.flow import shortest_augmenting_path
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.fork_join import closure
+from streamalloc.optimal.nimble import width
+from streamalloc.optimal.reach_flow import most_following
 from streamalloc.rules.constraints import (
     Constraint,
     DedicatedStream,
@@ -50,9 +51,7 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.sync.limits import limits_of
 
 NAMED = 3  # nodes a message names
-FLOW_MAX_NODES = 3_000  # streamed nodes up to which the flows count openers and chains (the
-# real models of bench/: 0.2 s at most; a 2,000-node generated graph 0.7 s a flow, in pure
-# Python; networkx's default preflow-push took 1.1)
+
 
 
 def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
@@ -133,11 +132,10 @@ def _widest(order: _Order) -> list[int]:
 
 def _over_stream_limit(graph: Graph, order: _Order, attached: int, streams: int | None
                        ) -> str | None:
-    """Nodes of equal depth, more than the streams the device leaves, named; else (up to
-    FLOW_MAX_NODES streamed nodes, where `streams` is over the limit) the fewest chains that
-    hold every node, more than it leaves: each node but a chain's first follows a node of its
-    own that reaches it, and the most that can is a maximum flow (Dilworth's width, from the
-    graph's edges)."""
+    """Nodes of equal depth, more than the streams the device leaves, named; else (where
+    `streams`, Nimble's, are over the limit) the fewest chains that hold every node, more than
+    it leaves: each node but a chain's first follows a node of its own that reaches it, and
+    the most that can is a maximum flow (Dilworth's width, from the graph's edges)."""
     device = limits_of(graph)
     usable = device.model_streams - attached
     given = f"over the {max(usable, 0)} the device leaves (option streamalloc.max_streams: " \
@@ -146,10 +144,9 @@ def _over_stream_limit(graph: Graph, order: _Order, attached: int, streams: int 
     dag, widest = order.dag, _widest(order)
     if len(widest) > usable:
         return f"{_named(dag, widest)}, which no path orders, need {len(widest)} streams, {given}"
-    if (streams is not None and streams <= usable) or dag.size > FLOW_MAX_NODES:
+    if streams is not None and streams <= usable:
         return None
-    everything = [True] * dag.size
-    chains = dag.size - _most_following(dag, everything, [(range(dag.size), dag.size)])
+    chains = width(dag)
     if chains <= usable:
         return None
     return (f"its {dag.size} streamed nodes need {chains} streams of nodes that paths order "
@@ -215,13 +212,11 @@ def _heads_over_cap(dag: TaskDag, cap: StreamCap, members: list[int],
     node of its own, are a maximum flow: a unit from each node of the graph along the paths,
     one into each node of the cap (a matching of nodes to nodes that reach them, on the
     graph's edges instead of its pairs). Llama tiny: 6 openers against a cap of 4, which nodes
-    of one depth did not show. Up to FLOW_MAX_NODES streamed nodes."""
-    if dag.size > FLOW_MAX_NODES:
-        return None
+    of one depth did not show."""
     in_graph = [dag.graphs[v] == cap.graph for v in range(dag.size)]
     if not _rank_follows_paths(dag, in_graph, rank):
         return None  # a subgraph cycle: an opener may come after a node it reaches
-    following = _most_following(dag, in_graph, [(members, len(members))])
+    following = most_following(dag.size, dag.edges, in_graph, [(members, len(members))])
     if len(members) - following <= cap.cap:
         return None
     return (f"rule {cap.rule!r} lets engine {cap.engine} open at most {cap.cap} "
@@ -241,13 +236,13 @@ def _caps_together(graph: Graph, order: _Order, caps: list[StreamCap]) -> str | 
     dag = order.dag
     groups = [(members, len(members) - c.cap) for c in caps for members in [order.members(c)]
               if len(members) > c.cap]
-    if len(groups) < 2 or dag.size > FLOW_MAX_NODES:
+    if len(groups) < 2:
         return None
     in_graph = [dag.graphs[v] == caps[0].graph for v in range(dag.size)]
     if not _rank_follows_paths(dag, in_graph, order.rank(graph, caps[0])):
         return None
     needed = sum(most for _, most in groups)
-    following = _most_following(dag, in_graph, groups)
+    following = most_following(dag.size, dag.edges, in_graph, groups)
     if following >= needed:
         return None
     limits = " and ".join(f"{c.engine} at most {c.cap}" for c in caps)
@@ -268,29 +263,6 @@ def _rank_follows_paths(dag: TaskDag, in_graph: list[bool],
         if in_graph[v] and latest[v] >= rank(v):
             return False
     return True
-
-
-def _most_following(dag: TaskDag, in_graph: list[bool],
-                    groups: Sequence[tuple[Sequence[int], int]]) -> int:
-    """The most nodes of `groups` (each: its nodes, and at most how many of them count) that
-    can each follow a node of the graph of its own that reaches it: the maximum flow of
-    `_heads_over_cap`."""
-    flow = nx.DiGraph()
-    for u, v in dag.edges:
-        flow.add_edge(("path", u), ("path", v))  # (no capacity: unbounded)
-        if in_graph[u]:
-            flow.add_edge(("from", u), ("path", v))
-    for v in range(dag.size):
-        if in_graph[v]:
-            flow.add_edge("source", ("from", v), capacity=1)
-    for k, (members, most) in enumerate(groups):
-        for v in members:
-            flow.add_edge(("path", v), ("group", k), capacity=1)
-        flow.add_edge(("group", k), "sink", capacity=most)
-    if not (flow.has_node("source") and flow.has_node("sink")):
-        return 0
-    return round(nx.maximum_flow_value(flow, "source", "sink",
-                                       flow_func=shortest_augmenting_path))
 
 
 def _openers_outside(level: list[int], outside: int, dag: TaskDag, after: dict[int, int],
