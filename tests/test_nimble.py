@@ -13,6 +13,7 @@ import pytest
 from set_partitions import partitions
 
 from streamalloc.ir.loaders import load_graph
+from streamalloc.ir.synthetic import layered_graph
 from streamalloc.optimal import nimble
 from streamalloc.optimal.driver import _baseline
 from streamalloc.optimal.evaluate import task_dag
@@ -66,6 +67,25 @@ def test_fewest_streams_is_the_least_events_then_streams_of_every_partition() ->
         assert events_of(dag, chains) == nimble.nimble_min_events(dag)
 
 
+def test_above_the_node_limit_the_joined_matching_is_proven_only_at_the_width(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above EXACT_MAX_NODES: the matching's chains joined keep Nimble's minimum, and are the
+    fewest where they are as few as the width; where they are more, the flow may need fewer
+    (random cases: 4 joined, 3 by the flow), and they are not called the fewest."""
+    rng = random.Random(3)
+    cases = [random_dag(rng, rng.randint(2, 10)) for _ in range(700)]
+    fewest = [len(nimble.fewest_streams(dag)[0]) for dag in cases]
+    monkeypatch.setattr(nimble, "EXACT_MAX_NODES", 0)
+    unproven = 0
+    for dag, streams in zip(cases, fewest, strict=True):
+        chains, exact = nimble.fewest_streams(dag)
+        assert events_of(dag, chains) == nimble.nimble_min_events(dag)
+        assert exact == (len(chains) == nimble.width(dag))
+        assert len(chains) == streams if exact else len(chains) > streams
+        unproven += not exact
+    assert unproven >= 3
+
+
 def inception_v1_dag() -> TaskDag:
     graph = load_graph(LIGHT / "light_inception_v1.onnx")
     baseline, _ = _baseline(graph, default_rule_set(graph), OptimalOptions(),
@@ -77,7 +97,7 @@ def test_inception_v1_keeps_nimbles_events_on_four_streams() -> None:
     dag = inception_v1_dag()
     chains, exact = nimble.fewest_streams(dag)
     matched = nimble.matching_chains(dag)
-    assert exact and len(chains) == 4 and len(matched) == 28
+    assert exact and len(chains) == 4 == nimble.width(dag) and len(matched) == 28
     assert events_of(dag, chains) == events_of(dag, matched) == 54
 
 
@@ -93,30 +113,18 @@ def test_linking_the_matchings_chains_keeps_their_events() -> None:
         assert len(joined) <= len(matched)
 
 
-def test_above_the_pair_limit_the_matching_is_linked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inception v1's 9,738 ordered pairs over a limit of 100: its matching's 28 chains,
-    joined where one ends before another starts, are 4 again, its width, so proven the
-    fewest."""
-    dag = inception_v1_dag()
-    monkeypatch.setattr(nimble, "PAIRS_MAX", 100)
+@pytest.mark.parametrize("exact_max", [12_000, 0])
+def test_a_deep_graph_gets_the_fewest_streams_either_way(monkeypatch: pytest.MonkeyPatch,
+                                                          exact_max: int) -> None:
+    """A generated 3,000-node layered graph: millions of ordered pairs, never listed. The flow,
+    and the matching's chains joined, both reach its width."""
+    graph = layered_graph(3000)
+    baseline, _ = _baseline(graph, default_rule_set(graph), OptimalOptions(),
+                            default_cost_table())
+    dag = task_dag(graph, baseline.allocation)
+    monkeypatch.setattr(nimble, "EXACT_MAX_NODES", exact_max)
+    matched = nimble.matching_chains(dag)
     chains, exact = nimble.fewest_streams(dag)
-    assert exact and len(chains) == 4 == nimble.width(dag) and events_of(dag, chains) == 54
-
-
-def test_above_the_pair_limit_the_linked_chains_are_proven_only_at_the_width(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Joined chains are the fewest where they are as few as the width; where they are more,
-    the exact chains may be fewer (a random case: 4 joined, 3 exact) and they are not called
-    the fewest."""
-    rng = random.Random(3)
-    cases = [random_dag(rng, rng.randint(2, 10)) for _ in range(700)]
-    exact_streams = [len(nimble.fewest_streams(dag)[0]) for dag in cases]
-    monkeypatch.setattr(nimble, "PAIRS_MAX", 0)
-    unproven = 0
-    for dag, fewest in zip(cases, exact_streams, strict=True):
-        chains, exact = nimble.fewest_streams(dag)
-        assert events_of(dag, chains) == nimble.nimble_min_events(dag)
-        assert exact == (len(chains) == nimble.width(dag))
-        assert len(chains) == fewest if exact else len(chains) >= fewest
-        unproven += not exact
-    assert unproven >= 3
+    assert sum(bits.bit_count() for bits in dag.ancestors) > 4_000_000
+    assert exact and len(matched) > 100 and len(chains) == nimble.width(dag) == 3
+    assert events_of(dag, chains) == events_of(dag, matched)

@@ -6,18 +6,21 @@ the bipartite graph (u out, v in) over the pairs where u reaches v, each matched
 right after u on a stream. A stream holds a reduction edge only between neighbours (with w
 between them, u -> w -> v makes u -> v no reduction edge), so the plan's events are |E_TR| less
 the matched reduction edges, and its streams n less the matched pairs. Weighting a reduction
-edge n + 1 and any other pair 1, a maximum-weight matching first takes as many reduction edges
-as a maximum matching of E_TR does (Nimble's minimum of events: no pair's weight adds up to
-one reduction edge's), then as many pairs as those allow (the fewest streams). It is solved as
-a min-cost flow (OR-Tools). Inception v1: 54 events on 4 streams, where the matching of E_TR
-alone left 28; BERT base 50 on 4 (27), GPT-2 small 73 on 4 (38).
+edge 3 and any other pair 1, a maximum-weight matching first takes as many reduction edges as
+a maximum matching of E_TR does (Nimble's minimum of events), then as many pairs as those
+allow (the fewest streams): were it d reduction edges short, a component of its symmetric
+difference with such a matching would have d' >= 1 more of them there and at most d' + 1
+fewer pairs of other kinds, and swapping it would gain 3d' - (d' + 1) > 0.
 
-The pairs grow with the square of the nodes (the 48-layer transformer training step, 2,506
-streamed nodes: 2.1 million pairs, 0.7 s); above PAIRS_MAX the chains of the E_TR matching
-are kept, joined where one's last node reaches another's first (`linked`, a flow on the
-graph's edges): the fewest events on fewer streams, proven the fewest where they are as few as
-the width. A generated 11,500-node layered graph (66 million pairs): 3,273 chains before
-joining, 3 after, its width.
+The pairs grow with the square of the nodes (a generated 11,500-node layered graph has 66
+million), so the matching is a min-cost flow (OR-Tools) along the graph's edges: a pair other
+than a reduction edge leaves u along one of its edges and travels the edges to v
+(`reach_flow`). Inception v1: 54 events on 4 streams, where the matching of E_TR alone left
+28; BERT base 50 on 4 (27), GPT-2 small 73 on 4 (38). It is exact, and slow on deep graphs
+(11,500 nodes: 2.2 s; 100,000: 132 s), so above EXACT_MAX_NODES the chains of a maximum
+matching of E_TR are joined end to start where one's last node reaches another's first
+(`linked`): Nimble's minimum still, the fewest streams where they are as few as the graph's
+width (`width`); that 100,000-node graph: 28,619 chains joined into 3, its width, in 1.2 s.
 """
 
 from __future__ import annotations
@@ -28,39 +31,60 @@ import networkx as nx
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
-from streamalloc.optimal.reach_flow import most_following, reach_matching
+from streamalloc.optimal.reach_flow import most_following, reach_matching, unit_pairs
 from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.run import chains_of
 
-PAIRS_MAX = 4_000_000  # ordered pairs of nodes for the exact chains (memory: a few arrays of
-# this length; time about half a second per million)
+EXACT_MAX_NODES = 12_000  # streamed nodes up to which the chains are the min-cost flow's (a
+# deep generated graph of 11,500 nodes: 2.2 s; of 100,000: 132 s, where the joined matching
+# takes 1.2 s)
+REDUCTION_WEIGHT = 3  # a reduction edge's weight in the matching, any other pair's being 1
+
 
 
 def fewest_streams(dag: TaskDag) -> tuple[tuple[tuple[int, ...], ...], bool]:
     """Streams with Nimble's minimum of events, and whether they are also the fewest such
-    streams (above PAIRS_MAX ordered pairs they are `matching_chains` joined by `linked`,
-    proven only where they are as few as `width`)."""
-    if sum(bits.bit_count() for bits in dag.ancestors) > PAIRS_MAX:
-        chains = linked(dag, matching_chains(dag))
-        return chains, len(chains) == width(dag)
+    streams: `_cheapest_cover` up to EXACT_MAX_NODES streamed nodes; above, the chains of a
+    maximum matching of the reduction edges, `linked`, the fewest where they are as few as
+    the graph's `width` (no chain cover has fewer)."""
+    if dag.size <= EXACT_MAX_NODES:
+        return _cheapest_cover(dag), True
+    chains = linked(dag, matching_chains(dag))
+    return chains, len(chains) == width(dag)
+
+
+def _cheapest_cover(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
+    """The min-cost flow of the module docstring, its pairs carried along the graph's
+    edges. Network: u leaves as u, v arrives as n + v, units travel as 2n + v; then the
+    source and the sink. A reduction edge (u, v) is an arc u -> n + v of cost
+    -REDUCTION_WEIGHT; any other pair leaves u along an edge (cost -1), travels the edges
+    and arrives at a node it reaches (a reduction edge taken that way costs only -1, so the
+    direct arc is taken first)."""
     n = dag.size
-    before, after = _ordered_pairs(dag)
-    reduction = np.array([u * n + v for u, v in dag.reduction], dtype=np.int64)
-    weight = np.where(np.isin(before * n + after, reduction), n + 1, 1)
+    edges = np.array(dag.edges, dtype=np.int64).reshape(-1, 2)
+    reduction = np.array(dag.reduction, dtype=np.int64).reshape(-1, 2)
+    source, sink, nodes = 3 * n, 3 * n + 1, np.arange(n, dtype=np.int64)
     flow = min_cost_flow.SimpleMinCostFlow()
-    source, sink, nodes = 2 * n, 2 * n + 1, np.arange(n, dtype=np.int64)
-    pairs = flow.add_arcs_with_capacity_and_unit_cost(
-        before, n + after, np.ones(len(before), dtype=np.int64), -weight)
-    flow.add_arcs_with_capacity_and_unit_cost(np.full(n, source), nodes, np.ones(n, np.int64),
-                                              np.zeros(n, np.int64))
-    flow.add_arcs_with_capacity_and_unit_cost(n + nodes, np.full(n, sink), np.ones(n, np.int64),
-                                              np.zeros(n, np.int64))
+
+    def arcs(tails: np.ndarray, heads: np.ndarray, capacity: int, cost: int) -> np.ndarray:
+        return np.asarray(flow.add_arcs_with_capacity_and_unit_cost(
+            tails, heads, np.full(len(tails), capacity, dtype=np.int64),
+            np.full(len(tails), cost, dtype=np.int64)))
+
+    direct = arcs(reduction[:, 0], n + reduction[:, 1], 1, -REDUCTION_WEIGHT)
+    firsts = arcs(edges[:, 0], 2 * n + edges[:, 1], 1, -1)
+    paths = arcs(2 * n + edges[:, 0], 2 * n + edges[:, 1], n, 0)
+    exits = arcs(2 * n + nodes, n + nodes, 1, 0)
+    arcs(np.full(n, source), nodes, 1, 0)
+    arcs(n + nodes, np.full(n, sink), 1, 0)
     flow.add_arc_with_capacity_and_unit_cost(source, sink, n, 0)  # the nodes left unmatched
     flow.set_nodes_supplies(np.array([source, sink]), np.array([n, -n]))
     if flow.solve() != flow.OPTIMAL:
         raise AssertionError("the chain cover's flow has no optimum")
-    used = np.flatnonzero(flow.flows(pairs))
-    return chains_of(n, {(int(before[i]), int(after[i])) for i in used}), True
+    pairs = {(u, v) for u, v in reduction[flow.flows(direct) > 0].tolist()}
+    pairs.update(unit_pairs(n, edges, edges, started=flow.flows(firsts),
+                            carried=flow.flows(paths), ending=flow.flows(exits) > 0))
+    return chains_of(n, pairs)
 
 
 def linked(dag: TaskDag, chains: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
@@ -80,23 +104,6 @@ def width(dag: TaskDag) -> int:
     of them."""
     return dag.size - most_following(dag.size, dag.edges, [True] * dag.size,
                                      [(range(dag.size), dag.size)])
-
-
-def _ordered_pairs(dag: TaskDag) -> tuple[np.ndarray, np.ndarray]:
-    """(u, v) for every u that reaches v, v ascending, u ascending within."""
-    width = (dag.size + 7) // 8
-    before, after = [], []
-    for v, bits in enumerate(dag.ancestors):
-        if bits:
-            row = np.unpackbits(np.frombuffer(bits.to_bytes(width, "little"), dtype=np.uint8),
-                                bitorder="little")
-            found = np.flatnonzero(row)
-            before.append(found)
-            after.append(np.full(len(found), v))
-    if not before:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return (np.concatenate(before).astype(np.int64),
-            np.concatenate(after).astype(np.int64))
 
 
 def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:

@@ -49,28 +49,37 @@ class _Network:
             np.broadcast_to(np.asarray(capacity, dtype=np.int64), tails.shape).copy()))
 
     def pairs(self) -> list[tuple[int, int]]:
-        """The flow's units as (start, end) pairs. Nodes in T-order hand the starts that
-        reached them on to their out-edges by the edges' flows (any split of a node's units is
-        a path decomposition), so the work is the flow summed over the edges."""
-        reached: list[list[int]] = [[] for _ in range(self.n)]
-        for u, v in self.firsts[self.flow.flows(self.first_arcs) > 0].tolist():
-            reached[v].append(u)
-        carried = self.flow.flows(self.path_arcs)
-        onward: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]
-        for (u, v), units in zip(self.edges[carried > 0].tolist(),
-                                 carried[carried > 0].tolist(), strict=True):
-            onward[u].append((v, units))
+        """The flow's units as (start, end) pairs (`unit_pairs`)."""
         ending = np.zeros(self.n, dtype=bool)
         ending[self.ends[self.flow.flows(self.end_arcs) > 0]] = True
-        found: list[tuple[int, int]] = []
-        for v in range(self.n):
-            starts = reached[v]
-            if ending[v]:
-                found.append((starts.pop(), v))
-            for w, units in onward[v]:
-                reached[w] += starts[-units:]
-                del starts[-units:]
-        return found
+        return unit_pairs(self.n, self.firsts, self.edges,
+                          started=self.flow.flows(self.first_arcs),
+                          carried=self.flow.flows(self.path_arcs), ending=ending)
+
+
+def unit_pairs(n: int, firsts: np.ndarray, edges: np.ndarray, *, started: np.ndarray,
+               carried: np.ndarray, ending: np.ndarray) -> list[tuple[int, int]]:
+    """A flow's units as (start, end) pairs, in the end's order: `started` units leave u along
+    its first edge (u, v) of `firsts`, `carried` units travel each edge of `edges`, and a unit
+    ends at each node of `ending`. Nodes in T-order hand the starts that reached them on to
+    their out-edges (any split of a node's units is a path decomposition), so the work is
+    the flow summed over the edges."""
+    reached: list[list[int]] = [[] for _ in range(n)]
+    for u, v in firsts[started > 0].tolist():
+        reached[v].append(u)
+    onward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for (u, v), units in zip(edges[carried > 0].tolist(), carried[carried > 0].tolist(),
+                             strict=True):
+        onward[u].append((v, units))
+    found: list[tuple[int, int]] = []
+    for v, ends in enumerate(ending.tolist()):
+        starts = reached[v]
+        if ends:
+            found.append((starts.pop(), v))
+        for w, units in onward[v]:
+            reached[w] += starts[-units:]
+            del starts[-units:]
+    return found
 
 
 def most_following(n: int, edges: Sequence[tuple[int, int]], before: Sequence[bool],
