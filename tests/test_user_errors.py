@@ -566,12 +566,14 @@ def test_every_cp_sat_solve_is_interruptible() -> None:
     """CP-SAT's own SIGINT handler ends a solve quietly, or the process: Ctrl-C during the
     sync-aware bound's solves (the makespan search's first second on Llama tiny) killed the
     command by the signal, without the one line and exit 130. So every solve goes through
-    `solver.run.interruptible_solve`."""
+    `solver.run.interruptible_solve`. (OR-Tools' graph flows, `flow.solve(...)`, leave the
+    handler alone: Ctrl-C reaches Python when they return.)"""
     direct = [f"{path.relative_to(ROOT)}:{n}"
               for path in sorted((ROOT / "src" / "streamalloc").rglob("*.py"))
               if path.name != "run.py" or path.parent.name != "solver"
               for n, line in enumerate(path.read_text().splitlines(), start=1)
-              if re.search(r"\.solve\((?!\))", line) and "interruptible_solve" not in line]
+              if re.search(r"(?<!flow)\.solve\((?!\))", line)
+              and "interruptible_solve" not in line]
     assert direct == []
 
 

@@ -17,7 +17,7 @@ million), so the matching is a min-cost flow (OR-Tools) along the graph's edges:
 than a reduction edge leaves u along one of its edges and travels the edges to v
 (`reach_flow`). Inception v1: 54 events on 4 streams, where the matching of E_TR alone left
 28; BERT base 50 on 4 (27), GPT-2 small 73 on 4 (38). It is exact, and slow on deep graphs
-(11,500 nodes: 2.2 s; 100,000: 132 s), so above EXACT_MAX_NODES the chains of a maximum
+(11,500 nodes: 2.2 s; 100,000: 140 s), so above EXACT_MAX_NODES the chains of a maximum
 matching of E_TR are joined end to start where one's last node reaches another's first
 (`linked`): Nimble's minimum still, the fewest streams where they are as few as the graph's
 width (`width`); that 100,000-node graph: 28,619 chains joined into 3, its width, in 1.2 s.
@@ -36,7 +36,7 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.run import chains_of
 
 EXACT_MAX_NODES = 12_000  # streamed nodes up to which the chains are the min-cost flow's (a
-# deep generated graph of 11,500 nodes: 2.2 s; of 100,000: 132 s, where the joined matching
+# deep generated graph of 11,500 nodes: 2.2 s; of 100,000: 140 s, where the joined matching
 # takes 1.2 s)
 REDUCTION_WEIGHT = 3  # a reduction edge's weight in the matching, any other pair's being 1
 
