@@ -29,9 +29,10 @@ class _Network:
         starting = np.array(before, dtype=bool).reshape(-1)
         self.firsts = self.edges[starting[self.edges[:, 0]]]
         self.flow = max_flow.SimpleMaxFlow()
-        self.path_arcs = self._arcs(self.edges[:, 0], self.edges[:, 1], n + 1)  # (unbounded:
-        self.first_arcs = self._arcs(n + self.firsts[:, 0], self.firsts[:, 1], 1)  # the
-        starts = np.flatnonzero(starting)  # source sends n at most)
+        unbounded = n + 1  # more than the source sends
+        self.path_arcs = self._arcs(self.edges[:, 0], self.edges[:, 1], unbounded)
+        self.first_arcs = self._arcs(n + self.firsts[:, 0], self.firsts[:, 1], 1)
+        starts = np.flatnonzero(starting)
         self._arcs(np.full(len(starts), source), n + starts, 1)
         self.ends = np.array([v for members, _ in groups for v in members], dtype=np.int64)
         self.end_arcs = self._arcs(self.ends, np.array(
