@@ -36,7 +36,7 @@ from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
+from streamalloc.optimal import OptimalOptions, allocate_optimal, at_bounds, driver
 from streamalloc.optimal import search as search_module
 from streamalloc.report.compare_report import compare_table, frontier_plot
 from streamalloc.rules import builtin_rules, load_rules
@@ -462,18 +462,42 @@ def test_full_concurrency_beyond_the_stream_limit_is_a_fallback_that_says_why() 
 
 def test_full_concurrency_above_the_solvers_size_takes_nimbles_chains(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Above the size CP-SAT solves whole, Nimble's chains are still the plan where they fit
-    (a 13k-node transformer training step: 5501 events on 1762 streams in 3.4 s; it was a
-    fallback); where they do not, the fallback says why. The size is lowered here."""
+    """Above the size CP-SAT solves whole, Nimble's chains, brought within the rules, are
+    still the plan (a 13k-node transformer training step: 5501 events on 1762 streams in
+    3.4 s; it was a fallback): OPTIMAL where they are at the bounds, else FEASIBLE, such as
+    where the task capacity splits them and the split's events are counted (a generated
+    100k-node graph: 57,706 events on 3 logical streams, 475 physical; it was a fallback).
+    The size is lowered here."""
     monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 5)
     monkeypatch.setattr(search_module, "MAX_SOLVER_NODES", 5)
-    settings = {"streamalloc.unlimited_stream_depth": "true"}
-    plan, solver = planned(settings, rules=builtin_rules("free"), concurrency="full")
-    assert solver["phase"] == "matching" and plan["event_count"] == 10
-    plan, solver = planned({"streamalloc.max_task_per_stream": "300"},  # (they split)
-                           rules=builtin_rules("free"), concurrency="full")
-    assert solver["status"] == "FALLBACK" and "not solved above 5 streamed nodes" in \
-        solver["reason"]
+    unsplit = {"streamalloc.unlimited_stream_depth": "true"}
+    split = {"streamalloc.max_task_per_stream": "300"}
+    for settings, rules, phase in ((unsplit, builtin_rules("free"), "matching"),
+                                   (split, builtin_rules("free"), "matching"),
+                                   ({**PARALLEL, **unsplit}, None, "matching+rules"),
+                                   ({**PARALLEL, **split}, None, "matching+rules")):
+        plan, solver = planned(settings, rules=rules, concurrency="full")
+        assert solver["phase"] == phase and solver["nimble_min_events"] == 10
+        assert plan["logical_stream_count"] == 4
+        if settings.get("streamalloc.max_task_per_stream"):
+            assert solver["status"] == "FEASIBLE" and plan["event_count"] == 12
+            assert plan["physical_stream_count"] == 6
+        else:
+            assert solver["status"] == "OPTIMAL" and plan["event_count"] == 10
+
+
+def test_full_concurrency_above_the_solvers_size_says_when_no_chains_hold_the_rules(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where Nimble's chains cannot be brought within the rules and the stream limit (the
+    repair, stood in for here), nothing is searched above the size: the fallback says so."""
+    monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 5)
+    monkeypatch.setattr(search_module, "MAX_SOLVER_NODES", 5)
+    for module in (search_module, at_bounds):
+        monkeypatch.setattr(module, "full_start", lambda *_, **__: None)
+    _, solver = planned(PARALLEL, concurrency="full")
+    assert solver["status"] == "FALLBACK" and solver["reason"] == (
+        "under --concurrency full Nimble's chains do not fit the stream limit within the rules, "
+        "and the model is not solved above 5 streamed nodes")
 
 
 def test_compare_goes_on_past_a_graph_ge_fails_on() -> None:

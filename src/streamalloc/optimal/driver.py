@@ -71,8 +71,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
         _check_streams_needed(graph, dag, constraints, baseline, over)
         if events_only(graph):  # (an activated stream waits without an event)
             _check_events_needed(graph, dag, constraints, over)
-    most = _most_nodes(dag, options, chains_alone=options.concurrency == "full"
-                       and not constraints)
+    most = _most_nodes(dag, options, chains_alone=options.concurrency == "full")
     floor = partial(events_bound, graph, dag, costs=costs, limit_us=None
                     if options.concurrency == "full" else
                     makespan_limit_us(baseline.makespan_us, options.makespan_slack))

@@ -20,9 +20,11 @@ from streamalloc.optimal.fewest_events import chosen
 from streamalloc.optimal.found import Chains, Found, Search
 from streamalloc.optimal.makespan_search import faster_chains, fastest_plan
 from streamalloc.optimal.model_input import (
+    full_start,
     main_stream_limit,
     solve_input,
     stream_capacity,
+    task_durations,
     within_pair_limit,
 )
 from streamalloc.optimal.options import MAX_SOLVER_NODES, TIME_SCALE, OptimalOptions
@@ -78,10 +80,17 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     if exact is not None:
         return _within_chains(graph, dag, exact, constraints, evaluator)
     if options.concurrency == "full" and dag.size > MAX_SOLVER_NODES:  # whole, the model
-        # takes gigabytes (the driver lets such graphs in for Nimble's chains alone)
-        raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
-                         f"limit or split by task capacity, and the model is not solved "
-                         f"above {MAX_SOLVER_NODES} streamed nodes")
+        # takes gigabytes: Nimble's chains, within the rules, are the plan
+        start = None if nimble is None else full_start(
+            graph, dag, nimble[0], constraints, stream_limit=stream_limit,
+            durations=task_durations(graph, dag, costs))
+        if start is None:
+            raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
+                             f"limit{' within the rules' if constraints else ''}, and the "
+                             f"model is not solved above {MAX_SOLVER_NODES} streamed nodes")
+        return _within_chains(graph, dag, Search(
+            start, "FEASIBLE", None, None, 0.0, "matching+rules" if constraints else "matching"),
+            constraints, evaluator)
     run = _Run(graph, dag, constraints, evaluator, events_floor, stream_limit, {}, {})
     early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
                         measured=run.measured, batched=run.batched)
