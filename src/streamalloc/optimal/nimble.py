@@ -41,7 +41,6 @@ EXACT_MAX_NODES = 12_000  # streamed nodes up to which the chains are the min-co
 REDUCTION_WEIGHT = 3  # a reduction edge's weight in the matching, any other pair's being 1
 
 
-
 def fewest_streams(dag: TaskDag) -> tuple[tuple[tuple[int, ...], ...], bool]:
     """Streams with Nimble's minimum of events, and whether they are also the fewest such
     streams: `_cheapest_cover` up to EXACT_MAX_NODES streamed nodes; above, the chains of a
