@@ -128,3 +128,37 @@ def test_a_deep_graph_gets_the_fewest_streams_either_way(monkeypatch: pytest.Mon
     assert sum(bits.bit_count() for bits in dag.ancestors) > 4_000_000
     assert exact and len(matched) > 100 and len(chains) == nimble.width(dag) == 3
     assert events_of(dag, chains) == events_of(dag, matched)
+
+
+def test_cuts_fall_between_neighbours_no_reduction_edge_joins() -> None:
+    """The pieces keep each chain's order and the events of the chains; each is cut only
+    where no reduction edge joins the neighbours, and holds at most the capacity (its nodes'
+    units, 1 per Send, 2 per Recv) unless no such cut within it would have fitted."""
+    rng = random.Random(17)
+    cut_somewhere = over = 0
+    for _ in range(300):
+        dag = random_dag(rng, rng.randint(2, 30))
+        chains, _ = nimble.fewest_streams(dag)
+        units = [rng.randint(1, 4) for _ in range(dag.size)]
+        capacity = rng.randint(3, 20)
+        pieces = nimble.cut_to_fit(dag, chains, units, capacity, send=1, recv=2)
+        joined = {pair for chain in chains for pair in itertools.pairwise(chain)}
+        kept = {pair for piece in pieces for pair in itertools.pairwise(piece)}
+        reduction = set(dag.reduction)
+        assert kept <= joined and not (joined - kept) & reduction
+        assert sorted(v for piece in pieces for v in piece) == list(range(dag.size))
+        assert events_of(dag, pieces) == events_of(dag, chains)
+        stream = {v: k for k, piece in enumerate(pieces) for v in piece}
+        weight = list(units)
+        for u, v in reduction:
+            if stream[u] != stream[v]:
+                weight[u] += 1
+                weight[v] += 2
+        for piece in pieces:
+            if sum(weight[v] for v in piece) > capacity:
+                over += 1
+                assert all(sum(weight[v] for v in piece[:i]) > capacity
+                           for i in range(1, len(piece))
+                           if (piece[i - 1], piece[i]) not in reduction)
+        cut_somewhere += len(pieces) > len(chains)
+    assert cut_somewhere > 50 and over > 0

@@ -167,18 +167,27 @@ def test_full_concurrency_where_a_stream_splits_goes_to_the_model() -> None:
     _full_concurrency_streams(graph, plan)
 
 
-def test_full_concurrency_under_ges_rules_starts_from_nimbles_chains_within_them() -> None:
-    """GE's rules under the parallel options (engine caps, HCCL and AI CPU streams): CP-SAT
-    starts from Nimble's chains brought within the rules, a plan it keeps (318 events,
-    Nimble's minimum is 316). From ge mode's streams, which put unordered nodes on one
-    stream, it found nothing at this limit, and ge mode's plan was a fallback."""
+def test_full_concurrency_under_ges_rules_starts_from_nimbles_chains_within_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GE's rules under the parallel options (engine caps, HCCL and AI CPU streams): Nimble's
+    chains brought within the rules split by task capacity (318 events); cut where a cut adds
+    no event, they are the plan at once with Nimble's minimum, 316, on 7 streams within the
+    caps. Without the cut, CP-SAT starts from those chains and keeps them: from ge mode's
+    streams, which put unordered nodes on one stream, it found nothing at this limit, and ge
+    mode's plan was a fallback."""
     graph = layered_graph(450, branches=5, seed=9130, hccl_every=50, aicpu_every=7,
                           label_every=0).with_options(
         {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
          "ge.hcomParallel": "1"})
     plan, solver = optimal(graph, None, concurrency="full", time_limit=0.2)
+    assert (solver["status"], solver["phase"]) == ("FEASIBLE", "matching+rules+cut")
+    assert plan["event_count"] == solver["nimble_min_events"] == 316
+    assert plan["logical_stream_count"] == plan["physical_stream_count"] == 7
+    _full_concurrency_streams(graph, plan)
+    monkeypatch.setattr(at_bounds, "cut_within", lambda *_, **__: None)
+    plan, solver = optimal(graph, None, concurrency="full", time_limit=0.2)
     assert solver["status"] == "FEASIBLE" and solver["phase"] == "cp-sat"
-    assert plan["event_count"] >= solver["nimble_min_events"] == 316
+    assert plan["event_count"] == 318
     _full_concurrency_streams(graph, plan)
 
 

@@ -3,7 +3,8 @@ concurrency, streams whose plan has `events_bound` events on the fewest logical 
 makespan limit allows, so no search can do better; under full concurrency without rules,
 Nimble's fewest events on the fewest streams where none of them splits, and with rules,
 Nimble's chains within them where they keep Nimble's minimum on as few streams as nodes of one
-depth."""
+depth; where those chains split, cut where a cut adds no event (`cut_within`), at Nimble's
+minimum, on more streams (status FEASIBLE)."""
 
 from __future__ import annotations
 
@@ -12,19 +13,23 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from streamalloc.facts import SYNC_UNITS
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Measured, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
+from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.full_conflict import widest_level
 from streamalloc.optimal.model_input import full_start, hint_chains, task_durations
+from streamalloc.optimal.nimble import cut_to_fit
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Order, Orders
 from streamalloc.optimal.prologue import main_input, serial_prologues
 from streamalloc.optimal.regions import single_exit_regions
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
+from streamalloc.sync.tasks import main_units
 
 REGION_TRIES = 32  # single-exit regions tried beside one stream where the events bound is 2
 # (Llama tiny: its second, beside the v projection's, which needs 3 events)
@@ -35,8 +40,8 @@ REGION_EVENTS = 2  # what one stream with its prologue and a region aside needs:
 def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                events_floor: int | None,
-               nimble: tuple[tuple[tuple[int, ...], ...], bool] | None = None
-               ) -> Search | None:
+               nimble: tuple[tuple[tuple[int, ...], ...], bool] | None = None,
+               measured: dict[Found, Measured | None] | None = None) -> Search | None:
     """The streams where no search can do better, or None: under full concurrency without
     rules, Nimble's fewest events on the fewest streams (`nimble`: `nimble.fewest_streams`;
     exact, or on a large graph the fewest events) when they fit the stream limit and none of
@@ -53,7 +58,7 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if options.concurrency == "full" and nimble is not None:
         return _full_unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                                 stream_limit=stream_limit, events_floor=events_floor,
-                                nimble=nimble)
+                                nimble=nimble, measured={} if measured is None else measured)
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
         return None
     one = one_stream(graph, dag, constraints, evaluator, events_floor)
@@ -83,28 +88,56 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
 def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                      evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                      events_floor: int | None,
-                     nimble: tuple[tuple[tuple[int, ...], ...], bool]) -> Search | None:
+                     nimble: tuple[tuple[tuple[int, ...], ...], bool],
+                     measured: dict[Found, Measured | None]) -> Search | None:
     """`unsearched` under full concurrency: without rules Nimble's chains where they fit the
     stream limit and none splits; with rules, Nimble's chains brought within them
     (`full_start`) where their plan reaches Nimble's minimum on as few streams as nodes of one
     depth (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 ->
     0.1 s of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof)."""
     matched, fewest = nimble
+    phase = "matching+rules" if constraints else "matching"
     if not constraints:
         if len(matched) <= stream_limit and (capacity is None or _unsplit(
-                evaluator, matched, events_floor)):  # else the model states the limits
+                evaluator, matched, events_floor, measured)):  # else the model states the limits
             return Search(matched, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0,
-                          "matching")
-        return None
-    start = full_start(graph, dag, matched, constraints, stream_limit=stream_limit,
-                       durations=task_durations(graph, dag, evaluator.costs))
-    if start is not None and _full_at_bounds(evaluator, start, events_floor):
-        return Search(start, "OPTIMAL", None, None, 0.0, "matching+rules")
+                          phase)
+        start: tuple[tuple[int, ...], ...] | None = matched
+    else:
+        start = full_start(graph, dag, matched, constraints, stream_limit=stream_limit,
+                           durations=task_durations(graph, dag, evaluator.costs))
+        if start is not None and _full_at_bounds(evaluator, start, events_floor, measured):
+            return Search(start, "OPTIMAL", None, None, 0.0, phase)
+    cut = None if start is None else cut_within(graph, dag, start, constraints,
+                                                stream_limit=stream_limit)
+    if cut is not None and _unsplit(evaluator, cut, events_floor, measured):
+        return Search(cut, "FEASIBLE", None, None, 0.0, phase + "+cut")
     return None
 
 
+def cut_within(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+               constraints: list[Constraint], *, stream_limit: int
+               ) -> tuple[tuple[int, ...], ...] | None:
+    """`chains` cut where GE's split would add an event and a cut does not
+    (`nimble.cut_to_fit`), where that changes them and the pieces hold the rules and the
+    stream limit; else None. A generated 2,000-node layered graph without rules: Nimble's
+    minimum, 1,118 events, on 12 streams in 1.1 s, where CP-SAT took 16.6 s for 1,127 on 3
+    (split into 12). Under an engine cap the pieces need openers the cap may not have."""
+    most = node_capacity(graph)  # (None where streams do not split)
+    if most is None:
+        return None
+    notify = graph.option("ge.event") == "notify"
+    cut = cut_to_fit(dag, chains, [main_units(graph, graph.node(n)) for n in dag.names], most,
+                     send=SYNC_UNITS["SendNotify" if notify else "Send"],
+                     recv=SYNC_UNITS["RecvNotify" if notify else "Recv"])
+    if cut == chains or len(cut) > stream_limit \
+            or breaks(graph, dag, constraints, assignment_of(dag, cut)):
+        return None
+    return cut
+
+
 def _full_at_bounds(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
-                   events_floor: int | None) -> bool:
+                   events_floor: int | None, measured: dict[Found, Measured | None]) -> bool:
     """Under full concurrency: does the plan of `chains` (which hold the rules) run within
     the device limits with no more events than `events_floor` (the events bound: Nimble's
     minimum, and the events a split needs), on no more logical streams than the most nodes of
@@ -112,17 +145,18 @@ def _full_at_bounds(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
     on fewer streams."""
     if events_floor is None or len(chains) > len(widest_level(evaluator.dag)):
         return False
-    return _unsplit(evaluator, chains, events_floor)
+    return _unsplit(evaluator, chains, events_floor, measured)
 
 
 def _unsplit(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
-             events_floor: int | None) -> bool:
+             events_floor: int | None, measured: dict[Found, Measured | None]) -> bool:
     """Does the plan of `chains` fit the device with no more events than the bound (Nimble's
     minimum under full concurrency)? Then none of its streams splits (a split adds an
-    event), so the task capacity, which only restricts plans, leaves them the best."""
+    event), so the task capacity, which only restricts plans, leaves them the best.
+    `measured`: the outcomes run before (`measured_outcome`)."""
     if events_floor is None:
         return False
-    outcome = evaluator.outcome(assignment_of(evaluator.dag, chains))
+    outcome = measured_outcome(evaluator, measured, (chains, None))
     return outcome is not None and outcome.events <= events_floor
 
 

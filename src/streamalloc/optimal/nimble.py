@@ -26,6 +26,7 @@ width (`width`); that 100,000-node graph: 28,619 chains joined into 3, its width
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import networkx as nx
 import numpy as np
@@ -116,6 +117,52 @@ def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
     matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=range(n))
     arcs = {(u, v - n) for u, v in matching.items() if u < n}
     return chains_of(n, arcs)
+
+
+def cut_to_fit(dag: TaskDag, chains: tuple[tuple[int, ...], ...], units: Sequence[int],
+               capacity: int, *, send: int, recv: int) -> tuple[tuple[int, ...], ...]:
+    """`chains` cut so that no stream holds more than `capacity` task units (its nodes'
+    `units`, `send` per event it sends and `recv` per event it receives), each cut between
+    neighbours that no reduction edge joins: the earlier reaches the later through other
+    streams, whose events order them already, so the cut adds no event, where GE's split of a
+    full stream adds one. Each piece runs to the last such cut that fits; where none does (a
+    node alone over the capacity, or a run of reduction edges), to the first one after, and
+    the split cuts it as before."""
+    reduction = set(dag.reduction)
+    sync = [0] * dag.size  # the Send/Recv tasks of the cross-stream reduction edges
+    for u, v in reduction:
+        sync[u] += send
+        sync[v] += recv
+    for chain in chains:
+        for u, v in itertools.pairwise(chain):
+            if (u, v) in reduction:
+                sync[u] -= send
+                sync[v] -= recv
+    return tuple(sorted(piece for chain in chains for piece in _pieces(
+        chain, [units[v] + sync[v] for v in chain], capacity, reduction)))
+
+
+def _pieces(chain: tuple[int, ...], weights: list[int], capacity: int,
+            reduction: set[tuple[int, int]]) -> list[tuple[int, ...]]:
+    """`chain` cut as `cut_to_fit` says, its nodes weighing `weights`."""
+    load = list(itertools.accumulate(weights, initial=0))
+    pieces, start = [], 0
+    while load[-1] - load[start] > capacity:
+        cut = None
+        for i in range(start + 1, len(chain)):
+            fits = load[i] - load[start] <= capacity
+            if not fits and cut is not None:
+                break
+            if (chain[i - 1], chain[i]) not in reduction:
+                cut = i
+                if not fits:
+                    break
+        if cut is None:
+            break
+        pieces.append(chain[start:cut])
+        start = cut
+    pieces.append(chain[start:])
+    return pieces
 
 
 def unordered_neighbours(dag: TaskDag, chains: tuple[tuple[int, ...], ...]
