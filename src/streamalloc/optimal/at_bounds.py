@@ -94,12 +94,14 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     stream limit and none splits; with rules, Nimble's chains brought within them
     (`full_start`) where their plan reaches Nimble's minimum on as few streams as nodes of one
     depth (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 ->
-    0.1 s of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof)."""
+    0.1 s of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof).
+    Else those chains `cut_within` the task capacity, where that plan has Nimble's minimum
+    (FEASIBLE: on more streams). `measured`: the outcomes run, for the search to reuse."""
     matched, fewest = nimble
     phase = "matching+rules" if constraints else "matching"
     if not constraints:
         if len(matched) <= stream_limit and (capacity is None or _unsplit(
-                evaluator, matched, events_floor, measured)):  # else the model states the limits
+                evaluator, matched, events_floor, measured)):  # else cut, or the model's limits
             return Search(matched, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0,
                           phase)
         start: tuple[tuple[int, ...], ...] | None = matched
