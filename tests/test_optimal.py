@@ -26,8 +26,13 @@ from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.json_text import _plain
-from streamalloc.optimal import OptimalOptions, allocate_optimal, at_bounds
+from streamalloc.optimal import OptimalOptions, allocate_optimal, at_bounds, nimble
+from streamalloc.optimal.driver import _baseline, solver_constraints
+from streamalloc.optimal.evaluate import assignment_of, breaks, task_dag
+from streamalloc.optimal.model_input import full_start, main_stream_limit, task_durations
+from streamalloc.optimal.repair import within_rules
 from streamalloc.rules import builtin_rules, default_rule_set
+from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.sync.result import PLAIN_SECTIONS
 from streamalloc.verify import verify_plan
@@ -188,6 +193,34 @@ def test_full_concurrency_under_ges_rules_starts_from_nimbles_chains_within_them
     plan, solver = optimal(graph, None, concurrency="full", time_limit=0.2)
     assert solver["status"] == "FEASIBLE" and solver["phase"] == "cp-sat"
     assert plan["event_count"] == 318
+    _full_concurrency_streams(graph, plan)
+
+
+def test_full_concurrency_start_takes_label_groups_apart() -> None:
+    """Stream labels (`same-stream` groups) under full concurrency: the repair puts a group
+    on its first member's stream, among nodes it is not ordered with, so Nimble's chains had
+    no start within the rules (a 3,000-node such graph was a fallback). With each group on a
+    stream of its own first, the start holds the rules and stays chains, and the plan
+    verifies."""
+    graph = layered_graph(100, label_every=7).with_options(
+        {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
+         "ge.hcomParallel": "1"})
+    costs = default_cost_table()
+    baseline, _ = _baseline(graph, default_rule_set(graph), OptimalOptions(), costs)
+    dag = task_dag(graph, baseline.allocation)
+    constraints = solver_constraints(graph, None)
+    chains, _ = nimble.fewest_streams(dag)
+    durations = task_durations(graph, dag, costs)
+    repaired = within_rules(graph, dag, chains, constraints, durations)
+    assert repaired is not None and nimble.unordered_neighbours(dag, repaired) is not None
+    start = full_start(graph, dag, chains, constraints, durations=durations,
+                       stream_limit=main_stream_limit(graph, baseline))
+    assert start is not None and nimble.unordered_neighbours(dag, start) is None
+    assert not breaks(graph, dag, constraints, assignment_of(dag, start))
+    labelled = [c for c in constraints if type(c).__name__ == "SameStream"]
+    assert len(labelled) == 3
+    plan, solver = optimal(graph, None, concurrency="full", time_limit=1.0)
+    assert solver["status"] in ("OPTIMAL", "FEASIBLE")
     _full_concurrency_streams(graph, plan)
 
 

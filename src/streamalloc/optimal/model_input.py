@@ -15,7 +15,7 @@ from streamalloc.optimal.evaluate import Outcome, assignment_of
 from streamalloc.optimal.nimble import unordered_neighbours
 from streamalloc.optimal.options import CAPACITY_SHARE, TIME_SCALE, OptimalOptions
 from streamalloc.optimal.repair import within_rules, within_stream_limit
-from streamalloc.rules.constraints import Constraint
+from streamalloc.rules.constraints import Constraint, SameStream
 from streamalloc.runtime_emu.cost_model import CostModel
 from streamalloc.runtime_emu.cost_table import CostTable
 from streamalloc.solver.dag import TaskDag
@@ -67,11 +67,32 @@ def full_start(graph: Graph, dag: TaskDag, nimble: tuple[tuple[int, ...], ...],
                constraints: Sequence[Constraint], *, durations: Sequence[int],
                stream_limit: int) -> tuple[tuple[int, ...], ...] | None:
     """A plan under full concurrency to start from: Nimble's chains within the rules, where
-    the repair keeps them chains within the stream limit (else None)."""
-    full = within_rules(graph, dag, nimble, constraints, durations)
-    if full is None or len(full) > stream_limit or unordered_neighbours(dag, full) is not None:
+    the repair keeps them chains within the stream limit; else those chains with each
+    `same-stream` group taken out onto a stream of its own first (the repair puts a group on
+    its first member's stream, among nodes the group may not be ordered with: a generated
+    3,000-node graph with stream labels had no start, and no plan), where that does; else
+    None."""
+    for start in (nimble, _groups_apart(dag, nimble, constraints)):
+        full = None if start is None else within_rules(graph, dag, start, constraints,
+                                                       durations)
+        if full is not None and len(full) <= stream_limit \
+                and unordered_neighbours(dag, full) is None:
+            return full
+    return None
+
+
+def _groups_apart(dag: TaskDag, chains: tuple[tuple[int, ...], ...],
+                  constraints: Sequence[Constraint]) -> tuple[tuple[int, ...], ...] | None:
+    """`chains` less the nodes of each `SameStream` group, which get a stream each (still a
+    chain where no path leaves two of them unordered); None without such groups."""
+    index = {name: v for v, name in enumerate(dag.names)}
+    groups = [tuple(sorted(index[n] for n in c.nodes if n in index))
+              for c in constraints if isinstance(c, SameStream)]
+    grouped = {v for group in groups for v in group}
+    if not grouped:
         return None
-    return full
+    rest = (tuple(v for v in chain if v not in grouped) for chain in chains)
+    return tuple(sorted([chain for chain in rest if chain] + [g for g in groups if g]))
 
 
 def pair_limit(graph: Graph) -> int:
