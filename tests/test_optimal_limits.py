@@ -492,8 +492,7 @@ def test_full_concurrency_above_the_solvers_size_says_when_no_chains_hold_the_ru
     repair, stood in for here), nothing is searched above the size: the fallback says so."""
     monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 5)
     monkeypatch.setattr(search_module, "MAX_SOLVER_NODES", 5)
-    for module in (search_module, at_bounds):
-        monkeypatch.setattr(module, "full_start", lambda *_, **__: None)
+    monkeypatch.setattr(at_bounds, "full_start", lambda *_, **__: None)
     _, solver = planned(PARALLEL, concurrency="full")
     assert solver["status"] == "FALLBACK" and solver["reason"] == (
         "under --concurrency full Nimble's chains do not fit the stream limit within the rules, "

@@ -41,12 +41,13 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                events_floor: int | None,
                nimble: tuple[tuple[tuple[int, ...], ...], bool] | None = None,
-               measured: dict[Found, Measured | None] | None = None) -> Search | None:
+               measured: dict[Found, Measured | None] | None = None,
+               searched: bool = True) -> Search | None:
     """The streams where no search can do better, or None: under full concurrency without
     rules, Nimble's fewest events on the fewest streams (`nimble`: `nimble.fewest_streams`;
     exact, or on a large graph the fewest events) when they fit the stream limit and none of
-    them splits (`_unsplit`), with rules those chains within them at the bounds
-    (`_full_unsearched`); under the events
+    them splits (`_unsplit`), with rules those chains within them at the bounds, and where no
+    search follows (not `searched`) those chains anyway (`_full_unsearched`); under the events
     objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
     in windows, where a run costs seconds) one stream with its prologue aside, or with its
     prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
@@ -58,7 +59,8 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if options.concurrency == "full" and nimble is not None:
         return _full_unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                                 stream_limit=stream_limit, events_floor=events_floor,
-                                nimble=nimble, measured={} if measured is None else measured)
+                                nimble=nimble, measured={} if measured is None else measured,
+                                searched=searched)
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
         return None
     one = one_stream(graph, dag, constraints, evaluator, events_floor)
@@ -89,14 +91,17 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                      evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                      events_floor: int | None,
                      nimble: tuple[tuple[tuple[int, ...], ...], bool],
-                     measured: dict[Found, Measured | None]) -> Search | None:
+                     measured: dict[Found, Measured | None], searched: bool) -> Search | None:
     """`unsearched` under full concurrency: without rules Nimble's chains where they fit the
     stream limit and none splits; with rules, Nimble's chains brought within them
     (`full_start`) where their plan reaches Nimble's minimum on as few streams as nodes of one
     depth (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 ->
     0.1 s of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof).
     Else those chains `cut_within` the task capacity, where that plan has Nimble's minimum
-    (FEASIBLE: on more streams). `measured`: the outcomes run, for the search to reuse."""
+    (FEASIBLE: on more streams). Where no search follows (not `searched`: the model is not
+    solved above MAX_SOLVER_NODES), those chains within the stream limit are the plan
+    anyway (FEASIBLE), cut where that needs fewer events. `measured`: the outcomes run, for
+    the search to reuse."""
     matched, fewest = nimble
     phase = "matching+rules" if constraints else "matching"
     if not constraints:
@@ -114,7 +119,11 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                                                 stream_limit=stream_limit)
     if cut is not None and _unsplit(evaluator, cut, events_floor, measured):
         return Search(cut, "FEASIBLE", None, None, 0.0, phase + "+cut")
-    return None
+    if searched or start is None or len(start) > stream_limit:
+        return None
+    if cut is not None and _fewer_events(evaluator, measured, cut, start):
+        return Search(cut, "FEASIBLE", None, None, 0.0, phase + "+cut")
+    return Search(start, "FEASIBLE", None, None, 0.0, phase)
 
 
 def cut_within(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],
@@ -148,6 +157,16 @@ def _full_at_bounds(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],
     if events_floor is None or len(chains) > len(widest_level(evaluator.dag)):
         return False
     return _unsplit(evaluator, chains, events_floor, measured)
+
+
+def _fewer_events(evaluator: Evaluator, measured: dict[Found, Measured | None],
+                  chains: tuple[tuple[int, ...], ...], than: tuple[tuple[int, ...], ...]
+                  ) -> bool:
+    """Does the plan of `chains` run within the device limits on fewer events than the plan of
+    `than` (or where that one does not)? `measured`: the outcomes run before."""
+    mine = measured_outcome(evaluator, measured, (chains, None))
+    theirs = measured_outcome(evaluator, measured, (than, None))
+    return mine is not None and (theirs is None or mine.events < theirs.events)
 
 
 def _unsplit(evaluator: Evaluator, chains: tuple[tuple[int, ...], ...],

@@ -53,7 +53,6 @@ from streamalloc.sync.limits import limits_of
 NAMED = 3  # nodes a message names
 
 
-
 def full_concurrency_conflict(graph: Graph, dag: TaskDag, constraints: Sequence[Constraint],
                               attached: int = 0, *, streams: int | None = None) -> str | None:
     """Why no plan under full concurrency holds `constraints` within the device's stream

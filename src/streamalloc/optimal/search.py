@@ -12,19 +12,17 @@ from functools import partial
 
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.aside_first import aside_first
-from streamalloc.optimal.at_bounds import at_floor, cut_within, unsearched
+from streamalloc.optimal.at_bounds import at_floor, unsearched
 from streamalloc.optimal.chain_model import solved, windowed
 from streamalloc.optimal.evaluate import Measured, Outcome
-from streamalloc.optimal.evaluator import Evaluator, measured_outcome
+from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.fewest_events import chosen
 from streamalloc.optimal.found import Chains, Found, Search
 from streamalloc.optimal.makespan_search import faster_chains, fastest_plan
 from streamalloc.optimal.model_input import (
-    full_start,
     main_stream_limit,
     solve_input,
     stream_capacity,
-    task_durations,
     within_pair_limit,
 )
 from streamalloc.optimal.options import MAX_SOLVER_NODES, TIME_SCALE, OptimalOptions
@@ -76,26 +74,17 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
         options = within_pair_limit(graph, dag, options)
     evaluator = Evaluator(graph, dag, baseline, options, costs)
     measured: dict[Found, Measured | None] = {}
+    unmodelled = options.concurrency == "full" and dag.size > MAX_SOLVER_NODES  # whole, the
+    # model takes gigabytes: Nimble's chains, within the rules, are the plan
     exact = unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                        stream_limit=stream_limit, events_floor=events_floor, nimble=nimble,
-                       measured=measured)
+                       measured=measured, searched=not unmodelled)
     if exact is not None:
         return _within_chains(graph, dag, exact, constraints, evaluator)
-    if options.concurrency == "full" and dag.size > MAX_SOLVER_NODES:  # whole, the model
-        # takes gigabytes: Nimble's chains, within the rules, are the plan
-        start = None if nimble is None else full_start(
-            graph, dag, nimble[0], constraints, stream_limit=stream_limit,
-            durations=task_durations(graph, dag, costs))
-        if start is None:
-            raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
-                             f"limit{' within the rules' if constraints else ''}, and the "
-                             f"model is not solved above {MAX_SOLVER_NODES} streamed nodes")
-        phase = "matching+rules" if constraints else "matching"
-        cut = cut_within(graph, dag, start, constraints, stream_limit=stream_limit)
-        if cut is not None and _fewer_events(evaluator, measured, cut, start):
-            start, phase = cut, phase + "+cut"
-        return _within_chains(graph, dag, Search(start, "FEASIBLE", None, None, 0.0, phase),
-                              constraints, evaluator)
+    if unmodelled:
+        raise Unsolvable(f"under --concurrency full Nimble's chains do not fit the stream "
+                         f"limit{' within the rules' if constraints else ''}, and the "
+                         f"model is not solved above {MAX_SOLVER_NODES} streamed nodes")
     run = _Run(graph, dag, constraints, evaluator, events_floor, stream_limit, measured, {})
     early = aside_first(graph, dag, constraints, evaluator, events_floor=events_floor,
                         measured=run.measured, batched=run.batched)
@@ -119,15 +108,6 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     return _within_chains(graph, dag, replace(
         modelled, deterministic_time=round(modelled.deterministic_time, 3)), constraints,
         evaluator)
-
-
-def _fewer_events(evaluator: Evaluator, measured: dict[Found, Measured | None], chains: Chains,
-                  than: Chains) -> bool:
-    """Does the plan of `chains` run within the device limits on fewer events than the plan of
-    `than` (or where that one does not)? `measured`: the outcomes run before."""
-    mine = measured_outcome(evaluator, measured, (chains, None))
-    theirs = measured_outcome(evaluator, measured, (than, None))
-    return mine is not None and (theirs is None or mine.events < theirs.events)
 
 
 def _within_chains(graph: Graph, dag: TaskDag, found: Search, constraints: list[Constraint],
