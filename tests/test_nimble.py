@@ -162,3 +162,60 @@ def test_cuts_fall_between_neighbours_no_reduction_edge_joins() -> None:
                            if (piece[i - 1], piece[i]) not in reduction)
         cut_somewhere += len(pieces) > len(chains)
     assert cut_somewhere > 50 and over > 0
+
+
+def best_with_group(dag: TaskDag, group: tuple[int, ...]) -> int:
+    """The fewest events over every partition into chains that keeps `group` on one chain."""
+    best = len(dag.reduction) + 1
+    for blocks in partitions(list(range(dag.size))):
+        if not any(set(group) <= set(block) for block in blocks) or not all(
+                dag.reaches(u, v) for block in blocks
+                for u, v in itertools.combinations(sorted(block), 2)):
+            continue
+        stream = {v: k for k, block in enumerate(blocks) for v in block}
+        best = min(best, sum(stream[u] != stream[v] for u, v in dag.reduction))
+    return best
+
+
+def test_a_grouped_cover_keeps_each_group_on_one_chain() -> None:
+    """Random DAGs with a group of pairwise ordered nodes (a stream label's, say): the cover
+    is chains, the group on one of them, never fewer events than the best partition that
+    keeps the group together, and on most cases (the count is pinned) exactly that many."""
+    rng = random.Random(23)
+    exact = cases = 0
+    for _ in range(300):
+        dag = random_dag(rng, rng.randint(3, 9))
+        v, group = rng.randrange(dag.size), []
+        while v is not None:  # members along a random path, some of its nodes skipped
+            if rng.random() < 0.6:
+                group.append(v)
+            v = rng.choice(dag.succs[v]) if dag.succs[v] else None
+        if len(group) < 2:
+            continue
+        cases += 1
+        chains = nimble.grouped_cover(dag, [tuple(group)])
+        assert chains is not None
+        assert sorted(v for c in chains for v in c) == list(range(dag.size))
+        assert all(dag.reaches(u, v) for c in chains for u, v in itertools.pairwise(c))
+        assert any(set(group) <= set(c) for c in chains)
+        best = best_with_group(dag, tuple(group))
+        assert events_of(dag, chains) >= best
+        exact += events_of(dag, chains) == best
+    assert (cases, exact) == (107, 103)
+
+
+def test_group_members_are_joined_along_free_reduction_edges() -> None:
+    """s -> a -> x -> b -> t beside s -> y -> t, the group {a, b}: joined through x, the
+    cover has Nimble's minimum (the two edges of y); joined directly (no path searched), x
+    leaves the chain and its two edges cost events too."""
+    names = ["s", "a", "y", "x", "b", "t"]
+    dag = TaskDag.build(names, [("s", "a"), ("a", "x"), ("x", "b"), ("b", "t"), ("s", "y"),
+                                ("y", "t")], ["g"] * 6)
+    group = (names.index("a"), names.index("b"))
+    chains = nimble.grouped_cover(dag, [group])
+    assert chains is not None and events_of(dag, chains) == nimble.nimble_min_events(dag) == 2
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nimble, "JOIN_MAX_VISITS", 0)
+        direct = nimble.grouped_cover(dag, [group])
+    assert direct is not None and events_of(dag, direct) == 4
+    assert any(set(group) <= set(c) for c in direct)

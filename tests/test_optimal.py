@@ -29,9 +29,15 @@ from streamalloc.json_text import _plain
 from streamalloc.optimal import OptimalOptions, allocate_optimal, at_bounds, nimble
 from streamalloc.optimal.driver import _baseline, solver_constraints
 from streamalloc.optimal.evaluate import assignment_of, breaks, task_dag
-from streamalloc.optimal.model_input import full_start, main_stream_limit, task_durations
+from streamalloc.optimal.model_input import (
+    _groups_apart,
+    full_start,
+    main_stream_limit,
+    task_durations,
+)
 from streamalloc.optimal.repair import within_rules
 from streamalloc.rules import builtin_rules, default_rule_set
+from streamalloc.rules.constraints import SameStream
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.sync.result import PLAIN_SECTIONS
@@ -196,12 +202,12 @@ def test_full_concurrency_under_ges_rules_starts_from_nimbles_chains_within_them
     _full_concurrency_streams(graph, plan)
 
 
-def test_full_concurrency_start_takes_label_groups_apart() -> None:
+def test_full_concurrency_start_joins_label_groups_on_chains() -> None:
     """Stream labels (`same-stream` groups) under full concurrency: the repair puts a group
-    on its first member's stream, among nodes it is not ordered with, so Nimble's chains had
-    no start within the rules (a 3,000-node such graph was a fallback). With each group on a
-    stream of its own first, the start holds the rules and stays chains, and the plan
-    verifies."""
+    on its first member's stream, among nodes it is not ordered with, so Nimble's chains have
+    no start within the rules. Of the starts that do, the cover with each group joined on
+    a chain first needs 57 events (Nimble's minimum 50) where the groups on streams of their
+    own need 68; the plan verifies."""
     graph = layered_graph(100, label_every=7).with_options(
         {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
          "ge.hcomParallel": "1"})
@@ -213,14 +219,19 @@ def test_full_concurrency_start_takes_label_groups_apart() -> None:
     durations = task_durations(graph, dag, costs)
     repaired = within_rules(graph, dag, chains, constraints, durations)
     assert repaired is not None and nimble.unordered_neighbours(dag, repaired) is not None
+    index = {name: v for v, name in enumerate(dag.names)}
+    groups = [tuple(sorted(index[n] for n in c.nodes if n in index))
+              for c in constraints if isinstance(c, SameStream)]
+    assert len(groups) == 3
+    apart = within_rules(graph, dag, _groups_apart(chains, groups), constraints, durations)
+    assert apart is not None and nimble.chain_events(dag, apart) == 68
     start = full_start(graph, dag, chains, constraints, durations=durations,
                        stream_limit=main_stream_limit(graph, baseline))
     assert start is not None and nimble.unordered_neighbours(dag, start) is None
     assert not breaks(graph, dag, constraints, assignment_of(dag, start))
-    labelled = [c for c in constraints if type(c).__name__ == "SameStream"]
-    assert len(labelled) == 3
+    assert (nimble.chain_events(dag, start), nimble.chain_events(dag, chains)) == (57, 50)
     plan, solver = optimal(graph, None, concurrency="full", time_limit=1.0)
-    assert solver["status"] in ("OPTIMAL", "FEASIBLE")
+    assert solver["status"] in ("OPTIMAL", "FEASIBLE") and plan["event_count"] <= 57
     _full_concurrency_streams(graph, plan)
 
 

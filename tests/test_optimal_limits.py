@@ -36,7 +36,7 @@ from streamalloc.ir import DataInput, GraphBuilder
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, at_bounds, driver
+from streamalloc.optimal import OptimalOptions, allocate_optimal, driver
 from streamalloc.optimal import search as search_module
 from streamalloc.report.compare_report import compare_table, frontier_plot
 from streamalloc.rules import builtin_rules, load_rules
@@ -492,7 +492,7 @@ def test_full_concurrency_above_the_solvers_size_says_when_no_chains_hold_the_ru
     repair, stood in for here), nothing is searched above the size: the fallback says so."""
     monkeypatch.setattr(driver, "MAX_SOLVER_NODES", 5)
     monkeypatch.setattr(search_module, "MAX_SOLVER_NODES", 5)
-    monkeypatch.setattr(at_bounds, "full_start", lambda *_, **__: None)
+    monkeypatch.setattr(search_module, "full_start", lambda *_, **__: None)
     _, solver = planned(PARALLEL, concurrency="full")
     assert solver["status"] == "FALLBACK" and solver["reason"] == (
         "under --concurrency full Nimble's chains do not fit the stream limit within the rules, "

@@ -153,7 +153,7 @@ def _check_gain_of(data: SolveInput) -> None:
     the hint's streams, every node alone, and the streams crossed over behind the window."""
     dag = data.dag
     plan = windows._Plan(data)
-    succs = windows._reduction_succs(dag)
+    succs = dag.reduction_succs
     reduction = np.asarray(dag.reduction, dtype=np.int64).reshape(-1, 2)
     for a in range(0, max(1, dag.size - 3), 3):
         b = min(dag.size, a + 6)
@@ -219,7 +219,7 @@ def test_a_short_limit_goes_to_the_windows_with_the_most_split_pairs() -> None:
                       concurrency="ge", hint=[[*range(10), 11, 13], [10, 12]],
                       makespan_limit=140)
     plan = windows._Plan(data)
-    succs = windows._reduction_succs(dag)
+    succs = dag.reduction_succs
     reduction = np.asarray(dag.reduction, dtype=np.int64)
     changeable = {a: windows._changeable(dag, succs, reduction, a, min(14, a + 6))
                   for a in (0, 3, 6, 9)}

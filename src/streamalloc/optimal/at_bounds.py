@@ -21,7 +21,7 @@ from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.found import Found, Search
 from streamalloc.optimal.full_conflict import widest_level
-from streamalloc.optimal.model_input import full_start, hint_chains, task_durations
+from streamalloc.optimal.model_input import hint_chains, task_durations
 from streamalloc.optimal.nimble import cut_to_fit
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Order, Orders
@@ -41,13 +41,15 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                events_floor: int | None,
                nimble: tuple[tuple[tuple[int, ...], ...], bool] | None = None,
+               full: tuple[tuple[int, ...], ...] | None = None,
                measured: dict[Found, Measured | None] | None = None,
                searched: bool = True) -> Search | None:
     """The streams where no search can do better, or None: under full concurrency without
     rules, Nimble's fewest events on the fewest streams (`nimble`: `nimble.fewest_streams`;
     exact, or on a large graph the fewest events) when they fit the stream limit and none of
-    them splits (`_unsplit`), with rules those chains within them at the bounds, and where no
-    search follows (not `searched`) those chains anyway (`_full_unsearched`); under the events
+    them splits (`_unsplit`), with rules those chains within them (`full`: `full_start`) at
+    the bounds, and where no search follows (not `searched`) those chains anyway
+    (`_full_unsearched`); under the events
     objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
     in windows, where a run costs seconds) one stream with its prologue aside, or with its
     prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
@@ -59,7 +61,8 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if options.concurrency == "full" and nimble is not None:
         return _full_unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                                 stream_limit=stream_limit, events_floor=events_floor,
-                                nimble=nimble, measured={} if measured is None else measured,
+                                nimble=nimble, full=full,
+                                measured={} if measured is None else measured,
                                 searched=searched)
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
         return None
@@ -91,12 +94,13 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                      evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                      events_floor: int | None,
                      nimble: tuple[tuple[tuple[int, ...], ...], bool],
+                     full: tuple[tuple[int, ...], ...] | None,
                      measured: dict[Found, Measured | None], searched: bool) -> Search | None:
     """`unsearched` under full concurrency: without rules Nimble's chains where they fit the
-    stream limit and none splits; with rules, Nimble's chains brought within them
-    (`full_start`) where their plan reaches Nimble's minimum on as few streams as nodes of one
-    depth (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 ->
-    0.1 s of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof).
+    stream limit and none splits; with rules, Nimble's chains brought within them (`full`)
+    where their plan reaches Nimble's minimum on as few streams as nodes of one depth
+    (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 -> 0.1 s
+    of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof).
     Else those chains `cut_within` the task capacity, where that plan has Nimble's minimum
     (FEASIBLE: on more streams). Where no search follows (not `searched`: the model is not
     solved above MAX_SOLVER_NODES), those chains within the stream limit are the plan
@@ -111,8 +115,7 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                           phase)
         start: tuple[tuple[int, ...], ...] | None = matched
     else:
-        start = full_start(graph, dag, matched, constraints, stream_limit=stream_limit,
-                           durations=task_durations(graph, dag, evaluator.costs))
+        start = full
         if start is not None and _full_at_bounds(evaluator, start, events_floor, measured):
             return Search(start, "OPTIMAL", None, None, 0.0, phase)
     cut = None if start is None else cut_within(graph, dag, start, constraints,

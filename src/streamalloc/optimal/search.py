@@ -20,9 +20,11 @@ from streamalloc.optimal.fewest_events import chosen
 from streamalloc.optimal.found import Chains, Found, Search
 from streamalloc.optimal.makespan_search import faster_chains, fastest_plan
 from streamalloc.optimal.model_input import (
+    full_start,
     main_stream_limit,
     solve_input,
     stream_capacity,
+    task_durations,
     within_pair_limit,
 )
 from streamalloc.optimal.options import MAX_SOLVER_NODES, TIME_SCALE, OptimalOptions
@@ -67,7 +69,8 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     their waits, and one stream with its prologue aside (`chosen`). Under the makespan
     objective and full concurrency, the critical-chain search within chains last. `nimble`:
     under full concurrency Nimble's chains (`nimble.fewest_streams`), the plan where they fit,
-    else the model's start."""
+    else, within the rules (`full_start`, once: with stream labels it is a min-cost flow of
+    its own), the model's start."""
     capacity = stream_capacity(graph)
     stream_limit = main_stream_limit(graph, baseline)
     if options.objective == "makespan":
@@ -76,9 +79,12 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     measured: dict[Found, Measured | None] = {}
     unmodelled = options.concurrency == "full" and dag.size > MAX_SOLVER_NODES  # whole, the
     # model takes gigabytes: Nimble's chains, within the rules, are the plan
+    full = None if options.concurrency != "full" or nimble is None else full_start(
+        graph, dag, nimble[0], constraints, stream_limit=stream_limit,
+        durations=task_durations(graph, dag, costs))
     exact = unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                        stream_limit=stream_limit, events_floor=events_floor, nimble=nimble,
-                       measured=measured, searched=not unmodelled)
+                       full=full, measured=measured, searched=not unmodelled)
     if exact is not None:
         return _within_chains(graph, dag, exact, constraints, evaluator)
     if unmodelled:
@@ -91,7 +97,7 @@ def search(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Cons
     if early is not None:
         return early
     data = solve_input(graph, dag, baseline, capacity, options=options, costs=costs,
-                       constraints=constraints, nimble=nimble[0] if nimble else None)
+                       constraints=constraints, full=full)
     share = MAKESPAN_SOLVER_SHARE if options.objective == "makespan" else 1.0
     found, earlier = solved(graph, data, constraints, time_limit=options.time_limit * share,
                             options=options, proven=partial(at_floor, evaluator,

@@ -114,3 +114,11 @@ class TaskDag:
                     result.append((u, v))
                 prefix |= closures[i]
         return tuple(sorted(result))
+
+    @cached_property
+    def reduction_succs(self) -> tuple[tuple[int, ...], ...]:
+        """Each node's successors along the reduction edges, ascending."""
+        found: list[list[int]] = [[] for _ in self.names]
+        for u, v in self.reduction:
+            found[u].append(v)
+        return tuple(tuple(s) for s in found)

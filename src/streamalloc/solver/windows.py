@@ -124,7 +124,7 @@ def windowed_solve(data: SolveInput, constraints: list[Constraint], *, time_limi
     named_nodes = {n: position[n] for n in named if n in position}
     reduction = np.asarray(dag.reduction, dtype=np.int64).reshape(-1, 2)
     long_edges = reduction[reduction[:, 1] - reduction[:, 0] > STEP]
-    succs = _reduction_succs(dag)
+    succs = dag.reduction_succs
     changeable = {a: _changeable(dag, succs, long_edges, a, min(dag.size, a + WINDOW_NODES))
                   for a in starts}
     starts = _worth_solving(plan, starts, changeable, time_limit)
@@ -269,14 +269,7 @@ def _proxy_arcs(model: Model, window: _Window) -> None:
             model.cp.add(var == 0)
 
 
-def _reduction_succs(dag: TaskDag) -> list[list[int]]:
-    found: list[list[int]] = [[] for _ in range(dag.size)]
-    for u, v in dag.reduction:
-        found[u].append(v)
-    return found
-
-
-def _changeable(dag: TaskDag, succs: list[list[int]], long_edges: np.ndarray, a: int, b: int
+def _changeable(dag: TaskDag, succs: Sequence[Sequence[int]], long_edges: np.ndarray, a: int, b: int
                 ) -> list[tuple[int, int]]:
     """The reduction edges whose split a window [a, b) may change: an end in it, or across."""
     edges = [(u, v) for v in range(a, b) for u in dag.preds[v] if u < a and v in succs[u]]
