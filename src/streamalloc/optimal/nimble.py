@@ -57,16 +57,17 @@ def fewest_streams(dag: TaskDag) -> tuple[tuple[tuple[int, ...], ...], bool]:
 
 
 def grouped_cover(dag: TaskDag, groups: Sequence[Sequence[int]]
-                  ) -> tuple[tuple[int, ...], ...] | None:
+                  ) -> tuple[tuple[int, ...], ...]:
     """Chains with each group's members (ascending; a `same-stream` rule's nodes, such as a
     stream label's) on one chain, else as few events as the rest allows: the members joined
-    first (`_group_joins`), then the min-cost flow of `_cheapest_cover` around them. None
-    above EXACT_MAX_NODES. A generated 3,000-node graph with stream labels under GE's rules and
-    the parallel options: 1,910 events within the rules, where Nimble's chains with the groups
-    apart needed 2,191 (Nimble's minimum 1,686)."""
-    if dag.size > EXACT_MAX_NODES:
-        return None
-    return _cheapest_cover(dag, _group_joins(dag, groups))
+    first (`_group_joins`), then the min-cost flow of `_cheapest_cover` around them (above
+    EXACT_MAX_NODES, `linked(matching_chains)` around them). A generated 3,000-node graph with
+    stream labels under GE's rules and the parallel options: 1,910 events within the rules,
+    where Nimble's chains with the groups apart needed 2,191 (Nimble's minimum 1,686)."""
+    joins = _group_joins(dag, groups)
+    if dag.size <= EXACT_MAX_NODES:
+        return _cheapest_cover(dag, joins)
+    return linked(dag, matching_chains(dag, joins))
 
 
 def _group_joins(dag: TaskDag, groups: Sequence[Sequence[int]]) -> set[tuple[int, int]]:
@@ -75,19 +76,18 @@ def _group_joins(dag: TaskDag, groups: Sequence[Sequence[int]]) -> set[tuple[int
     nodes no group holds and no earlier join took (it costs no event: each inner node keeps
     a reduction edge on either side), else directly (their reduction edges to other streams
     then cost events). Members no path orders are left to the repair."""
-    grouped = {v for group in groups for v in group}
-    taken: set[int] = set()  # inner nodes of the joins made
+    barred = {v for group in groups for v in group}  # and the inner nodes of joins made
     after: set[int] = set()  # nodes a join leaves, and nodes it arrives at
     before: set[int] = set()
     joins: set[tuple[int, int]] = set()
     for a, b in sorted(pair for group in groups for pair in itertools.pairwise(group)):
         if a in after or b in before or not dag.reaches(a, b):
             continue
-        path = _reduction_path(dag, a, b, grouped | taken) or [(a, b)]
+        path = _reduction_path(dag, a, b, barred) or [(a, b)]
         joins.update(path)
         after.update(u for u, _ in path)
         before.update(v for _, v in path)
-        taken.update(v for _, v in path[:-1])
+        barred.update(v for _, v in path[:-1])
     return joins
 
 
@@ -172,16 +172,20 @@ def width(dag: TaskDag) -> int:
                                      [(range(dag.size), dag.size)])
 
 
-def matching_chains(dag: TaskDag) -> tuple[tuple[int, ...], ...]:
-    """Chains of a maximum matching on the reduction edges: Nimble's minimum-event streams.
+def matching_chains(dag: TaskDag, joins: Collection[tuple[int, int]] = ()
+                    ) -> tuple[tuple[int, ...], ...]:
+    """Chains of a maximum matching on the reduction edges: Nimble's minimum-event streams;
+    with `joins`, those pairs and a maximum matching of the reduction edges around them.
     Integer vertices (u out, n + v in) and sorted insertion keep the matching the same in
     every process (string hashes vary with PYTHONHASHSEED)."""
     n = dag.size
+    after, before = {u for u, _ in joins}, {v for _, v in joins}
     bipartite = nx.Graph()
     bipartite.add_nodes_from(range(2 * n))
-    bipartite.add_edges_from((u, n + v) for u, v in dag.reduction)
+    bipartite.add_edges_from((u, n + v) for u, v in dag.reduction
+                             if u not in after and v not in before)
     matching = nx.bipartite.hopcroft_karp_matching(bipartite, top_nodes=range(n))
-    arcs = {(u, v - n) for u, v in matching.items() if u < n}
+    arcs = {(u, v - n) for u, v in matching.items() if u < n} | set(joins)
     return chains_of(n, arcs)
 
 
