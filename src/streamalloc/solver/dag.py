@@ -49,18 +49,12 @@ class TaskDag:
     @cached_property
     def preds(self) -> tuple[tuple[int, ...], ...]:
         """Direct predecessors of each node, ascending."""
-        found: list[list[int]] = [[] for _ in self.names]
-        for u, v in self.edges:
-            found[v].append(u)
-        return tuple(tuple(p) for p in found)
+        return _adjacency(self.size, ((v, u) for u, v in self.edges))
 
     @cached_property
     def succs(self) -> tuple[tuple[int, ...], ...]:
         """Direct successors of each node, ascending."""
-        found: list[list[int]] = [[] for _ in self.names]
-        for u, v in self.edges:
-            found[u].append(v)
-        return tuple(tuple(s) for s in found)
+        return _adjacency(self.size, self.edges)
 
     def bottom_levels(self, durations: Sequence[Time]) -> list[Time]:
         """Longest path from each node to the end, its own duration included."""
@@ -118,7 +112,12 @@ class TaskDag:
     @cached_property
     def reduction_succs(self) -> tuple[tuple[int, ...], ...]:
         """Each node's successors along the reduction edges, ascending."""
-        found: list[list[int]] = [[] for _ in self.names]
-        for u, v in self.reduction:
-            found[u].append(v)
-        return tuple(tuple(s) for s in found)
+        return _adjacency(self.size, self.reduction)
+
+
+def _adjacency(n: int, pairs: Iterable[tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
+    """Per node 0..n-1, the second nodes of its `pairs`, in their order."""
+    found: list[list[int]] = [[] for _ in range(n)]
+    for u, v in pairs:
+        found[u].append(v)
+    return tuple(map(tuple, found))
