@@ -207,7 +207,7 @@ def test_a_grouped_cover_keeps_each_group_on_one_chain() -> None:
             assert events_of(dag, cover) >= best
         assert events_of(dag, matched) == events_of(dag, chains)
         exact += events_of(dag, chains) == best
-    assert (cases, exact) == (107, 103)
+    assert (cases, exact) == (107, 106)
 
 
 def test_group_members_are_joined_along_free_reduction_edges() -> None:
@@ -225,3 +225,24 @@ def test_group_members_are_joined_along_free_reduction_edges() -> None:
         direct = nimble.grouped_cover(dag, [group])
     assert direct is not None and events_of(dag, direct) == 4
     assert any(set(group) <= set(c) for c in direct)
+
+
+def test_a_route_passes_over_a_node_an_earlier_group_took() -> None:
+    """Two branches meet at j and part again. The group {a1, a2} is joined first, through j;
+    the group {b1, b2} then passes over j and keeps b1x and b2y on its chain: Nimble's
+    minimum, 4 events. Joined directly, b1x and b2y leave both chains: 6."""
+    names = ["s", "a1", "b1", "b1x", "j", "a2", "b2y", "b2", "t"]
+    edges = [("s", "a1"), ("s", "b1"), ("b1", "b1x"), ("a1", "j"), ("b1x", "j"), ("j", "a2"),
+             ("j", "b2y"), ("b2y", "b2"), ("a2", "t"), ("b2", "t")]
+    dag = TaskDag.build(names, edges, ["g"] * len(names))
+    groups = [(names.index("a1"), names.index("a2")), (names.index("b1"), names.index("b2"))]
+    chains = nimble.grouped_cover(dag, groups)
+    assert events_of(dag, chains) == nimble.nimble_min_events(dag) == 4
+    named = [[names[v] for v in chain] for chain in chains]
+    assert ["b1", "b1x", "b2y", "b2"] in [[v for v in c if v.startswith("b")] for c in named]
+    assert any({"a1", "j", "a2"} <= set(c) for c in named)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nimble, "JOIN_MAX_VISITS", 0)
+        direct = nimble.grouped_cover(dag, groups)
+    assert events_of(dag, direct) == 6
+    assert all(any(set(g) <= set(c) for c in direct) for g in groups)

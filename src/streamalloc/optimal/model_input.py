@@ -69,9 +69,8 @@ def full_start(graph: Graph, dag: TaskDag, nimble: tuple[tuple[int, ...], ...],
     on its first member's stream, among nodes it may not be ordered with), also the chains
     of `nimble.grouped_cover`, each group's members joined on one chain first, and Nimble's
     chains with each group on a stream of its own. A generated 3,000-node graph with stream
-    labels under GE's rules and the parallel options: 1,910 events, where the repaired
-    Nimble's chains are no chains and the groups apart need 2,191 (Nimble's minimum
-    1,686)."""
+    labels under GE's rules and the parallel options: Nimble's minimum, 1,686 events, where
+    the repaired Nimble's chains are no chains and the groups apart need 2,191."""
     index = {name: v for v, name in enumerate(dag.names)}
     groups = [tuple(sorted(index[n] for n in c.nodes if n in index))
               for c in constraints if isinstance(c, SameStream)]

@@ -41,7 +41,7 @@ EXACT_MAX_NODES = 12_000  # streamed nodes up to which the chains are the min-co
 # deep generated graph of 11,500 nodes: 2.2 s; of 100,000: 140 s, where the joined matching
 # takes 1.2 s)
 REDUCTION_WEIGHT = 3  # a reduction edge's weight in the matching, any other pair's being 1
-JOIN_MAX_VISITS = 256  # nodes the search for a path between two members of a group visits
+JOIN_MAX_VISITS = 256  # nodes the search for a route between two members of a group visits
 # before it joins them directly (it visits only nodes between them)
 
 
@@ -62,8 +62,8 @@ def grouped_cover(dag: TaskDag, groups: Sequence[Sequence[int]]
     stream label's) on one chain, else as few events as the rest allows: the members joined
     first (`_group_joins`), then the min-cost flow of `_cheapest_cover` around them (above
     EXACT_MAX_NODES, `linked(matching_chains)` around them). A generated 3,000-node graph with
-    stream labels under GE's rules and the parallel options: 1,910 events within the rules,
-    where Nimble's chains with the groups apart needed 2,191 (Nimble's minimum 1,686)."""
+    three stream labels under GE's rules and the parallel options: Nimble's minimum, 1,686
+    events, within the rules, where Nimble's chains with the groups apart needed 2,191."""
     joins = _group_joins(dag, groups)
     if dag.size <= EXACT_MAX_NODES:
         return _cheapest_cover(dag, joins)
@@ -72,45 +72,56 @@ def grouped_cover(dag: TaskDag, groups: Sequence[Sequence[int]]
 
 def _group_joins(dag: TaskDag, groups: Sequence[Sequence[int]]) -> set[tuple[int, int]]:
     """Pairs that put each group's consecutive members on one chain, in T-order of the
-    earlier member: along the shortest path of reduction edges between them whose inner
-    nodes no group holds and no earlier join took (it costs no event: each inner node keeps
-    a reduction edge on either side), else directly (their reduction edges to other streams
-    then cost events). Members no path orders are left to the repair."""
-    barred = {v for group in groups for v in group}  # and the inner nodes of joins made
+    earlier member: the free nodes of `_route` between them, each joined to the next, so each
+    keeps its reduction edges along the route; where no route is found, the two members
+    directly (their reduction edges to other streams then cost events). A node is free when
+    no group holds it and no earlier join took it. Members no path orders are left to the
+    repair."""
+    barred = {v for group in groups for v in group}  # and the nodes joins took
     after: set[int] = set()  # nodes a join leaves, and nodes it arrives at
     before: set[int] = set()
     joins: set[tuple[int, int]] = set()
     for a, b in sorted(pair for group in groups for pair in itertools.pairwise(group)):
         if a in after or b in before or not dag.reaches(a, b):
             continue
-        path = _reduction_path(dag, a, b, barred) or [(a, b)]
-        joins.update(path)
-        after.update(u for u, _ in path)
-        before.update(v for _, v in path)
-        barred.update(v for _, v in path[:-1])
+        route = _route(dag, a, b, barred) or [a, b]
+        joins.update(itertools.pairwise(route))
+        after.update(route[:-1])
+        before.update(route[1:])
+        barred.update(route[1:-1])
     return joins
 
 
-def _reduction_path(dag: TaskDag, a: int, b: int, barred: set[int]
-                    ) -> list[tuple[int, int]] | None:
-    """The shortest path a -> b of reduction edges (`reduction_succs`) whose inner nodes are
-    not `barred`, breadth first over nodes that reach b; None where there is none, or none
-    within JOIN_MAX_VISITS nodes."""
-    came: dict[int, int] = {a: a}
-    queue = deque([a])
-    while queue and b not in came and len(came) <= JOIN_MAX_VISITS:
+def _route(dag: TaskDag, a: int, b: int, barred: set[int]) -> list[int] | None:
+    """a, the free nodes of a path a -> b of reduction edges through the fewest `barred`
+    nodes (passed over: the free nodes either side of them are still ordered), and b; a 0-1
+    breadth-first search over nodes that reach b. None where it finds b within
+    JOIN_MAX_VISITS nodes. On a layered graph whose joins an earlier group took, a route
+    passes over the join from one branch to the next: with three stream labels, a generated
+    3,000-node graph's cover keeps Nimble's minimum of events."""
+    cost, came = {a: 0}, {a: a}
+    queue, visits = deque([a]), 0
+    while queue and visits < JOIN_MAX_VISITS:
         u = queue.popleft()
+        visits += 1
+        if u == b:
+            break
         for v in dag.reduction_succs[u]:
-            if v == b or (v not in came and v not in barred and dag.reaches(v, b)):
-                came.setdefault(v, u)
-                queue.append(v)
-    if b not in came:
+            step = int(v != b and v in barred)
+            if (v == b or dag.reaches(v, b)) and cost[u] + step < cost.get(v, dag.size):
+                cost[v], came[v] = cost[u] + step, u
+                if step:
+                    queue.append(v)
+                else:
+                    queue.appendleft(v)
+    else:
         return None
-    path, v = [], b
+    nodes, v = [b], b
     while v != a:
-        path.append((came[v], v))
         v = came[v]
-    return path[::-1]
+        if v == a or v not in barred:
+            nodes.append(v)
+    return nodes[::-1]
 
 
 def _cheapest_cover(dag: TaskDag, joins: Collection[tuple[int, int]] = ()
