@@ -95,7 +95,7 @@ def _group_joins(dag: TaskDag, groups: Sequence[Sequence[int]]) -> set[tuple[int
 def _route(dag: TaskDag, a: int, b: int, barred: set[int]) -> list[int] | None:
     """a, the free nodes of a path a -> b of reduction edges through the fewest `barred`
     nodes (passed over: the free nodes either side of them are still ordered), and b; a 0-1
-    breadth-first search over nodes that reach b. None where it finds b within
+    breadth-first search over nodes that reach b. None where it does not reach b within
     JOIN_MAX_VISITS nodes. On a layered graph whose joins an earlier group took, a route
     passes over the join from one branch to the next: with three stream labels, a generated
     3,000-node graph's cover keeps Nimble's minimum of events."""
