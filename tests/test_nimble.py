@@ -246,3 +246,29 @@ def test_a_route_passes_over_a_node_an_earlier_group_took() -> None:
         direct = nimble.grouped_cover(dag, groups)
     assert events_of(dag, direct) == 6
     assert all(any(set(g) <= set(c) for c in direct) for g in groups)
+
+
+def test_a_grouped_cover_of_several_groups_is_chains() -> None:
+    """Several groups, some sharing a node, some with members no path orders: the cover is
+    still chains of every node (a member two groups share is joined for the first only, the
+    rest left to the repair), and each group of ordered members that shares no node with
+    another is on one chain."""
+    rng = random.Random(29)
+    together = 0
+    for _ in range(300):
+        dag = random_dag(rng, rng.randint(4, 40))
+        groups = [tuple(sorted(rng.sample(range(dag.size), rng.randint(2, min(5, dag.size)))))
+                  for _ in range(rng.randint(1, 4))]
+        for exact in (True, False):
+            with pytest.MonkeyPatch.context() as patch:
+                if not exact:
+                    patch.setattr(nimble, "EXACT_MAX_NODES", 0)
+                chains = nimble.grouped_cover(dag, groups)
+            assert sorted(v for c in chains for v in c) == list(range(dag.size))
+            assert all(dag.reaches(u, v) for c in chains for u, v in itertools.pairwise(c))
+            for group in groups:
+                shared = any(set(group) & set(other) for other in groups if other is not group)
+                if not shared and all(dag.reaches(u, v) for u, v in itertools.pairwise(group)):
+                    assert any(set(group) <= set(c) for c in chains)
+                    together += exact
+    assert together == 127
