@@ -49,14 +49,13 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     exact, or on a large graph the fewest events) when they fit the stream limit and none of
     them splits (`_unsplit`), with rules those chains within them (`full`: `full_start`) at
     the bounds, and where no search follows (not `searched`) those chains anyway
-    (`_full_unsearched`); under the events
-    objective and `ge` concurrency, the first of one stream, the baseline's streams and (not
-    in windows, where a run costs seconds) one stream with its prologue aside, or with its
-    prologue and a single-exit region aside where the bound is 2, whose plan holds the rules
-    and reaches the events bound `events_floor` and the streams bound (`at_floor`): GE dump
-    00026 under the parallel options, whose baseline does, 21.6 -> 0.8 s; T5 small, one
-    stream with its prologue aside, 6.8 -> 0.7 s; Llama tiny, with a region too, 13 ->
-    0.5 s."""
+    (`_full_unsearched`); under the events objective and `ge` concurrency, the first of one
+    stream, the baseline's streams and (not in windows, where a run costs seconds) one
+    stream with its prologue aside, or with its prologue and a single-exit region aside where
+    the bound is 2, whose plan holds the rules and reaches the events bound `events_floor`
+    and the streams bound (`at_floor`): GE dump 00026 under the parallel options, whose
+    baseline does, 21.6 -> 0.8 s; T5 small, one stream with its prologue aside, 6.8 ->
+    0.7 s; Llama tiny, with a region too, 13 -> 0.5 s."""
     options = evaluator.options
     if options.concurrency == "full" and nimble is not None:
         return _full_unsearched(graph, dag, constraints, evaluator, capacity=capacity,
