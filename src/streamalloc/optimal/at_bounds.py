@@ -60,7 +60,7 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if options.concurrency == "full" and nimble is not None:
         return _full_unsearched(graph, dag, constraints, evaluator, capacity=capacity,
                                 stream_limit=stream_limit, events_floor=events_floor,
-                                nimble=nimble, full=full,
+                                fewest=nimble[1], full=full,
                                 measured={} if measured is None else measured,
                                 searched=searched)
     if events_floor is None or options.objective != "events" or options.concurrency != "ge":
@@ -92,11 +92,11 @@ def unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
 def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
                      evaluator: Evaluator, *, capacity: int | None, stream_limit: int,
                      events_floor: int | None,
-                     nimble: tuple[tuple[tuple[int, ...], ...], bool],
-                     full: tuple[tuple[int, ...], ...] | None,
+                     fewest: bool, full: tuple[tuple[int, ...], ...] | None,
                      measured: dict[Found, Measured | None], searched: bool) -> Search | None:
-    """`unsearched` under full concurrency: without rules Nimble's chains where they fit the
-    stream limit and none splits; with rules, Nimble's chains brought within them (`full`)
+    """`unsearched` under full concurrency, from `full` (`full_start`: Nimble's chains within
+    the rules and the stream limit; None where there are none): without rules those chains
+    where none splits (OPTIMAL where they are the `fewest` streams); with rules, those chains
     where their plan reaches Nimble's minimum on as few streams as nodes of one depth
     (`_full_at_bounds`): BERT base under GE's rules and the parallel options, 8.4 -> 0.1 s
     of wall time at --time-limit 10 (CP-SAT found the same plan, without a proof).
@@ -105,27 +105,23 @@ def _full_unsearched(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     solved above MAX_SOLVER_NODES), those chains within the stream limit are the plan
     anyway (FEASIBLE), cut where that needs fewer events. `measured`: the outcomes run, for
     the search to reuse."""
-    matched, fewest = nimble
+    if full is None:
+        return None
     phase = "matching+rules" if constraints else "matching"
     if not constraints:
-        if len(matched) <= stream_limit and (capacity is None or _unsplit(
-                evaluator, matched, events_floor, measured)):  # else cut, or the model's limits
-            return Search(matched, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0,
-                          phase)
-        start: tuple[tuple[int, ...], ...] | None = matched
-    else:
-        start = full
-        if start is not None and _full_at_bounds(evaluator, start, events_floor, measured):
-            return Search(start, "OPTIMAL", None, None, 0.0, phase)
-    cut = None if start is None else cut_within(graph, dag, start, constraints,
-                                                stream_limit=stream_limit)
+        if capacity is None or _unsplit(evaluator, full, events_floor, measured):  # else
+            # cut, or the model's limits
+            return Search(full, "OPTIMAL" if fewest else "FEASIBLE", None, None, 0.0, phase)
+    elif _full_at_bounds(evaluator, full, events_floor, measured):
+        return Search(full, "OPTIMAL", None, None, 0.0, phase)
+    cut = cut_within(graph, dag, full, constraints, stream_limit=stream_limit)
     if cut is not None and _unsplit(evaluator, cut, events_floor, measured):
         return Search(cut, "FEASIBLE", None, None, 0.0, phase + "+cut")
-    if searched or start is None or len(start) > stream_limit:
+    if searched:
         return None
-    if cut is not None and _fewer_events(evaluator, measured, cut, start):
+    if cut is not None and _fewer_events(evaluator, measured, cut, full):
         return Search(cut, "FEASIBLE", None, None, 0.0, phase + "+cut")
-    return Search(start, "FEASIBLE", None, None, 0.0, phase)
+    return Search(full, "FEASIBLE", None, None, 0.0, phase)
 
 
 def cut_within(graph: Graph, dag: TaskDag, chains: tuple[tuple[int, ...], ...],

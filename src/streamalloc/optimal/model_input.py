@@ -36,7 +36,7 @@ def solve_input(graph: Graph, dag: TaskDag, baseline: Outcome, capacity: int | N
     durations = task_durations(graph, dag, costs)
     stream_limit = main_stream_limit(graph, baseline)
     given = hint_chains(dag, baseline.allocation)
-    if options.concurrency == "full" and full is not None:  # ge mode's streams put
+    if full is not None:  # (under full concurrency) ge mode's streams put
         # unordered nodes on one stream, which full concurrency forbids: no solution to start
         # from, and a fallback where CP-SAT finds none in its time
         given = [list(c) for c in full]

@@ -50,10 +50,8 @@ def fewest_streams(dag: TaskDag) -> tuple[tuple[tuple[int, ...], ...], bool]:
     streams: `_cheapest_cover` up to EXACT_MAX_NODES streamed nodes; above, the chains of a
     maximum matching of the reduction edges, `linked`, the fewest where they are as few as
     the graph's `width` (no chain cover has fewer)."""
-    if dag.size <= EXACT_MAX_NODES:
-        return _cheapest_cover(dag), True
-    chains = linked(dag, matching_chains(dag))
-    return chains, len(chains) == width(dag)
+    chains = _cover(dag, ())
+    return chains, dag.size <= EXACT_MAX_NODES or len(chains) == width(dag)
 
 
 def grouped_cover(dag: TaskDag, groups: Sequence[Sequence[int]]
@@ -64,7 +62,12 @@ def grouped_cover(dag: TaskDag, groups: Sequence[Sequence[int]]
     EXACT_MAX_NODES, `linked(matching_chains)` around them). A generated 3,000-node graph with
     three stream labels under GE's rules and the parallel options: Nimble's minimum, 1,686
     events, within the rules, where Nimble's chains with the groups apart needed 2,191."""
-    joins = _group_joins(dag, groups)
+    return _cover(dag, _group_joins(dag, groups))
+
+
+def _cover(dag: TaskDag, joins: Collection[tuple[int, int]]) -> tuple[tuple[int, ...], ...]:
+    """Chains around the pairs `joins` made, with the fewest events: `_cheapest_cover` up to
+    EXACT_MAX_NODES streamed nodes, above `linked(matching_chains)`."""
     if dag.size <= EXACT_MAX_NODES:
         return _cheapest_cover(dag, joins)
     return linked(dag, matching_chains(dag, joins))
