@@ -4,8 +4,8 @@ Data -> variables -> constraints -> objective -> hint, as the OR-Tools samples r
 extract: `solver.run`). Every stream runs its nodes in T-order, so every assignment is
 deadlock-free.
 
-* `arc[u, v]`: v runs right after u on one stream (u before v in T-order, same graph); at most
-  one successor and one predecessor per node. Streams = nodes - arcs.
+* `arc[u, v]`: v runs right after u on one stream (u before v in T-order, same graph unless
+  `span_graphs`); at most one successor and one predecessor per node. Streams = nodes - arcs.
 * `chain[v]`: the T-order index of the first node of v's stream (an arc copies it; a node
   without a predecessor arc starts its own), so two nodes share a stream iff equal `chain`.
 * `split[u, v]` per edge of the transitive reduction of the dependencies: u and v on
@@ -53,6 +53,7 @@ class SolveInput:
     # limit, and the makespan objective's event budget
     stream_limit: int | None = None       # bound on streams (the device's, less attached ones)
     window: int = 8
+    span_graphs: bool = False             # a stream may take nodes of several graphs
     # a part of a larger plan (`solver.windows`): nodes whose start is given (the proxies of
     # the fixed streams around it; dependencies through them are the releases and deadlines),
     # and the earliest start and latest end of the others
@@ -107,7 +108,7 @@ def build(data: SolveInput) -> Model:
 def _arcs(model: Model) -> None:
     n = model.data.dag.size
     for u, v in candidate_arcs(model.data.dag, model.data.concurrency, model.data.hint,
-                               model.data.window):
+                               model.data.window, span=model.data.span_graphs):
         var = model.cp.new_bool_var(f"arc_{u}_{v}")
         model.arc[(u, v)] = var
         model._out.setdefault(u, []).append(var)

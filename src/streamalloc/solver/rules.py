@@ -101,12 +101,17 @@ def _engine_caps(model: Model, caps: list[StreamCap]) -> None:
     (`least`) passes over the arcs, so a stream's last node holds its opener's key; a cap
     bounds the last nodes whose key is one of its engine's nodes' (a domain of its keys, or
     Booleans when they are too scattered: `_owned`). A cap that fewer nodes count toward than
-    it allows cannot bind and is not stated."""
+    it allows cannot bind and is not stated. Where streams span graphs, a stream passes
+    through other graphs' nodes: they carry the least key along it and never open it (keys
+    above every one of this graph)."""
     dag, order = model.data.dag, caps[0].order
-    nodes = [v for v in range(dag.size) if dag.graphs[v] == caps[0].graph]
-    key = {v: (order.get(dag.names[v], -1) + 1) * dag.size + v for v in nodes}  # unique
+    inside = [dag.graphs[v] == caps[0].graph for v in range(dag.size)]
+    nodes = [v for v in range(dag.size) if inside[v] or model.data.span_graphs]
+    beyond = (max(order.values(), default=-1) + 2) * dag.size
+    key = {v: (order.get(dag.names[v], -1) + 1) * dag.size + v if inside[v] else beyond + v
+           for v in nodes}  # unique
     counted = {name: k for k, c in enumerate(caps) for name in c.nodes}
-    members = [sorted(key[v] for v in nodes if counted.get(dag.names[v]) == k)
+    members = [sorted(key[v] for v in nodes if inside[v] and counted.get(dag.names[v]) == k)
                for k in range(len(caps))]
     binding = [k for k, c in enumerate(caps) if len(members[k]) > c.cap]
     if not binding:
