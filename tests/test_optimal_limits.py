@@ -257,6 +257,27 @@ def test_several_workers_on_a_model_whose_hint_breaks_the_limits(tmp_path: Path)
         {"streamalloc.max_streams": "3", "streamalloc.max_events": "5"}), document).exit_code == 0
 
 
+def test_the_fastest_plan_within_the_limits_is_written_where_it_keeps_their_makespan(
+        tmp_path: Path) -> None:
+    """A graph with While and If nodes under 3 stream slots and 2 events: ge mode needs 4
+    streams and 8 events and runs 258 us. The events objective's search found no plan within
+    the limits, and the command failed (exit 4), naming `--objective makespan`, whose plan
+    within them needs 0 events and runs 184 us. That plan keeps the events objective's
+    limits, so it is now the plan (status FEASIBLE, the makespan search's phase)."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(2), sort_keys=False), encoding="utf-8")
+    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
+                                                "streamalloc.max_events": "2"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=2.0))
+    document = plan.to_json()
+    assert report.status == "FEASIBLE" and "+fastest" in report.phase
+    assert "streamalloc.max_streams" in report.baseline_over_limit
+    assert report.events_final == 0 and report.makespan_us < report.baseline_makespan_us
+    assert document["physical_stream_count"] + document["attached_stream_count"] <= 2
+    assert verify_plan(graph, document).exit_code == 0
+    assert emulate(graph, document).status == "ok"
+
+
 def test_explain_says_when_cp_sat_found_no_plan_of_its_model(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The graph above under 3 stream slots and 2 events, one worker: CP-SAT finds no plan in

@@ -15,8 +15,8 @@ the search stops at once where one stream reaches it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
 from streamalloc.allocation import Allocation
 from streamalloc.errors import AllocationInfeasible, LimitExceeded
@@ -271,7 +271,10 @@ def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
                        f"{nimble} events, and a stream for each of the most nodes no path "
                        "orders")
         elif rescue is not None:
-            way_out = rescue(slower) + floor
+            rescued = rescue(slower, over=over, fewest=fewest)
+            if not isinstance(rescued, str):
+                return rescued
+            way_out = rescued + floor
         else:  # (a reason about the event budget names the slack already)
             way_out = "" if "--makespan-slack" in reason else \
                 f"; a --makespan-slack may let it trade makespan for events and streams{floor}"
@@ -281,24 +284,45 @@ def _fallback(baseline: Outcome, over: str, reason: str, nimble: int | None,
                                        baseline.makespan_us, events_bound=fewest)
 
 
-Rescue = Callable[[Outcome | None], str]
+Written = tuple[SyncPlan, SolverReport]
+
+
+class Rescue(Protocol):
+    """`_rescue` with the graph, its rules and the options given."""
+
+    def __call__(self, outcome: Outcome | None, *, over: str, fewest: int | None
+                 ) -> Written | str: ...
 
 
 def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint],
-            outcome: Outcome | None = None, *, rules: RuleSet, options: OptimalOptions,
-            costs: CostTable) -> str:
-    """The way out the error names where no plan fits (`way_out`): the fastest plan within
-    the device limits, `outcome` where it is the makespan objective's within its budget,
-    else the makespan objective's without a makespan limit (a second search: errors only)."""
+            outcome: Outcome | None, *, over: str, fewest: int | None, rules: RuleSet,
+            options: OptimalOptions, costs: CostTable) -> Written | str:
+    """Where no plan the search found fits (ge mode's is `over` a device limit): the fastest
+    plan within the device limits, `outcome` where it is the makespan objective's within its
+    budget, else the makespan objective's without a makespan limit (a second search). That
+    plan, where it keeps the makespan limit and the budget after all (the events objective
+    found none within them, and the makespan objective's search did: a graph with While and
+    If nodes under 3 stream slots, 2 events at 198 us where ge mode needs 7 streams and runs
+    243 us, used to be an error naming `--objective makespan`), status FEASIBLE; else the
+    way out the error names (`way_out`)."""
     budget = options.budget
+    found = None
     if outcome is None or options.objective != "makespan" or \
             (budget is not None and outcome.events > budget):
-        outcome = fastest_within_limits(graph, dag, baseline, constraints, rules=rules,
+        fastest = fastest_within_limits(graph, dag, baseline, constraints, rules=rules,
                                         options=options, costs=costs)
+        outcome, found = fastest or (None, None)
     if outcome is None:
         return ("; without a makespan limit the search finds no plan within them either "
                 "(a longer --time-limit may)")
-    return way_out(outcome, baseline, options)
+    if found is None or _worse(outcome, baseline, options, None):
+        return way_out(outcome, baseline, options)
+    status, objective, bound = "FEASIBLE", None, None
+    if options.objective == "makespan":
+        status, objective, bound = _makespan_result(graph, outcome, costs)
+    return outcome.plan, SolverReport(
+        status, objective, bound, outcome.events, found.deterministic_time, None, "",
+        baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
 
 
 def _worse(outcome: Outcome, baseline: Outcome, options: OptimalOptions,

@@ -1,7 +1,9 @@
-"""Where ge mode's plan is over a device limit and no plan within the limits runs within the
-makespan limit: the fastest plan the makespan objective finds within them when the makespan
-is not limited, and the --makespan-slack that admits it. The error names both, so a user
-knows what to ask for, instead of trying slacks one by one."""
+"""Where ge mode's plan is over a device limit and the search found no plan within the limits
+that runs within the makespan limit: the fastest plan the makespan objective finds within
+them when the makespan is not limited. Where it keeps the options' makespan limit and event
+budget after all, it is the plan (the driver writes it); else the error names it and the
+--makespan-slack that admits it, so a user knows what to ask for, instead of trying slacks
+one by one."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import msgspec
 from streamalloc.errors import AllocationInfeasible
 from streamalloc.ir.graph import Graph
 from streamalloc.optimal.evaluate import Outcome, evaluate_in_order, optimal_allocation
+from streamalloc.optimal.found import Search
 from streamalloc.optimal.options import OptimalOptions
 from streamalloc.optimal.search import search
 from streamalloc.rules import RuleSet
@@ -25,10 +28,12 @@ UNLIMITED_SLACK = 1e6  # percent: a makespan limit no plan comes near
 
 def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
                           constraints: list[Constraint], *, rules: RuleSet,
-                          options: OptimalOptions, costs: CostTable) -> Outcome | None:
+                          options: OptimalOptions, costs: CostTable
+                          ) -> tuple[Outcome, Search] | None:
     """The plan of the makespan objective without a makespan limit (under the event budget if
     the makespan objective was given one: where none is found within it, the plan may be
-    over it), verified with the device limits and emulated; None where it is over one."""
+    over it), verified with the device limits and emulated, and its search; None where it is
+    over one."""
     unlimited = msgspec.structs.replace(options, objective="makespan",
                                         event_budget=options.budget,
                                         makespan_slack=UNLIMITED_SLACK)
@@ -36,7 +41,7 @@ def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
         found = search(graph, dag, baseline, constraints, options=unlimited, costs=costs)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
                                         rules=rules, constraints=constraints)
-        return evaluate_in_order(graph, allocation, found.order, options.sync, costs)
+        return evaluate_in_order(graph, allocation, found.order, options.sync, costs), found
     except (Unsolvable, AllocationInfeasible):
         return None
 
@@ -48,17 +53,16 @@ def slack_admitting(makespan_us: float, baseline_us: float) -> int:
 
 def way_out(outcome: Outcome, baseline: Outcome, options: OptimalOptions) -> str:
     """What the error adds: `outcome`'s events and makespan against ge mode's, and the
-    options that admit it (the events objective does not search for the fastest plan, so
-    the makespan objective is named)."""
+    options that admit it (a plan these options admit is written instead: under the events
+    objective, the makespan objective is named, which does not ask for ge mode's events or
+    fewer)."""
     budget = options.budget
     slack = slack_admitting(outcome.makespan_us, baseline.makespan_us)
     flags = [] if options.objective == "makespan" else ["--objective makespan"]
     flags += [f"--event-budget {outcome.events}"] if budget is not None and \
         outcome.events > budget else []
     flags += [f"--makespan-slack {slack}"] if slack > options.makespan_slack else []
-    admits = f": {' '.join(flags)} admits it" if flags else \
-        ", within these options (the search under the makespan limit missed it)"
     return (f"; the best plan found within them without a makespan limit needs "
             f"{outcome.events} events and runs {outcome.makespan_us:.1f} us, ge mode's "
             f"{baseline.makespan_us:.1f} us x {outcome.makespan_us / baseline.makespan_us:.3f}"
-            f"{admits}")
+            f": {' '.join(flags)} admits it")
