@@ -278,6 +278,20 @@ def test_the_fastest_plan_within_the_limits_is_written_where_it_keeps_their_make
     assert emulate(graph, document).status == "ok"
 
 
+def test_the_events_objective_polishes_the_fastest_plan_for_events(tmp_path: Path) -> None:
+    """The same with `control_flow_graph(1)` under 3 stream slots and 5 events: ge mode needs
+    5 streams and 7 events at 199 us; the fastest plan within the limits needs 2 events at
+    187 us, and the events objective writes it polished: 1 event at 189 us."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(1), sort_keys=False), encoding="utf-8")
+    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
+                                                "streamalloc.max_events": "5"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=2.0))
+    assert report.status == "FEASIBLE" and report.phase.endswith("+fastest+critical+polish+polish")
+    assert report.events_final == 1 and report.makespan_us <= report.baseline_makespan_us
+    assert verify_plan(graph, plan.to_json()).exit_code == 0
+
+
 def test_explain_says_when_cp_sat_found_no_plan_of_its_model(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The graph above under 3 stream slots and 2 events, one worker: CP-SAT finds no plan in

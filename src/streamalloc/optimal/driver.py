@@ -49,7 +49,7 @@ from streamalloc.optimal.stream_bound import (
     split_streams_needed,
     streams_needed,
 )
-from streamalloc.optimal.way_out import fastest_within_limits, way_out
+from streamalloc.optimal.way_out import fastest_within_limits, way_out, with_fewer_events
 from streamalloc.rules import RuleSet, default_rule_set, ge_rules_for
 from streamalloc.rules.constraints import Constraint, rule_constraints
 from streamalloc.runtime_emu.cost_table import CostTable, default_cost_table
@@ -303,8 +303,9 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
     plan, where it keeps the makespan limit and the budget after all (the events objective
     found none within them, and the makespan objective's search did: a graph with While and
     If nodes under 3 stream slots, 2 events at 198 us where ge mode needs 7 streams and runs
-    243 us, used to be an error naming `--objective makespan`), status FEASIBLE; else the
-    way out the error names (`way_out`)."""
+    243 us, used to be an error naming `--objective makespan`), status FEASIBLE, under the
+    events objective polished for fewer events within the limit (`with_fewer_events`); else
+    the way out the error names (`way_out`)."""
     budget = options.budget
     found = None
     if outcome is None or options.objective != "makespan" or \
@@ -320,6 +321,9 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
     status, objective, bound = "FEASIBLE", None, None
     if options.objective == "makespan":
         status, objective, bound = _makespan_result(graph, outcome, costs)
+    else:
+        outcome, found = with_fewer_events(graph, dag, baseline, constraints, (outcome, found),
+                                           rules=rules, options=options, costs=costs)
     return outcome.plan, SolverReport(
         status, objective, bound, outcome.events, found.deterministic_time, None, "",
         baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
