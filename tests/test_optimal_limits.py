@@ -292,6 +292,21 @@ def test_the_events_objective_polishes_the_fastest_plan_for_events(tmp_path: Pat
     assert verify_plan(graph, plan.to_json()).exit_code == 0
 
 
+def test_streams_that_span_graphs_are_proven_after_the_retry(tmp_path: Path) -> None:
+    """`control_flow_graph(28)` under 4 stream slots and 3 events: the model with each stream
+    in one graph is INFEASIBLE, and its retry finds streams that span graphs. The resolve from
+    the slot relaxation's streams kept each stream in one graph, so it did not run: 1 event,
+    FEASIBLE. It now states the model of the retry, and proves 0 events."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(28), sort_keys=False), encoding="utf-8")
+    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "4",
+                                                "streamalloc.max_events": "3"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.2))
+    assert report.status == "OPTIMAL" and report.events_final == 0
+    assert report.makespan_us <= report.baseline_makespan_us
+    assert verify_plan(graph, plan.to_json()).exit_code == 0
+
+
 def test_explain_says_when_cp_sat_found_no_plan_of_its_model(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The graph above under 3 stream slots and 2 events, one worker: CP-SAT finds no plan in

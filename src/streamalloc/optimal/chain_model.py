@@ -70,6 +70,8 @@ def solved(graph: Graph, data: SolveInput, constraints: list[Constraint], *,
                         workers=workers)
     if found.status != "FEASIBLE" or (proven is not None and proven(found.chains, None)):
         return found, ()  # (proven: its plan reaches the events and streams bounds)
+    if _spans(dag, found.chains):  # the retry's model (`chain_solve`): the resolve's too
+        data = replace(data, span_graphs=True)
     assert data.makespan_limit is not None
     slots = slot_count(dag, found.split_pairs)
     if relaxation_size(dag, data.durations, data.makespan_limit, slots) \
@@ -159,7 +161,8 @@ def solved_in_rounds(data: SolveInput, constraints: list[Constraint], *, time_li
         if not progress or found.status != "FEASIBLE":
             break
         at_hint = found.objective
-        data = replace(data, hint=[list(c) for c in found.chains])
+        data = replace(data, hint=[list(c) for c in found.chains],
+                       span_graphs=data.span_graphs or _spans(data.dag, found.chains))
     assert best is not None
     return replace(best, bound=max(bound, best.bound), deterministic_time=round(spent, 3))
 
@@ -168,12 +171,17 @@ def _fits(graph: Graph, data: SolveInput, constraints: list[Constraint],
           chains: Sequence[Sequence[int]]) -> bool:
     """Do streams stay in one graph (unless they may span graphs) and hold the rules and the
     capacity (the relaxation knows none of these)?"""
-    graphs = data.dag.graphs
-    if not data.span_graphs and any(
-            graphs[v] != graphs[chain[0]] for chain in chains for v in chain):
+    if not data.span_graphs and _spans(data.dag, chains):
         return False
     if data.capacity is not None and any(
             sum(data.units[v] for v in chain) > data.capacity for chain in chains):
         return False
     streams = assignment_of(data.dag, chains)
     return not breaks(graph, data.dag, constraints, streams)
+
+
+def _spans(dag: TaskDag, chains: Sequence[Sequence[int]]) -> bool:
+    """Does a stream take nodes of several graphs (so a model hinted with `chains` must let
+    streams span graphs, where the first solve's retry did: `chain_solve`)?"""
+    graphs = dag.graphs
+    return any(graphs[v] != graphs[chain[0]] for chain in chains for v in chain)
