@@ -292,6 +292,43 @@ def test_the_events_objective_polishes_the_fastest_plan_for_events(tmp_path: Pat
     assert verify_plan(graph, plan.to_json()).exit_code == 0
 
 
+def test_the_fastest_plan_within_the_limits_replaces_a_search_plan_with_more_events(
+        tmp_path: Path) -> None:
+    """`control_flow_graph(2)` under 3 stream slots and 5 events: ge mode's plan (4 streams, 8
+    events, 258 us) is over the stream limit, and the events objective's search, started
+    from ge mode's streams merged within it, ended at 3 events and 236 us (CP-SAT found no
+    plan of its model), while with 2 events allowed the fastest plan within the limits was
+    written: 0 events at 184 us. That plan is now compared with the search's wherever ge
+    mode's plan is over a limit, and written."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(2), sort_keys=False), encoding="utf-8")
+    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
+                                                "streamalloc.max_events": "5"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.5))
+    document = plan.to_json()
+    assert report.status == "FEASIBLE" and "+fastest" in report.phase
+    assert report.events_final == 0 and report.makespan_us < 236
+    assert document["physical_stream_count"] + document["attached_stream_count"] <= 2
+    assert verify_plan(graph, document).exit_code == 0
+    assert emulate(graph, document).status == "ok"
+
+
+def test_a_search_within_an_event_budget_finds_the_plan_a_lower_event_limit_gets(
+        tmp_path: Path) -> None:
+    """`control_flow_graph(0)` under 3 stream slots and 5 events: no plan of the events
+    objective's search fits, and the fastest plan within the limits, polished, needed 1
+    event at 221 us, while the same graph under 2 events allowed got 0. The makespan
+    objective's search once more, within an event budget of 0, finds 0 events at 212 us."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(0), sort_keys=False), encoding="utf-8")
+    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
+                                                "streamalloc.max_events": "5"})
+    plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.2))
+    assert report.status == "FEASIBLE" and "+fastest" in report.phase
+    assert report.events_final == 0 and report.makespan_us <= report.baseline_makespan_us
+    assert verify_plan(graph, plan.to_json()).exit_code == 0
+
+
 def test_streams_that_span_graphs_are_proven_after_the_retry(tmp_path: Path) -> None:
     """`control_flow_graph(28)` under 4 stream slots and 3 events: the model with each stream
     in one graph is INFEASIBLE, and its retry finds streams that span graphs. The resolve from
@@ -309,12 +346,12 @@ def test_streams_that_span_graphs_are_proven_after_the_retry(tmp_path: Path) -> 
 
 def test_explain_says_when_cp_sat_found_no_plan_of_its_model(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The graph above under 3 stream slots and 2 events, one worker: CP-SAT finds no plan in
-    its 0.2 s, and `explain` gives its status with the same words as the summary line."""
+    """`control_flow_graph(3)`, one worker: CP-SAT finds no plan in its 0.2 s, and `explain`
+    gives its status with the same words as the summary line. (Under a device limit ge
+    mode's plan is over, the fastest plan within the limits would replace the polish's.)"""
     path = tmp_path / "cf.yaml"
-    path.write_text(yaml.safe_dump(control_flow_graph(3353), sort_keys=False), encoding="utf-8")
-    args = [str(path), "--mode", "optimal", "--set", "streamalloc.max_streams=3", "--set",
-            "streamalloc.max_events=2", "--time-limit", "0.2"]
+    path.write_text(yaml.safe_dump(control_flow_graph(3), sort_keys=False), encoding="utf-8")
+    args = [str(path), "--mode", "optimal", "--time-limit", "0.2"]
     assert main(["allocate", *args]) == 0
     assert "solver: UNKNOWN (CP-SAT found no plan of its model; phase hint+polish)" \
         in capsys.readouterr().out

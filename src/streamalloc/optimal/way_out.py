@@ -31,14 +31,16 @@ UNLIMITED_SLACK = 1e6  # percent: a makespan limit no plan comes near
 
 def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
                           constraints: list[Constraint], *, rules: RuleSet,
-                          options: OptimalOptions, costs: CostTable
-                          ) -> tuple[Outcome, Search] | None:
+                          options: OptimalOptions, costs: CostTable,
+                          budget: int | None = None) -> tuple[Outcome, Search] | None:
     """The plan of the makespan objective without a makespan limit (under the event budget if
     the makespan objective was given one: where none is found within it, the plan may be
     over it), verified with the device limits and emulated, and its search; None where it is
-    over one."""
+    over one. `budget`: that event budget where the events objective asks for fewer events
+    than a plan it has."""
     unlimited = msgspec.structs.replace(options, objective="makespan",
-                                        event_budget=options.budget,
+                                        event_budget=options.budget if budget is None
+                                        else budget,
                                         makespan_slack=UNLIMITED_SLACK)
     try:
         found = search(graph, dag, baseline, constraints, options=unlimited, costs=costs)
