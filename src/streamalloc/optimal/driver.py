@@ -323,7 +323,7 @@ class Rescue(Protocol):
     """`_rescue` with the graph, its rules and the options given."""
 
     def __call__(self, outcome: Outcome | None, *, over: str, fewest: int | None,
-                 beat: int | None = None, most: int | None = None) -> Written | str: ...
+                 beat: int | None = None) -> Written | str: ...
 
 
 def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Constraint],
@@ -344,7 +344,7 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
     an event budget one below its events, and below `beat` (the events of a plan the caller
     has): its plan where it is better (`_better`). `most`: that budget (no third search).
     Each search alone misses plans the other finds: over 160 control-flow runs, the first
-    alone wrote 100 events in all, budgets alone 75 but more on 2 runs, both 66."""
+    alone wrote 100 events in all, budgets alone 75 but more on 2 runs, both 64."""
     budget = options.budget
     found = None
     if outcome is None or options.objective != "makespan" or \
