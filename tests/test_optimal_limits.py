@@ -29,6 +29,7 @@ from test_schemas import valid
 
 from streamalloc import api
 from streamalloc.cli import main
+from streamalloc.commands import compare as compare_module
 from streamalloc.commands.compare import CompareSettings, compare
 from streamalloc.commands.sweep import sweep, sweep_table
 from streamalloc.errors import LimitExceeded
@@ -391,6 +392,26 @@ def test_compare_shows_a_ge_plan_over_a_limit() -> None:
     assert ge["status"] == "OVER_LIMIT" and "streamalloc.max_events" in ge["reason"]
     assert ge["events"] == 2 and ge["makespan_us"] == pytest.approx(182)
     assert optimal["events"] <= 1 and optimal["status"] != "FALLBACK"
+    valid("compare", document)
+
+
+def test_a_frontier_point_is_the_plan_allocate_writes_with_its_options(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`control_flow_graph(2)` under 3 stream slots and 5 events (ge mode's plan over the
+    stream limit): the frontier's events point at slack 0 skipped the later searches over a
+    device limit, and showed 3 events at 236 us beside the optimal row's 0 events at 184 us
+    under the same options. It is now the same run."""
+    monkeypatch.setattr(compare_module, "FRONTIER_SLACKS", (0.0,))  # (one slack is enough)
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(2), sort_keys=False), encoding="utf-8")
+    settings = CompareSettings(("optimal",), None, {"streamalloc.max_streams": "3",
+                                                    "streamalloc.max_events": "5"},
+                               OptimalOptions(time_limit=0.5), frontier=True)
+    document = compare([str(path)], settings)
+    (row,), point = document["rows"], document["frontier"][0]
+    assert (point["objective"], point["slack"], point["carried_from"]) == ("events", 0.0, None)
+    assert point["events"] == row["events"] == 0
+    assert point["makespan_us"] == row["makespan_us"] < 236
     valid("compare", document)
 
 

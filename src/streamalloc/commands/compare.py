@@ -160,8 +160,7 @@ def _point_run(point: Point, settings: CompareSettings) -> tuple[str, CompareSet
     """What the progress line says of a frontier point, and the optimal mode's settings."""
     objective, slack, budget = point
     options = msgspec.structs.replace(settings.optimal, objective=objective,
-                                      makespan_slack=slack or 0.0, event_budget=budget,
-                                      way_out=False)
+                                      makespan_slack=slack or 0.0, event_budget=budget)
     label = f"frontier, {objective} objective" + ("" if slack is None else f", slack {slack:g}%") \
         + ("" if budget is None else f", budget {budget}")
     return label, replace(settings, optimal=options)

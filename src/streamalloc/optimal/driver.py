@@ -100,7 +100,7 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
     fewest = floor(nimble=nimble)
     most = _most_events(graph)
     rescue = partial(_rescue, graph, dag, baseline, constraints, rules=rules or base_rules,
-                     options=options, costs=costs) if options.way_out else None
+                     options=options, costs=costs)
     if over and fewest is not None and fewest > most:
         return _fallback(baseline, over, f"it was not run: every plan within the makespan "
                                          f"limit needs {fewest} events or more, over the "
@@ -176,7 +176,7 @@ def _most_nodes(dag: TaskDag, options: OptimalOptions, *, chains_alone: bool) ->
 
 def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outcome,
              over: str, *, options: OptimalOptions, costs: CostTable, nimble: int | None,
-             fewest: int | None, rescue: Rescue | None) -> tuple[SyncPlan, SolverReport]:
+             fewest: int | None, rescue: Rescue) -> tuple[SyncPlan, SolverReport]:
     """The search's plan synchronized, verified and emulated, with its report; the baseline
     (FALLBACK) where it is over a device limit or worse than the baseline."""
     try:
@@ -200,7 +200,7 @@ def _checked(graph: Graph, found: Search, allocation: Allocation, baseline: Outc
 
 
 def _fewer_rescued(written: Written, *, over: str, options: OptimalOptions, fewest: int | None,
-                   rescue: Rescue | None) -> Written:
+                   rescue: Rescue) -> Written:
     """Under the events objective and `ge` concurrency, where ge mode's plan is `over` a
     device limit: the search's plan (`written`), or the rescue's where it needs fewer events,
     or as few and runs faster (`_rescue`: the makespan objective's fastest plan within the
@@ -211,7 +211,7 @@ def _fewer_rescued(written: Written, *, over: str, options: OptimalOptions, fewe
     (`control_flow_graph(2)` of the tests) got 3 events at 236 us with 5 events allowed,
     0 events at 184 us with 2."""
     events = written[1].events_final
-    if not over or rescue is None or options.objective != "events" \
+    if not over or options.objective != "events" \
             or options.concurrency != "ge" or events <= (fewest or 0):
         return written  # (no plan needs fewer events)
     return _better(written, rescue(None, over=over, fewest=fewest, beat=events))

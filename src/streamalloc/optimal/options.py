@@ -44,9 +44,6 @@ class OptimalOptions(msgspec.Struct, frozen=True):
     sync: str = "minimal"
     costs: CostTable | None = None
     window: int = 8
-    way_out: bool = True  # where no plan fits the device limits, search once more without a
-    # makespan limit so the error names the options that admit one (`optimal/way_out.py`);
-    # off for compare's frontier, whose points probe the slacks themselves
 
     @property
     def budget(self) -> int | None:
