@@ -33,7 +33,7 @@ from streamalloc.commands import compare as compare_module
 from streamalloc.commands.compare import CompareSettings, compare
 from streamalloc.commands.sweep import sweep, sweep_table
 from streamalloc.errors import LimitExceeded
-from streamalloc.ir import DataInput, GraphBuilder
+from streamalloc.ir import DataInput, Graph, GraphBuilder
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
@@ -258,6 +258,15 @@ def test_several_workers_on_a_model_whose_hint_breaks_the_limits(tmp_path: Path)
         {"streamalloc.max_streams": "3", "streamalloc.max_events": "5"}), document).exit_code == 0
 
 
+def limited_control_flow(tmp_path: Path, seed: int, *, slots: int, events: int) -> Graph:
+    """`control_flow_graph(seed)` of the tests, loaded from a file, under `slots` stream slots
+    and `events` events."""
+    path = tmp_path / "cf.yaml"
+    path.write_text(yaml.safe_dump(control_flow_graph(seed), sort_keys=False), encoding="utf-8")
+    return api.with_options(load_graph(path), {"streamalloc.max_streams": str(slots),
+                                               "streamalloc.max_events": str(events)})
+
+
 def test_the_fastest_plan_within_the_limits_is_written_where_it_keeps_their_makespan(
         tmp_path: Path) -> None:
     """A graph with While and If nodes under 3 stream slots and 2 events: ge mode needs 4
@@ -265,10 +274,7 @@ def test_the_fastest_plan_within_the_limits_is_written_where_it_keeps_their_make
     the limits, and the command failed (exit 4), naming `--objective makespan`, whose plan
     within them needs 0 events and runs 184 us. That plan keeps the events objective's
     limits, so it is now the plan (status FEASIBLE, the makespan search's phase)."""
-    path = tmp_path / "cf.yaml"
-    path.write_text(yaml.safe_dump(control_flow_graph(2), sort_keys=False), encoding="utf-8")
-    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
-                                                "streamalloc.max_events": "2"})
+    graph = limited_control_flow(tmp_path, 2, slots=3, events=2)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=2.0))
     document = plan.to_json()
     assert report.status == "FEASIBLE" and "+fastest" in report.phase
@@ -283,10 +289,7 @@ def test_the_events_objective_polishes_the_fastest_plan_for_events(tmp_path: Pat
     """The same with `control_flow_graph(1)` under 3 stream slots and 5 events: ge mode needs
     5 streams and 7 events at 199 us; the fastest plan within the limits needs 2 events at
     187 us, and the events objective writes it polished: 1 event at 189 us."""
-    path = tmp_path / "cf.yaml"
-    path.write_text(yaml.safe_dump(control_flow_graph(1), sort_keys=False), encoding="utf-8")
-    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
-                                                "streamalloc.max_events": "5"})
+    graph = limited_control_flow(tmp_path, 1, slots=3, events=5)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=2.0))
     assert report.status == "FEASIBLE" and report.phase.endswith("+fastest+critical+polish+polish")
     assert report.events_final == 1 and report.makespan_us <= report.baseline_makespan_us
@@ -301,10 +304,7 @@ def test_the_fastest_plan_within_the_limits_replaces_a_search_plan_with_more_eve
     plan of its model), while with 2 events allowed the fastest plan within the limits was
     written: 0 events at 184 us. That plan is now compared with the search's wherever ge
     mode's plan is over a limit, and written."""
-    path = tmp_path / "cf.yaml"
-    path.write_text(yaml.safe_dump(control_flow_graph(2), sort_keys=False), encoding="utf-8")
-    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
-                                                "streamalloc.max_events": "5"})
+    graph = limited_control_flow(tmp_path, 2, slots=3, events=5)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.5))
     document = plan.to_json()
     assert report.status == "FEASIBLE" and "+fastest" in report.phase
@@ -320,10 +320,7 @@ def test_a_search_within_an_event_budget_finds_the_plan_a_lower_event_limit_gets
     objective's search fits, and the fastest plan within the limits, polished, needed 1
     event at 221 us, while the same graph under 2 events allowed got 0. The makespan
     objective's search once more, within an event budget of 0, finds 0 events at 212 us."""
-    path = tmp_path / "cf.yaml"
-    path.write_text(yaml.safe_dump(control_flow_graph(0), sort_keys=False), encoding="utf-8")
-    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "3",
-                                                "streamalloc.max_events": "5"})
+    graph = limited_control_flow(tmp_path, 0, slots=3, events=5)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.2))
     assert report.status == "FEASIBLE" and "+fastest" in report.phase
     assert report.events_final == 0 and report.makespan_us <= report.baseline_makespan_us
@@ -335,10 +332,7 @@ def test_streams_that_span_graphs_are_proven_after_the_retry(tmp_path: Path) -> 
     in one graph is INFEASIBLE, and its retry finds streams that span graphs. The resolve from
     the slot relaxation's streams kept each stream in one graph, so it did not run: 1 event,
     FEASIBLE. It now states the model of the retry, and proves 0 events."""
-    path = tmp_path / "cf.yaml"
-    path.write_text(yaml.safe_dump(control_flow_graph(28), sort_keys=False), encoding="utf-8")
-    graph = api.with_options(load_graph(path), {"streamalloc.max_streams": "4",
-                                                "streamalloc.max_events": "3"})
+    graph = limited_control_flow(tmp_path, 28, slots=4, events=3)
     plan, report = allocate_optimal(graph, None, OptimalOptions(time_limit=0.2))
     assert report.status == "OPTIMAL" and report.events_final == 0
     assert report.makespan_us <= report.baseline_makespan_us
