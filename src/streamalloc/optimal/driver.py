@@ -343,6 +343,7 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
     where that plan needs more events than the events bound (or 0), one more search within
     an event budget one below its events, and below `beat` (the events of a plan the caller
     has): its plan where it is better (`_better`). `most`: that budget (no third search).
+    Each search after a plan is found gets at most `way_out.BETTER_TIME` of the time limit.
     Each search alone misses plans the other finds: over 160 control-flow runs, the first
     alone wrote 100 events in all, budgets alone 75 but more on 2 runs, both 64."""
     budget = options.budget
@@ -351,7 +352,8 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
             (budget is not None and outcome.events > budget):
         fastest = fastest_within_limits(graph, dag, baseline, constraints, rules=rules,
                                         options=options, costs=costs,
-                                        budget=budget if most is None else most)
+                                        budget=budget if most is None else most,
+                                        better=beat is not None or most is not None)
         outcome, found = fastest or (None, None)
     if outcome is None:
         return ("; without a makespan limit the search finds no plan within them either "

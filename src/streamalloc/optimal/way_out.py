@@ -27,21 +27,29 @@ from streamalloc.solver.dag import TaskDag
 from streamalloc.solver.model import Unsolvable
 
 UNLIMITED_SLACK = 1e6  # percent: a makespan limit no plan comes near
+BETTER_TIME = 2.0  # the most of --time-limit each search for a better plan than one found
+# gets (the events objective over a device limit, `driver._fewer_rescued`): the example
+# training step under the parallel options and max_streams=3 took 20 s of wall time at the
+# default 10 with the whole limit for each, against 0.9 s without them; at 2, 4.8 s
 
 
 def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
                           constraints: list[Constraint], *, rules: RuleSet,
                           options: OptimalOptions, costs: CostTable,
-                          budget: int | None = None) -> tuple[Outcome, Search] | None:
+                          budget: int | None = None, better: bool = False
+                          ) -> tuple[Outcome, Search] | None:
     """The plan of the makespan objective without a makespan limit (under the event budget if
     the makespan objective was given one: where none is found within it, the plan may be
     over it), verified with the device limits and emulated, and its search; None where it is
     over one. `budget`: that event budget where the events objective asks for fewer events
-    than a plan it has."""
+    than a plan it has; `better`: a plan is found already, and the search gets at most
+    BETTER_TIME of the time limit."""
     unlimited = msgspec.structs.replace(options, objective="makespan",
                                         event_budget=options.budget if budget is None
                                         else budget,
-                                        makespan_slack=UNLIMITED_SLACK)
+                                        makespan_slack=UNLIMITED_SLACK,
+                                        time_limit=min(options.time_limit, BETTER_TIME)
+                                        if better else options.time_limit)
     try:
         found = search(graph, dag, baseline, constraints, options=unlimited, costs=costs)
         allocation = optimal_allocation(graph, baseline.allocation, dag, found.chains,
