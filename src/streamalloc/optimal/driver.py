@@ -211,10 +211,16 @@ def _fewer_rescued(written: Written, *, over: str, options: OptimalOptions, fewe
     (`control_flow_graph(2)` of the tests) got 3 events at 236 us with 5 events allowed,
     0 events at 184 us with 2."""
     events = written[1].events_final
-    if not over or options.objective != "events" \
-            or options.concurrency != "ge" or events <= (fewest or 0):
-        return written  # (no plan needs fewer events)
+    if not over or not _may_need_fewer(events, options, fewest):
+        return written
     return _better(written, rescue(None, over=over, fewest=fewest, beat=events))
+
+
+def _may_need_fewer(events: int, options: OptimalOptions, fewest: int | None) -> bool:
+    """Might a plan of the events objective under `ge` concurrency need fewer than `events`
+    (more than the events bound, `fewest`, or than 0)?"""
+    return options.objective == "events" and options.concurrency == "ge" \
+        and events > (fewest or 0)
 
 
 def _better(written: Written, other: Written | str) -> Written:
@@ -360,19 +366,18 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
                 "(a longer --time-limit may)")
     if found is None or _worse(outcome, baseline, options, None):
         return way_out(outcome, baseline, options)
+    status, objective, bound = "FEASIBLE", None, None
     if options.objective == "makespan":
         status, objective, bound = _makespan_result(graph, outcome, costs)
-        return outcome.plan, SolverReport(
-            status, objective, bound, outcome.events, found.deterministic_time, None, "",
-            baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over,
-            fewest)
-    outcome, found = with_fewer_events(graph, dag, baseline, constraints, (outcome, found),
-                                       rules=rules, options=options, costs=costs)
+    else:
+        outcome, found = with_fewer_events(graph, dag, baseline, constraints,
+                                           (outcome, found), rules=rules, options=options,
+                                           costs=costs)
     written = outcome.plan, SolverReport(
-        "FEASIBLE", None, None, outcome.events, found.deterministic_time, None, "",
+        status, objective, bound, outcome.events, found.deterministic_time, None, "",
         baseline.events, baseline.makespan_us, outcome.makespan_us, found.phase, over, fewest)
     events = outcome.events if beat is None else min(outcome.events, beat)
-    if most is not None or options.concurrency != "ge" or events <= (fewest or 0):
+    if most is not None or not _may_need_fewer(events, options, fewest):
         return written
     return _better(written, _rescue(graph, dag, baseline, constraints, None, over=over,
                                     fewest=fewest, rules=rules, options=options, costs=costs,
