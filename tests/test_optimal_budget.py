@@ -344,6 +344,38 @@ def test_a_plan_that_is_not_the_fallback_keeps_the_budget(spec: object, budget: 
 CHAIN = TaskDag.build(list("abcde"), [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")], "ggggg")
 
 
+def test_a_budget_below_the_events_bound_falls_back_before_any_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No search can keep a budget below the events bound. The Llama tiny training step
+    under the parallel options fills 12 streams with its nodes' task units: under a budget
+    of 0 it searched for 15 s at --time-limit 3 to fall back. The example transformer
+    layers need 2 events within ge mode's 182 us (one stream runs 232 us): under a budget of
+    1 the search ran for 9 s and fell back naming only the makespan. Both fall back at once
+    and say why; the slack the second names admits a plan."""
+    monkeypatch.setattr(driver, "search", pytest.fail)
+    step = api.with_options(training_step(load_graph(DATA / "onnx" / "llama_tiny.onnx")),
+                            PARALLEL)
+    plan, report = allocate_optimal(step, None, OptimalOptions(
+        objective="makespan", event_budget=0, time_limit=1.0))
+    assert report.status == "FALLBACK" and plan.event_count == report.baseline_events
+    assert "every plan needs 11 events or more whatever its makespan" in report.reason
+    assert "over the budget of 0 events" in report.reason
+    layers = api.read_graph(ROOT / "examples" / "graphs" / "transformer_layers.yaml")
+    plan, report = allocate_optimal(layers, None, OptimalOptions(
+        objective="makespan", event_budget=1, time_limit=1.0))
+    assert report.status == "FALLBACK" and report.events_bound == 2
+    assert ("every plan within the baseline's 182.0 us x (1 + 0.0%) needs 2 events or more, "
+            "over the budget of 1 events; a --makespan-slack") in report.reason
+    monkeypatch.undo()
+    _, solver = budgeted(layers, 0, None)
+    assert solver["status"] == "FALLBACK"  # (slack 0)
+    plan, report = allocate_optimal(layers, None, OptimalOptions(
+        objective="makespan", event_budget=0, makespan_slack=28.0, time_limit=1.0))
+    assert report.status != "FALLBACK" and plan.event_count == 0
+    assert report.makespan_us <= 182 * 1.28
+    assert verify_plan(layers, plan.to_json()).exit_code == 0
+
+
 def test_the_polish_stops_at_its_target() -> None:
     streams = polish(CHAIN, [0, 1, 2, 3, 4], length=len, limit=None,
                      allowed=lambda _s, _m: True, budget=100, target=2)

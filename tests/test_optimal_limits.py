@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from node_graphs import graph_of
-from real_models import LIGHT
+from real_models import DATA, LIGHT
 from test_attached_sync import attached
 from test_optimal import control_flow_graph
 from test_schemas import valid
@@ -94,6 +94,24 @@ def test_no_plan_within_the_limits_is_exit_4_naming_the_way_out(
         time_limit=1.0, objective="makespan", makespan_slack=28.0))
     assert report.events_final <= 1 and report.makespan_us <= 182 * 1.28
     assert verify_plan(graph, plan.to_json()).exit_code == 0
+
+
+def test_an_event_limit_below_what_every_plan_needs_fails_before_any_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Llama tiny training step under the parallel options fills 12 streams with its
+    nodes' task units, so every plan needs 11 events whatever its makespan. Under 3 events
+    the command searched for 11 s (the events objective, then the rescue without a makespan
+    limit) and then advised a longer --time-limit; it fails at once and says why."""
+    graph = api.with_options(training_step(load_graph(DATA / "onnx" / "llama_tiny.onnx")),
+                             {**PARALLEL, "streamalloc.max_events": "3"})
+    monkeypatch.setattr(driver, "search", pytest.fail)
+    monkeypatch.setattr(driver, "fastest_within_limits", pytest.fail)
+    with pytest.raises(LimitExceeded) as caught:
+        allocate_optimal(graph, None, OptimalOptions(time_limit=1.0))
+    message = str(caught.value)
+    assert "it needs at least 11 events whatever its makespan" in message
+    assert "task units" in message and "over the device's 3" in message
+    assert "--time-limit" not in message and caught.value.exit_code == 4
 
 
 @pytest.mark.filterwarnings("ignore::streamalloc.errors.InputWarning")  # the rule is idle

@@ -15,6 +15,7 @@ the search stops at once where one stream reaches it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
@@ -98,14 +99,12 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                                          "and the device limits (proven before any search): "
                                          f"{conflict}", nimble, fewest=None, searched=False)
     fewest = floor(nimble=nimble)
-    most = _most_events(graph)
     rescue = partial(_rescue, graph, dag, baseline, constraints, rules=rules or base_rules,
                      options=options, costs=costs)
-    if over and fewest is not None and fewest > most:
-        return _fallback(baseline, over, f"it was not run: every plan within the makespan "
-                                         f"limit needs {fewest} events or more, over the "
-                                         f"device's {most}", nimble, fewest=fewest,
-                         rescue=rescue, bound_named=True)
+    if fewest is not None and ((over and fewest > _most_events(graph))
+                               or (options.budget is not None and options.budget < fewest)):
+        return _below_bound(graph, baseline, over, floor, fewest, options=options,
+                            nimble=nimble, rescue=rescue)
     try:
         found = search(graph, dag, baseline, constraints, options=options, costs=costs,
                        events_floor=fewest, nimble=chains)
@@ -121,6 +120,59 @@ def allocate_optimal(graph: Graph, rules: RuleSet | None, options: OptimalOption
                          found.deterministic_time, fewest=None)
     return _checked(graph, found, allocation, baseline, over, options=options, costs=costs,
                     nimble=nimble, fewest=fewest, rescue=rescue)
+
+
+def _fewest_anyway(floor: Callable[..., int | None], fewest: int, options: OptimalOptions,
+                   nimble: int | None) -> int:
+    """The events bound of plans of any makespan (`fewest`: that of plans within the makespan
+    limit; under `--concurrency full` there is none, and the two are one)."""
+    if options.concurrency == "full":
+        return fewest
+    anyway = floor(limit_us=None, nimble=nimble)
+    assert anyway is not None  # (None only where events are not the only ordering)
+    return anyway
+
+
+def _bound_why(nimble: int | None) -> str:
+    """What the events bound of plans of any makespan counts."""
+    return "the events bound: the streams the nodes' task units fill, joined by events" + \
+        (f"; under --concurrency full at least Nimble's minimum, {nimble}" if nimble is not None
+         else "")
+
+
+def _below_bound(graph: Graph, baseline: Outcome, over: str, floor: Callable[..., int | None],
+                 fewest: int, *, options: OptimalOptions, nimble: int | None, rescue: Rescue
+                 ) -> tuple[SyncPlan, SolverReport]:
+    """Before any search, where the events bound of plans within the makespan limit
+    (`fewest`) is over the device's event limit (ge mode's plan is `over` it) or the makespan
+    objective's event budget: no search can keep both (a training step under a budget of 0
+    searched for 15 s at --time-limit 3 to say so). Where plans slower than ge mode's may,
+    the reason names the slack, and over a device limit the rescue looks for one; where
+    every plan needs more events, whatever its makespan, the error or reason says so."""
+    anyway = _fewest_anyway(floor, fewest, options, nimble)
+    most = _most_events(graph)
+    if over and fewest > most:
+        if anyway > most:  # no slack makes room: the rescue's search would find nothing
+            raise _no_plan(over, f"and so is every plan: it needs at least {anyway} events "
+                                 f"whatever its makespan ({_bound_why(nimble)}), over the "
+                                 f"device's {most}; raise the limit")
+        return _fallback(baseline, over, f"it was not run: every plan within the makespan "
+                                         f"limit needs {fewest} events or more, over the "
+                                         f"device's {most}", nimble, fewest=fewest,
+                         rescue=rescue, bound_named=True)
+    budget = options.budget
+    if budget is not None and budget < anyway:
+        return _fallback(baseline, over, f"it was not run: every plan needs {anyway} events or "
+                                         f"more whatever its makespan ({_bound_why(nimble)}), "
+                                         f"over the budget of {budget} events", nimble,
+                         fewest=fewest, searched=False, bound_named=True)
+    return _fallback(baseline, over, f"it was not run: every plan within the baseline's "
+                                     f"{baseline.makespan_us:.1f} us x (1 + "
+                                     f"{options.makespan_slack}%) needs {fewest} events or "
+                                     f"more, over the budget of {budget} events; a "
+                                     "--makespan-slack may let plans trade makespan for "
+                                     "events", nimble,
+                     fewest=fewest, rescue=rescue, bound_named=True)
 
 
 def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constraint],
