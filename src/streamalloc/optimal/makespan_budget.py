@@ -76,20 +76,47 @@ def within_budget(graph: Graph, dag: TaskDag, starts: list[Found],
     for chains, order in [hint, *fastest]:
         reduced = reduced_to_budget(dag, chains, order, durations, evaluator, guard=guard)
         found += [reduced] if reduced is not None else []
-    for chains, order in fastest:
-        streams = assignment_of(dag, chains)
-        evaluations = max(evaluation_count(evaluator, streams, evaluator.options.time_limit
-                                           * LADDER_SHARE),
-                          LADDER_TRIES * min(len(chains), LADDER_STREAMS))
-        laddered = merge_ladder(dag, streams, budget=budget, allowed=guard,
-                                probe=partial(lifted_run, evaluator, order=order),
-                                durations=durations, evaluations=evaluations)
-        found += [] if laddered is None else [(chains_of_assignment(laddered), order)]
+    for start in fastest:
+        found += laddered(dag, start, durations, evaluator, guard=guard)
     fewest = serial_prologues(dag, durations, evaluator.orders)
     if budget >= REGION_EVENTS and len(set(dag.graphs)) == 1:
         fewest += [start for start, _ in regions_aside(dag, durations)]
     return found + [repaired(graph, dag, start, constraints, durations,
                              stream_limit=stream_limit) for start in fewest]
+
+
+def laddered(dag: TaskDag, start: Found, durations: Sequence[int], evaluator: Evaluator, *,
+             guard: Callable[[Sequence[int], Sequence[int]], bool]) -> list[Found]:
+    """`start` brought within the event budget by the merge ladder (`optimal/ladder.py`), in
+    its order; none where no merge gets it there."""
+    budget = evaluator.options.event_budget
+    assert budget is not None
+    chains, order = start
+    streams = assignment_of(dag, chains)
+    evaluations = max(evaluation_count(evaluator, streams, evaluator.options.time_limit
+                                       * LADDER_SHARE),
+                      LADDER_TRIES * min(len(chains), LADDER_STREAMS))
+    merged = merge_ladder(dag, streams, budget=budget, allowed=guard,
+                          probe=partial(lifted_run, evaluator, order=order),
+                          durations=durations, evaluations=evaluations)
+    return [] if merged is None else [(chains_of_assignment(merged), order)]
+
+
+def over_budget_fastest(candidates: list[Found], outcomes: list[Measured | None],
+                        budget: int | None) -> tuple[Found, Measured] | None:
+    """The fastest of `candidates` (`outcomes`: theirs) where it is over the event budget and
+    faster than every one within it, with its outcome: the start the search without the
+    budget runs from (None without a budget, or where it does not bind)."""
+    if budget is None:
+        return None
+    over = min(((o.makespan_us, k) for k, o in enumerate(outcomes) if o and o.events > budget),
+               default=None)
+    kept = min((o.makespan_us for o in outcomes if o and o.events <= budget), default=math.inf)
+    if over is None or over[0] >= kept:
+        return None
+    outcome = outcomes[over[1]]
+    assert outcome is not None
+    return candidates[over[1]], outcome
 
 
 def reduced_to_budget(dag: TaskDag, chains: tuple[tuple[int, ...], ...], order: Order | None,
