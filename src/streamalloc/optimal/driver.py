@@ -171,8 +171,8 @@ def _below_bound(graph: Graph, baseline: Outcome, over: str, floor: Callable[...
                                      f"{options.makespan_slack}%) needs {fewest} events or "
                                      f"more, over the budget of {budget} events; a "
                                      "--makespan-slack may let plans trade makespan for "
-                                     "events", nimble,
-                     fewest=fewest, rescue=rescue, bound_named=True)
+                                     "events", nimble, fewest=fewest, rescue=rescue,
+                     bound_named=True)
 
 
 def _check_streams_needed(graph: Graph, dag: TaskDag, constraints: list[Constraint],
@@ -410,7 +410,7 @@ def _rescue(graph: Graph, dag: TaskDag, baseline: Outcome, constraints: list[Con
             (budget is not None and outcome.events > budget):
         fastest = fastest_within_limits(graph, dag, baseline, constraints, rules=rules,
                                         options=options, costs=costs,
-                                        budget=budget if most is None else most,
+                                        budget=most,
                                         better=beat is not None or most is not None)
         outcome, found = fastest or (None, None)
     if outcome is None:

@@ -41,8 +41,8 @@ def fastest_within_limits(graph: Graph, dag: TaskDag, baseline: Outcome,
     """The plan of the makespan objective without a makespan limit (under the event budget if
     the makespan objective was given one: where none is found within it, the plan may be
     over it), verified with the device limits and emulated, and its search; None where it is
-    over one. `budget`: that event budget where the events objective asks for fewer events
-    than a plan it has; `better`: a plan is found already, and the search gets at most
+    over one. `budget`: an event budget instead, where the events objective asks for fewer
+    events than a plan it has; `better`: a plan is found already, and the search gets at most
     BETTER_TIME of the time limit."""
     unlimited = msgspec.structs.replace(options, objective="makespan",
                                         event_budget=options.budget if budget is None
