@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
 from streamalloc.ir.graph import Graph
 
 Order = tuple[str, ...]  # the root's node names, in a topological order
+GRAPHS_KEPT = 4  # graphs in recent orders kept (`Orders.graph_in`)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Orders:
     graph: Graph
     preds: Mapping[str, tuple[str, ...]]
     start: Order
+    _graphs: dict[Order, Graph] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, graph: Graph) -> Orders | None:
@@ -104,7 +106,14 @@ class Orders:
         return succs
 
     def graph_in(self, order: Order | None) -> Graph:
-        """The graph with its root in `order` (itself for its own order)."""
+        """The graph with its root in `order` (itself for its own order). The last
+        GRAPHS_KEPT are kept, with the tables the sync layer derives of them (producers by
+        position): a search evaluates many assignments in its current order."""
         if order is None or order == self.start:
             return self.graph
-        return self.graph.reordered(order)
+        found = self._graphs.get(order)
+        if found is None:
+            if len(self._graphs) >= GRAPHS_KEPT:
+                del self._graphs[next(iter(self._graphs))]
+            found = self._graphs[order] = self.graph.reordered(order)
+        return found
