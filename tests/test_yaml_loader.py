@@ -349,6 +349,15 @@ def test_malformed_json(tmp_path: Path) -> None:
     assert msg == f"{path}:3:33: malformed JSON: Expecting value"
 
 
+def test_duplicate_json_key(tmp_path: Path) -> None:
+    """json.loads would keep the node's last type; a graph file means one of them."""
+    text = ('{"format": "streamalloc.graph/v1", "name": "g",\n "nodes": [\n'
+            '  {"name": "a", "type": "Data"},\n'
+            '  {"name": "b", "type": "Relu", "inputs": ["a"], "type": "Add"}]}\n')
+    msg, path = load_error(tmp_path, text, "g.json")
+    assert msg == f"{path}:4:50: malformed JSON: key 'type' repeats the key of line 4"
+
+
 def test_json_is_not_parsed_as_yaml(tmp_path: Path) -> None:
     # YAML would accept this (unquoted keys, a comment); a .json file must be strict JSON
     msg, path = load_error(tmp_path, "{format: streamalloc.graph/v1, nodes: []}\n", "g.json")

@@ -107,6 +107,9 @@ def test_not_json_and_missing_files_are_input_errors(tmp_path: Path) -> None:
     for ends in ("\r\n", "\r"):  # lines counted as a text file counts them
         with pytest.raises(InputError, match=r"plan.json:3: not valid JSON"):
             load_plan(_write(tmp_path, f'{{{ends}"format":{ends} oops}}'))
+    with pytest.raises(InputError, match=r"plan.json:3: not valid JSON \(key 'format' repeats "
+                                         r"the key of line 1\)"):
+        load_plan(_write(tmp_path, '{"format": "a",\n "graph": "g",\n "format": "b"}'))
     with pytest.raises(InputError, match="cannot read the plan file: 'utf-8' codec"):
         path = tmp_path / "latin1.json"
         path.write_bytes(b'{"graph": "\xe9"}')
