@@ -18,7 +18,7 @@ from streamalloc import api
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.synthetic import layered_graph
 from streamalloc.ir.training import training_step
-from streamalloc.optimal import OptimalOptions, allocate_optimal, fewest_events
+from streamalloc.optimal import OptimalOptions, allocate_optimal, fewest_events, merged_waits
 from streamalloc.optimal import filled as filled_module
 from streamalloc.optimal.grouped import grouped
 from streamalloc.optimal.order import Orders
@@ -86,7 +86,7 @@ def test_the_events_objective_packs_a_training_steps_allreduces(
     run = emulate(graph, document)
     assert run.status == "ok" and run.makespan_us <= report.baseline_makespan_us + 1e-6
     monkeypatch.setattr(filled_module, "REBALANCED_MOVES", 0)
-    monkeypatch.setattr(fewest_events, "filled", lambda orders, order, *_, **__: order)
+    monkeypatch.setattr(merged_waits, "filled", lambda orders, order, *_, **__: order)
     _, grouped_alone = allocate_optimal(graph, None, options)
     monkeypatch.setattr(fewest_events, "GROUPED_TRIES", 0)
     _, ungrouped = allocate_optimal(graph, None, options)

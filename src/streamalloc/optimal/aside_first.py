@@ -25,6 +25,7 @@ from streamalloc.optimal.fewest_events import (
     orders_batching_waits,
 )
 from streamalloc.optimal.found import Chains, Found, Search
+from streamalloc.optimal.merged_waits import merged
 from streamalloc.optimal.order import Orders
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
@@ -56,7 +57,14 @@ def aside_first(graph: Graph, dag: TaskDag, constraints: list[Constraint],
     if found is None:
         return None
     (chains, order), grouped = found
+    phase = PHASE + ("+grouped" if grouped else "")
     if not at_floor(evaluator, chains, order, events_floor=events_floor, measured=measured):
-        return None
-    return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0,
-                  PHASE + ("+grouped" if grouped else ""), order)
+        again = merged(graph, dag, (chains, order), evaluator, measured, within_us=within_us,
+                       most=most)
+        if again is None:
+            return None
+        (chains, order), phase = again[0], phase + "+merged"
+        if not at_floor(evaluator, chains, order, events_floor=events_floor,
+                        measured=measured):
+            return None
+    return Search(evaluator.numbering(chains), "OPTIMAL", None, None, 0.0, phase, order)

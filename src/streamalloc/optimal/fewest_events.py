@@ -13,11 +13,12 @@ from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Measured, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
 from streamalloc.optimal.event_bound import node_capacity
-from streamalloc.optimal.filled import filled, rebalanced
+from streamalloc.optimal.filled import rebalanced
 from streamalloc.optimal.found import Chains, Found
-from streamalloc.optimal.grouped import LARGE_SHARE, grouped
+from streamalloc.optimal.grouped import LARGE_SHARE
+from streamalloc.optimal.merged_waits import arrangement, merged
 from streamalloc.optimal.options import EPS_US
-from streamalloc.optimal.order import Order, Orders
+from streamalloc.optimal.order import Orders
 from streamalloc.optimal.polishing import polish_streams
 from streamalloc.optimal.prologue import serial_prologues
 from streamalloc.optimal.waits import Assignment, latest_starts, waits_batched
@@ -120,6 +121,11 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
         if better is not None:
             source, best, events = better
             made = (_made(source, polished, waited, hinted, aside) or "+polish") + "+grouped"
+        again = None if evaluator.orders is None else merged(
+            graph, dag, best, evaluator, measured, within_us=within_us, most=most)
+        if again is not None:
+            (best, outcome), made = again, (made or "+polish") + "+merged"
+            events = outcome.events
     return best, made, events
 
 
@@ -183,18 +189,14 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     the fewest events, then the fastest, where it needs fewer than `fewer_than`: the
     candidate, it in that order and its events; else None. The outcomes go into
     `measured`: the choice after the search groups the plans at the bounds again."""
-    orders, capacity = evaluator.orders, node_capacity(graph)
-    if orders is None or capacity is None:
+    orders = evaluator.orders
+    arranged = None if orders is None else arrangement(graph, dag, orders)
+    if orders is None or arranged is None:
         return None
+    capacity = node_capacity(graph)
+    assert capacity is not None  # (an arrangement needs one)
     units = {name: main_units(graph, graph.node(name)) for name in dag.names}
     threshold = LARGE_SHARE * capacity
-    large = [v for v, name in enumerate(dag.names) if units[name] >= threshold]
-
-    def arranged(streams: Sequence[int], start: Order) -> Order:
-        stream_of = {name: streams[v] for v, name in enumerate(dag.names)}
-        return filled(orders, grouped(orders, start, {dag.names[v]: streams[v] for v in large}),
-                      stream_of, units, capacity=capacity, large=math.ceil(threshold))
-
     runs: list[tuple[int, float, Found, Found]] = []
     for chains, order in near:
         streams = assignment_of(dag, chains)
