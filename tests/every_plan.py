@@ -53,17 +53,22 @@ def every_plan(graph: Graph, costs: CostTable, rng: random.Random, *, orders: in
     makespan of every assignment in `orders` execution orders (those within the device's
     limits); a graph of more than `most` streamed nodes fails (their partitions grow as Bell
     numbers: 203 for 6 nodes, 4,140 for 8)."""
-    rules = default_rule_set(graph)
-    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", costs)
-    dag = task_dag(graph, baseline.allocation)
+    evaluator = ge_evaluator(graph, OptimalOptions(objective="makespan"), costs)
+    dag, baseline, ordering = evaluator.dag, evaluator.baseline, evaluator.orders
     assert dag.size <= most, f"{dag.size} streamed nodes, over {most}"
-    ordering = Orders.of(graph)
     assert ordering is not None
-    evaluator = Evaluator(graph, dag, baseline, OptimalOptions(objective="makespan"), costs,
-                          orders=ordering)
     runs = [evaluator.outcome(streams, order) for order in random_orders(ordering, rng, orders)
             for streams in partitions(dag.size)]
     return baseline, dag, [run for run in runs if run is not None]
+
+
+def ge_evaluator(graph: Graph, options: OptimalOptions, costs: CostTable) -> Evaluator:
+    """The optimal mode's probe of `graph` with ge mode's plan (GE's default rules, minimal
+    sync) as its baseline, in the graph's orders."""
+    rules = default_rule_set(graph)
+    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", costs)
+    return Evaluator(graph, task_dag(graph, baseline.allocation), baseline, options, costs,
+                     orders=Orders.of(graph))
 
 
 def tiny_graph(tmp_path: Path, seed: int, *, engines: bool = False

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import pytest
+from every_plan import ge_evaluator
+from real_models import LIGHT
 
-from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.ir.training import training_step
@@ -23,17 +23,12 @@ from streamalloc.optimal.evaluate import (
     Measured,
     assignment_of,
     chains_of_assignment,
-    evaluate,
-    task_dag,
 )
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.found import Found
 from streamalloc.optimal.merged_waits import merged
-from streamalloc.optimal.order import Orders
-from streamalloc.rules import default_rule_set
 from streamalloc.runtime_emu.cost_table import default_cost_table
 
-LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 PARALLEL = {"ge.streamMaxParallelNum": "AIcoreEngine:4,DNN_VM_AICPU_ASCEND:2",
             "ge.hcomParallel": "1"}
 
@@ -63,11 +58,7 @@ def two_waits(tmp_path: Path) -> Graph:
 
 
 def _evaluator(graph: Graph) -> Evaluator:
-    costs = default_cost_table()
-    rules = default_rule_set(graph)
-    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", costs)
-    return Evaluator(graph, task_dag(graph, baseline.allocation), baseline,
-                     OptimalOptions(makespan_slack=100.0), costs, orders=Orders.of(graph))
+    return ge_evaluator(graph, OptimalOptions(makespan_slack=100.0), default_cost_table())
 
 
 def _aside(evaluator: Evaluator) -> Found:

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import onnx
 import pytest
+from every_plan import ge_evaluator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_heuristic_properties import build, models
 
-from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.critical import Reorder, Search, _score, critical_chain
-from streamalloc.optimal.evaluate import Measured, assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluate import Measured, assignment_of
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.list_schedule import list_schedule_in_order
 from streamalloc.optimal.moves import Branches
@@ -65,11 +65,7 @@ def blocked(tmp_path: Path) -> Graph:
 
 
 def _evaluator(graph: Graph) -> Evaluator:
-    costs = default_cost_table()
-    rules = default_rule_set(graph)
-    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", costs)
-    return Evaluator(graph, task_dag(graph, baseline.allocation), baseline, OPTIONS, costs,
-                     orders=Orders.of(graph))
+    return ge_evaluator(graph, OPTIONS, default_cost_table())
 
 
 def _is_topological(graph: Graph, order: tuple[str, ...]) -> bool:

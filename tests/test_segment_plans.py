@@ -15,20 +15,19 @@ import random
 from pathlib import Path
 
 import pytest
+from every_plan import ge_evaluator
 from node_graphs import fork_join_chain_nodes, graph_of
 
-from streamalloc.heuristic.driver import allocate_ge
 from streamalloc.ir.graph import Graph
 from streamalloc.ir.loaders import load_graph
 from streamalloc.optimal import OptimalOptions, allocate_optimal
 from streamalloc.optimal.bounds import segment_runs
-from streamalloc.optimal.evaluate import assignment_of, evaluate, task_dag
+from streamalloc.optimal.evaluate import assignment_of
 from streamalloc.optimal.evaluator import Evaluator
 from streamalloc.optimal.options import TIME_SCALE
-from streamalloc.optimal.order import Orders
 from streamalloc.optimal.segment_plans import with_segment_plans
 from streamalloc.optimal.series import SegmentRun
-from streamalloc.rules import builtin_rules, default_rule_set
+from streamalloc.rules import builtin_rules
 from streamalloc.runtime_emu.cost_table import default_cost_table
 from streamalloc.runtime_emu.emulator import emulate
 from streamalloc.verify import verify_plan
@@ -76,10 +75,7 @@ def attention(tmp_path: Path) -> Graph:
 
 
 def _evaluator(graph: Graph) -> Evaluator:
-    rules = default_rule_set(graph)
-    baseline = evaluate(graph, allocate_ge(graph, rules), rules, "minimal", COSTS)
-    return Evaluator(graph, task_dag(graph, baseline.allocation), baseline,
-                     OptimalOptions(objective="makespan"), COSTS, orders=Orders.of(graph))
+    return ge_evaluator(graph, OptimalOptions(objective="makespan"), COSTS)
 
 
 def _one_stream(evaluator: Evaluator) -> tuple[tuple[tuple[tuple[int, ...], ...], None], int]:
