@@ -1,6 +1,7 @@
 """Before CP-SAT, under the events objective: the nodes of each heavy engine beside the rest
 (`fewest_events.engines_aside`) in orders that batch their waits, and the best of them with
-their large tasks grouped and filled. Where one reaches the events bound on the fewest
+their large tasks grouped and filled, and then with its waits merged
+(`optimal/merged_waits.py`). Where one reaches the events bound on the fewest
 logical streams the makespan limit allows (`at_bounds.at_floor`), no search can do better
 and it is written at once (with as few events and streams as any plan; the search might
 have chosen another such plan, faster); else its runs are kept for the choice after the

@@ -1,6 +1,7 @@
 """The events objective's choice of the plan to write: the fewest events, then the fastest,
 of the polished streams, one stream with its prologue aside, and assignments in orders that
-batch their waits (`optimal/waits.py`)."""
+batch their waits (`optimal/waits.py`); the chosen one with its large tasks grouped and its
+waits for one stream merged where that needs fewer events (`optimal/merged_waits.py`)."""
 
 from __future__ import annotations
 
@@ -70,9 +71,11 @@ def chosen(graph: Graph, dag: TaskDag, polished: list[Found], hint: Found, *,
     small under the parallel options: 2 events at 2263 us in runs of three layers, where the
     model's streams polished ran 3 at 2280); up to WAITS_NODES streamed nodes also of the
     polished and the baseline's streams in the orders that batch their waits (the ResNet-50
-    training step under the parallel options: 98 -> 49 events); and the phase that made it
-    (None: the polish of the search's streams; one that starts with "+": the search's phase
-    followed by it), and its events where they were measured. `measured` and `batched`: the
+    training step under the parallel options: 98 -> 49 events); that plan with its large
+    tasks grouped (`grouped_near`) and its waits merged (`merged_waits.merged`) where that
+    needs fewer events; and the phase that made it (None: the polish of the search's
+    streams; one that starts with "+": the search's phase followed by it), and its events
+    where they were measured. `measured` and `batched`: the
     outcomes and orders batching waits found before (`aside_first`)."""
     candidates = list(polished)
     waited: list[Found] = []
