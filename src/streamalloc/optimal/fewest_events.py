@@ -13,10 +13,8 @@ from streamalloc.ir.graph import Graph
 from streamalloc.optimal.chain_model import windowed
 from streamalloc.optimal.evaluate import Measured, assignment_of, breaks, chains_of_assignment
 from streamalloc.optimal.evaluator import Evaluator, measured_outcome
-from streamalloc.optimal.event_bound import node_capacity
 from streamalloc.optimal.filled import rebalanced
 from streamalloc.optimal.found import Chains, Found
-from streamalloc.optimal.grouped import LARGE_SHARE
 from streamalloc.optimal.merged_waits import arrangement, merged
 from streamalloc.optimal.options import EPS_US
 from streamalloc.optimal.order import Orders
@@ -25,7 +23,6 @@ from streamalloc.optimal.prologue import serial_prologues
 from streamalloc.optimal.waits import Assignment, latest_starts, waits_batched
 from streamalloc.rules.constraints import Constraint
 from streamalloc.solver.dag import TaskDag
-from streamalloc.sync.tasks import main_units
 
 WAITS_SLACK = (1.0, 0.25, -0.5)  # shares of what the first run left of the makespan limit
 # that the runs batching waits may spend (`orders_batching_waits`): on the training steps under the
@@ -196,10 +193,6 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     arranged = None if orders is None else arrangement(graph, dag, orders)
     if orders is None or arranged is None:
         return None
-    capacity = node_capacity(graph)
-    assert capacity is not None  # (an arrangement needs one)
-    units = {name: main_units(graph, graph.node(name)) for name in dag.names}
-    threshold = LARGE_SHARE * capacity
     runs: list[tuple[int, float, Found, Found]] = []
     for chains, order in near:
         streams = assignment_of(dag, chains)
@@ -214,8 +207,8 @@ def _grouped(graph: Graph, dag: TaskDag, near: list[Found], evaluator: Evaluator
     runs.sort(key=lambda run: run[:2])
     for _, _, source, (chains, shown) in runs[:REBALANCED_CANDIDATES]:
         start = source[1] if source[1] is not None else orders.start
-        moves = rebalanced(dag, assignment_of(dag, chains), shown or start, units,
-                           capacity=capacity, large=math.ceil(threshold))
+        moves = rebalanced(dag, assignment_of(dag, chains), shown or start, arranged.units,
+                           capacity=arranged.capacity, large=arranged.large)
         # (a move may part the nodes a rule keeps together)
         for streams in filter(lambda s: not breaks(graph, dag, constraints, s), moves):
             again = (chains_of_assignment(streams), arranged(streams, start))

@@ -17,7 +17,8 @@ beside it: Inception v2 91 -> 90 events (the events bound).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
 from streamalloc.ir.graph import Graph
@@ -35,26 +36,34 @@ from streamalloc.sync.tasks import main_units
 
 MERGE_RUNS = 32  # emulated runs of the tried orders at most, per plan (two per pair)
 
-Arrangement = Callable[[Sequence[int], Order], Order]  # (streams, order) -> order
+@dataclass(frozen=True)
+class Arrangement:
+    """The order that runs each stream's large tasks (`large` units or more: LARGE_SHARE of a
+    physical stream's `capacity`) back to back (`grouped`) with small tasks in the room their
+    physical streams leave (`filled`), of an assignment from a start order."""
+
+    orders: Orders
+    names: tuple[str, ...]
+    units: dict[str, int]
+    capacity: int
+    large: int
+
+    def __call__(self, streams: Sequence[int], start: Order) -> Order:
+        names = self.names
+        stream_of = {name: streams[v] for v, name in enumerate(names)}
+        heavy = {name: streams[v] for v, name in enumerate(names)
+                 if self.units[name] >= self.large}
+        return filled(self.orders, grouped(self.orders, start, heavy), stream_of, self.units,
+                      capacity=self.capacity, large=self.large)
 
 
 def arrangement(graph: Graph, dag: TaskDag, orders: Orders) -> Arrangement | None:
-    """The order that runs each stream's large tasks (LARGE_SHARE of a physical stream's
-    units) back to back (`grouped`) with small tasks in the room their physical streams leave
-    (`filled`), of an assignment from a start order; None where streams are not split."""
+    """The `Arrangement` of `dag`'s nodes; None where streams are not split."""
     capacity = node_capacity(graph)
     if capacity is None:
         return None
     units = {name: main_units(graph, graph.node(name)) for name in dag.names}
-    threshold = LARGE_SHARE * capacity
-    large = [v for v, name in enumerate(dag.names) if units[name] >= threshold]
-
-    def arranged(streams: Sequence[int], start: Order) -> Order:
-        stream_of = {name: streams[v] for v, name in enumerate(dag.names)}
-        return filled(orders, grouped(orders, start, {dag.names[v]: streams[v] for v in large}),
-                      stream_of, units, capacity=capacity, large=math.ceil(threshold))
-
-    return arranged
+    return Arrangement(orders, dag.names, units, capacity, math.ceil(LARGE_SHARE * capacity))
 
 
 def merged(graph: Graph, dag: TaskDag, found: Found, evaluator: Evaluator,
